@@ -1,0 +1,111 @@
+"""Plumbing shared by the robust estimators: argument checks, row mapping."""
+
+import numbers
+import warnings
+from itertools import chain
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.utils import check_random_state
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .exceptions import BudgetExhaustedWarning
+from .perturbation import make_boxes
+from .results import CertificationResult, RangeResult
+
+
+def check_budget(max_iter, time_limit):
+    if max_iter is not None and (
+        not isinstance(max_iter, numbers.Integral) or isinstance(max_iter, bool) or max_iter < 0
+    ):
+        raise ValueError(f"max_iter must be a non-negative integer or None, got {max_iter!r}.")
+    if time_limit is not None:
+        if not isinstance(time_limit, numbers.Real) or not np.isfinite(time_limit) or time_limit <= 0:
+            raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}.")
+
+
+def check_epsilon(epsilon):
+    if not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
+
+
+def prepare(estimator, X, gamma, features, domain, max_iter, time_limit):
+    """Validate X (float64, finite, right width and names) and build the boxes."""
+    check_is_fitted(estimator)
+    check_budget(max_iter, time_limit)
+    X = validate_data(estimator, X, reset=False, dtype=np.float64)
+    lo, hi = make_boxes(
+        X, gamma, features=features, domain=domain, feature_names=getattr(estimator, "feature_names_in_", None)
+    )
+    return X, lo, hi
+
+
+def row_seeds(random_state, n):
+    """One independent seed per row, so results do not depend on n_jobs."""
+    base = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(base).spawn(n)]
+
+
+def _run_chunk(func, shared, rows):
+    return [func(shared, *row) for row in rows]
+
+
+def map_rows(func, shared, rows, n_jobs):
+    """``[func(shared, *row) for row in rows]``, across joblib workers."""
+    n_workers = effective_n_jobs(n_jobs)
+    if n_workers == 1 or len(rows) <= 1:
+        return _run_chunk(func, shared, rows)
+    n_chunks = min(len(rows), 4 * n_workers)
+    chunks = [c for c in np.array_split(np.arange(len(rows)), n_chunks) if len(c)]
+    out = Parallel(n_jobs=n_jobs)(delayed(_run_chunk)(func, shared, [rows[i] for i in c]) for c in chunks)
+    return list(chain.from_iterable(out))
+
+
+def certification_result(outcomes, d):
+    status = np.array([o.status for o in outcomes], dtype=object).astype(str)
+    if len(outcomes) == 0:
+        status = np.empty(0, dtype="<U10")
+    cex = np.array([o.counterexample for o in outcomes]).reshape(-1, d)
+    res = CertificationResult(
+        robust=status == "robust",
+        status=status,
+        counterexample=cex,
+        bound=np.array([o.bound for o in outcomes], dtype=float),
+        n_iter=np.array([o.n_iter for o in outcomes], dtype=int),
+        time=np.array([o.time for o in outcomes], dtype=float),
+    )
+    n_unknown = int(np.sum(res.status == "unknown"))
+    if n_unknown:
+        warnings.warn(
+            f"{n_unknown} of {len(res)} rows are 'unknown': the budget (max_iter/time_limit) ran out "
+            "before a proof or a counterexample was found.",
+            BudgetExhaustedWarning,
+            stacklevel=3,
+        )
+    return res
+
+
+def range_result(lower_min, upper_min, arg_min, lower_max, upper_max, arg_max, epsilon, n_iter, times):
+    """Assemble a RangeResult from (n, k) arrays; ``upper_min``/``lower_max`` are
+    the model's own values at ``arg_min``/``arg_max``."""
+    res = RangeResult(
+        min_lower=lower_min,
+        min_upper=upper_min,
+        max_lower=lower_max,
+        max_upper=upper_max,
+        converged=(upper_min - lower_min <= epsilon) & (upper_max - lower_max <= epsilon),
+        argmin=arg_min,
+        argmax=arg_max,
+        n_iter=np.asarray(n_iter, dtype=int),
+        time=np.asarray(times, dtype=float),
+    )
+    n_open = int(np.sum(~res.converged))
+    if n_open:
+        warnings.warn(
+            f"{n_open} of {res.converged.size} ranges did not reach epsilon={epsilon} within the budget; "
+            "their bounds are valid but wider.",
+            BudgetExhaustedWarning,
+            stacklevel=3,
+        )
+    return res

@@ -1,0 +1,79 @@
+"""Kernel-decomposition adapters: sound bounds of k(x, Xs) over input boxes.
+
+Adapters are looked up by the *exact* type of each kernel node; a subclass
+of a supported kernel is not assumed to share its formula and must be
+registered explicitly with :func:`register_adapter`.
+"""
+
+from sklearn.gaussian_process import kernels as K
+
+from ..exceptions import UnsupportedKernelError
+from ._base import KernelAdapter, Relaxation
+from .basic import ConstantAdapter, DotProductAdapter, ExpSineSquaredAdapter, WhiteAdapter
+from .composite import ExponentiationAdapter, ProductAdapter, SumAdapter
+from .stationary import MaternAdapter, RationalQuadraticAdapter, RBFAdapter, StationaryAdapter
+
+__all__ = [
+    "KernelAdapter",
+    "Relaxation",
+    "StationaryAdapter",
+    "make_adapter",
+    "register_adapter",
+    "supported_kernels",
+]
+
+_REGISTRY = {}
+
+
+def register_adapter(kernel_type, factory, *, composite=False):
+    """Register ``factory(kernel, Xs)`` as the adapter for ``kernel_type``.
+
+    Parameters
+    ----------
+    kernel_type : type
+        A sklearn ``Kernel`` subclass (matched exactly, not by inheritance).
+    factory : callable
+        Usually a :class:`KernelAdapter` subclass. With ``composite=True`` it
+        is called as ``factory(kernel, Xs, make_adapter)`` so it can build
+        adapters for its sub-kernels.
+    composite : bool, default=False
+    """
+    _REGISTRY[kernel_type] = (factory, composite)
+
+
+def supported_kernels():
+    """Names of the kernel types that currently have an adapter."""
+    return sorted(t.__name__ for t in _REGISTRY)
+
+
+def _matern(kernel, Xs):
+    if float(kernel.nu) not in MaternAdapter.SUPPORTED_NU:
+        raise UnsupportedKernelError(
+            f"Matern with nu={kernel.nu} has no sound bounds here; supported nu: 0.5, 1.5, 2.5, inf."
+        )
+    return MaternAdapter(kernel, Xs)
+
+
+def make_adapter(kernel, Xs):
+    """Build the adapter tree for a fitted sklearn kernel and support inputs Xs."""
+    entry = _REGISTRY.get(type(kernel))
+    if entry is None:
+        raise UnsupportedKernelError(
+            f"No sound bounds for kernel {type(kernel).__name__} ({kernel!r}). "
+            f"Supported kernels: {', '.join(supported_kernels())}. "
+            "Use skgprobust.kernels.register_adapter to add one."
+        )
+    factory, composite = entry
+    return factory(kernel, Xs, make_adapter) if composite else factory(kernel, Xs)
+
+
+register_adapter(K.RBF, RBFAdapter)
+register_adapter(K.Matern, _matern)
+register_adapter(K.RationalQuadratic, RationalQuadraticAdapter)
+register_adapter(K.ExpSineSquared, ExpSineSquaredAdapter)
+register_adapter(K.DotProduct, DotProductAdapter)
+register_adapter(K.ConstantKernel, ConstantAdapter)
+register_adapter(K.WhiteKernel, WhiteAdapter)
+register_adapter(K.Sum, SumAdapter, composite=True)
+register_adapter(K.Product, ProductAdapter, composite=True)
+register_adapter(K.Exponentiation, ExponentiationAdapter, composite=True)

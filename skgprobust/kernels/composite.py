@@ -1,0 +1,142 @@
+"""Adapters for Sum, Product and Exponentiation of supported kernels."""
+
+import numpy as np
+from sklearn.gaussian_process.kernels import ConstantKernel
+
+from ..exceptions import UnsupportedKernelError
+from ._base import KernelAdapter, Relaxation, interval_lower
+
+
+def _interval_product(a1, b1, a2, b2):
+    c = np.stack([a1 * a2, a1 * b2, b1 * a2, b1 * b2])
+    return c.min(0), c.max(0)
+
+
+class SumAdapter(KernelAdapter):
+    """k1 + k2: every bound adds up (the joint relaxation is minimised jointly)."""
+
+    def __init__(self, kernel, Xs, make):
+        super().__init__(kernel, Xs)
+        self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
+        self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+
+    def values(self, X):
+        return self.k1.values(X) + self.k2.values(X)
+
+    def value_and_grad(self, X):
+        K1, G1 = self.k1.value_and_grad(X)
+        K2, G2 = self.k2.value_and_grad(X)
+        return K1 + K2, G1 + G2
+
+    def interval(self, lo, hi):
+        l1, h1 = self.k1.interval(lo, hi)
+        l2, h2 = self.k2.interval(lo, hi)
+        return l1 + l2, h1 + h2
+
+    def diag(self, X):
+        return self.k1.diag(X) + self.k2.diag(X)
+
+    def relax(self, lo, hi, w):
+        return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
+
+
+class ProductAdapter(KernelAdapter):
+    """k1 * k2. A constant factor scales the other's weights (exact); otherwise
+    McCormick envelopes of k1 k2 (paper Prop. 18), each linear in k1 and k2,
+    whose two relaxations are then added. Per box and support point the
+    envelope with the smaller gap at the box centre is used."""
+
+    def __init__(self, kernel, Xs, make):
+        super().__init__(kernel, Xs)
+        self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
+        self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+        self.const = None
+        if type(kernel.k1) is ConstantKernel:
+            self.const, self.other = float(kernel.k1.constant_value), self.k2
+        elif type(kernel.k2) is ConstantKernel:
+            self.const, self.other = float(kernel.k2.constant_value), self.k1
+
+    def values(self, X):
+        return self.k1.values(X) * self.k2.values(X)
+
+    def value_and_grad(self, X):
+        K1, G1 = self.k1.value_and_grad(X)
+        K2, G2 = self.k2.value_and_grad(X)
+        return K1 * K2, K1[:, :, None] * G2 + K2[:, :, None] * G1
+
+    def interval(self, lo, hi):
+        if self.const is not None:
+            l, h = self.other.interval(lo, hi)
+            return (self.const * l, self.const * h) if self.const >= 0 else (self.const * h, self.const * l)
+        l1, h1 = self.k1.interval(lo, hi)
+        l2, h2 = self.k2.interval(lo, hi)
+        return _interval_product(l1, h1, l2, h2)
+
+    def diag(self, X):
+        return self.k1.diag(X) * self.k2.diag(X)
+
+    def relax(self, lo, hi, w):
+        if self.const is not None:
+            return self.other.relax(lo, hi, self.const * w)
+        a1, b1 = self.k1.interval(lo, hi)
+        a2, b2 = self.k2.interval(lo, hi)
+        center = 0.5 * (lo + hi)
+        v1, v2 = self.k1.values(center), self.k2.values(center)
+        v1, v2 = np.clip(v1, a1, b1), np.clip(v2, a2, b2)
+        pos = w > 0
+        # Lower envelopes (w > 0) and upper envelopes (w < 0): coefficients on
+        # k1, k2 and the constant; "first" marks the envelope with smaller gap.
+        low_first = (v1 - a1) * (v2 - a2) <= (b1 - v1) * (b2 - v2)
+        up_first = (v1 - a1) * (b2 - v2) <= (b1 - v1) * (v2 - a2)
+        c1 = np.where(pos, np.where(low_first, a2, b2), np.where(up_first, b2, a2))
+        c2 = np.where(pos, np.where(low_first, a1, b1), np.where(up_first, a1, b1))
+        c0 = -c1 * c2  # every envelope's constant is minus the product of its coefficients
+        rel = self.k1.relax(lo, hi, w * c1) + self.k2.relax(lo, hi, w * c2)
+        plo, phi = _interval_product(a1, b1, a2, b2)
+        const = (w * c0).sum(-1)
+        rel.const = rel.const + const
+        rel.mag = rel.mag + np.abs(w * c0).sum(-1)
+        # The envelope relaxation and the product's own interval bound are
+        # both valid; keep the envelope's ilb only if it is the larger one.
+        rel.ilb = np.maximum(rel.ilb + const, interval_lower(w, plo, phi))
+        return rel
+
+
+class ExponentiationAdapter(KernelAdapter):
+    """k ** e, for e > 0 when k >= 0, or a positive integer e for any k."""
+
+    def __init__(self, kernel, Xs, make):
+        super().__init__(kernel, Xs)
+        self.base = make(kernel.kernel, Xs)
+        self.e = float(kernel.exponent)
+        self.integer = self.e == int(self.e) and self.e >= 1
+        if not (self.e > 0 and (self.base.nonnegative or self.integer)):
+            raise UnsupportedKernelError(
+                f"Exponentiation with exponent {self.e} of {kernel.kernel!r}: only "
+                "exponents > 0 of non-negative kernels, or positive integer exponents, "
+                "have sound bounds."
+            )
+        self.nonnegative = self.base.nonnegative or (self.integer and int(self.e) % 2 == 0)
+
+    def values(self, X):
+        return self.base.values(X) ** self.e
+
+    def value_and_grad(self, X):
+        K, G = self.base.value_and_grad(X)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dK = np.where(K != 0, self.e * K ** (self.e - 1), 0.0 if self.e > 1 else np.inf)
+        return K**self.e, np.nan_to_num(dK)[:, :, None] * G
+
+    def diag(self, X):
+        return self.base.diag(X) ** self.e
+
+    def interval(self, lo, hi):
+        l, h = self.base.interval(lo, hi)
+        if self.base.nonnegative:
+            l = np.maximum(l, 0.0)
+            return l**self.e, h**self.e
+        if int(self.e) % 2 == 1:
+            return l**self.e, h**self.e
+        amax = np.maximum(np.abs(l), np.abs(h))
+        amin = np.where((l <= 0) & (h >= 0), 0.0, np.minimum(np.abs(l), np.abs(h)))
+        return amin**self.e, amax**self.e

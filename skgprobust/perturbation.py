@@ -1,0 +1,82 @@
+"""The perturbation set: validated l_inf boxes around each input row."""
+
+import numbers
+
+import numpy as np
+
+
+def _check_finite_array(value, name, d):
+    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
+    if arr is None or arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
+        raise ValueError(f"{name} must be a scalar or an array of length n_features={d}, got {value!r}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return np.broadcast_to(arr, (d,)).astype(np.float64)
+
+
+def resolve_features(features, d, feature_names=None):
+    """Boolean mask (d,) of the features allowed to move.
+
+    ``features`` may be None (all), integer indices, a boolean mask of length
+    d, or feature names when the estimator was fitted on a DataFrame.
+    """
+    if features is None:
+        return np.ones(d, dtype=bool)
+    feats = np.atleast_1d(np.asarray(features))
+    if feats.dtype == bool:
+        if feats.shape != (d,):
+            raise ValueError(f"A boolean features mask must have length n_features={d}, got {feats.shape}.")
+        return feats.copy()
+    if feats.dtype.kind in "US" or feats.dtype == object:
+        if feature_names is None:
+            raise ValueError("features given by name, but the estimator was not fitted on data with feature names.")
+        names = list(map(str, feature_names))
+        missing = [f for f in feats if str(f) not in names]
+        if missing:
+            raise ValueError(f"Unknown feature names {missing}; known: {names}.")
+        feats = np.array([names.index(str(f)) for f in feats])
+    if feats.dtype.kind not in "iu" and not all(isinstance(f, numbers.Integral) for f in feats.tolist()):
+        raise ValueError(f"features must be integer indices, a boolean mask or names, got {features!r}.")
+    feats = feats.astype(np.int64)
+    if feats.size and (feats.min() < 0 or feats.max() >= d):
+        raise ValueError(f"Feature indices must be in [0, {d - 1}], got {feats.tolist()}.")
+    mask = np.zeros(d, dtype=bool)
+    mask[feats] = True
+    return mask
+
+
+def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
+    """Boxes [lo, hi] of shape (n, d): X +- gamma on the moving features, clipped to domain.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), validated float64
+    gamma : float or array-like of shape (d,)
+        Half-width of the l_inf box per feature, in the units of X; >= 0.
+    features : see :func:`resolve_features`
+    domain : tuple (low, high), optional
+        Valid input range (scalars or arrays of length d); the box is
+        intersected with it. Every row must lie inside the domain.
+    """
+    n, d = X.shape
+    if gamma is None:
+        raise ValueError("gamma is required (a non-negative scalar or per-feature array).")
+    g = _check_finite_array(gamma, "gamma", d)
+    if np.any(g < 0):
+        raise ValueError(f"gamma must be non-negative, got {gamma!r}.")
+    g = np.where(resolve_features(features, d, feature_names), g, 0.0)
+    lo, hi = X - g, X + g
+    if domain is not None:
+        try:
+            low, high = domain
+        except (TypeError, ValueError):
+            raise ValueError(f"domain must be a pair (low, high), got {domain!r}.") from None
+        low = _check_finite_array(low, "domain low", d) if low is not None else np.full(d, -np.inf)
+        high = _check_finite_array(high, "domain high", d) if high is not None else np.full(d, np.inf)
+        if np.any(low > high):
+            raise ValueError("domain low must be <= high for every feature.")
+        outside = np.any((X < low) | (X > high), axis=1)
+        if outside.any():
+            raise ValueError(f"Rows {np.flatnonzero(outside)[:10].tolist()} of X lie outside the domain.")
+        lo, hi = np.maximum(lo, low), np.minimum(hi, high)
+    return lo, hi

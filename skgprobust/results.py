@@ -1,0 +1,111 @@
+"""Result objects of ``certify`` and ``prediction_range`` (one entry per row)."""
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+STATUSES = ("robust", "not_robust", "unknown")
+
+
+class _Result:
+    def __len__(self):
+        return len(getattr(self, fields(self)[0].name))
+
+    def to_frame(self):
+        """The per-row arrays as a pandas DataFrame (requires pandas)."""
+        import pandas as pd
+
+        cols = {}
+        for f in fields(self):
+            v = np.asarray(getattr(self, f.name))
+            if v.ndim == 1:
+                cols[f.name] = v
+            else:
+                for j in range(v.shape[1]):
+                    cols[f"{f.name}_{j}"] = v[:, j]
+        return pd.DataFrame(cols)
+
+
+@dataclass
+class CertificationResult(_Result):
+    """Outcome of ``certify`` for each row of X.
+
+    Attributes
+    ----------
+    robust : ndarray of bool, shape (n,)
+        True only when robustness is proven.
+    status : ndarray of str, shape (n,)
+        "robust", "not_robust" (a counterexample verified by the model's own
+        ``predict``) or "unknown" (budget spent before either).
+    counterexample : ndarray of shape (n, d)
+        A point in the box whose prediction violates the property; NaN rows
+        where none was found.
+    bound : ndarray of shape (n,)
+        The proven bound behind the answer. Classifier: lower bound of the
+        latent margin ``s * f(x)`` over the box, s the sign of the predicted
+        class (robust iff > 0). Regressor: upper bound of
+        ``||mean(x) - mean(x*)||`` over the box (robust iff <= delta).
+    n_iter : ndarray of int, shape (n,)
+        Boxes split by branch and bound.
+    time : ndarray of float, shape (n,)
+        Seconds spent per row.
+    """
+
+    robust: np.ndarray
+    status: np.ndarray
+    counterexample: np.ndarray
+    bound: np.ndarray
+    n_iter: np.ndarray
+    time: np.ndarray
+
+    def __repr__(self):
+        counts = ", ".join(f"{s}={int(np.sum(self.status == s))}" for s in STATUSES)
+        return f"CertificationResult(n={len(self)}, {counts})"
+
+
+@dataclass
+class RangeResult(_Result):
+    """Certified range of a statistic over the box, per row and output column.
+
+    ``min_lower <= min_x stat(x) <= min_upper`` and
+    ``max_lower <= max_x stat(x) <= max_upper``; the upper bound of the
+    minimum and the lower bound of the maximum are values the model's own
+    predict returns at ``argmin`` / ``argmax``.
+
+    Attributes
+    ----------
+    min_lower, min_upper, max_lower, max_upper : ndarray of shape (n, k)
+    converged : ndarray of bool, shape (n, k)
+        Both gaps are <= epsilon.
+    argmin, argmax : ndarray of shape (n, k, d)
+        Points of the box where min_upper / max_lower are attained.
+    n_iter : ndarray of int, shape (n,)
+    time : ndarray of float, shape (n,)
+    """
+
+    min_lower: np.ndarray
+    min_upper: np.ndarray
+    max_lower: np.ndarray
+    max_upper: np.ndarray
+    converged: np.ndarray
+    argmin: np.ndarray
+    argmax: np.ndarray
+    n_iter: np.ndarray
+    time: np.ndarray
+
+    def to_frame(self):
+        """Bounds and convergence per row and column (points omitted)."""
+        import pandas as pd
+
+        n, k = self.min_lower.shape
+        cols = {}
+        for name in ("min_lower", "min_upper", "max_lower", "max_upper", "converged"):
+            arr = getattr(self, name)
+            for j in range(k):
+                cols[name if k == 1 else f"{name}_{j}"] = arr[:, j]
+        cols["n_iter"], cols["time"] = self.n_iter, self.time
+        return pd.DataFrame(cols)
+
+    def __repr__(self):
+        n, k = self.min_lower.shape
+        return f"RangeResult(n={n}, outputs={k}, converged={int(self.converged.sum())}/{n * k})"

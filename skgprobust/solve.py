@@ -1,0 +1,177 @@
+"""Per-row controllers on top of the branch-and-bound engine.
+
+* :func:`solve_range`: certified min and max of several objectives over one box,
+  refined until every gap is <= epsilon or the budget is spent.
+* :func:`solve_sign`: decision "is f > 0 on the whole box?" for a binary
+  classifier's latent mean, stopping at a proof or a verified counterexample.
+* :func:`solve_deviation`: delta-robustness of a vector of means under an
+  l_p norm (paper Prop. 13).
+
+Budgets: ``max_iter`` is the number of boxes split per row (all of the row's
+sub-problems together), ``time_limit`` the seconds per row. When both are
+None, ``DEFAULT_MAX_ITER`` applies. Every exit path returns valid bounds.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .bnb import BranchAndBound
+from .search import local_search, random_starts
+
+DEFAULT_MAX_ITER = 5000
+N_RANDOM_STARTS = 6
+
+
+@dataclass
+class Budget:
+    max_iter: int = None
+    time_limit: float = None
+    start: float = field(default_factory=time.perf_counter)
+    used: int = 0
+
+    def __post_init__(self):
+        if self.max_iter is None and self.time_limit is None:
+            self.max_iter = DEFAULT_MAX_ITER
+
+    def spent(self):
+        if self.max_iter is not None and self.used >= self.max_iter:
+            return True
+        return self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit
+
+    def elapsed(self):
+        return time.perf_counter() - self.start
+
+
+def _starts(state, x0, rng):
+    return np.vstack([x0[None], state.best_x[None], random_starts(state.lo, state.hi, N_RANDOM_STARTS, rng)])
+
+
+def _improve(state, x0, rng):
+    x, _ = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng))
+    state.offer(x[None])
+
+
+@dataclass
+class RangeOutcome:
+    lower: np.ndarray  # (k,) lower bound of each objective's minimum
+    argmin: np.ndarray  # (k, d) point attaining the best value found
+    converged: np.ndarray  # (k,) gap <= epsilon
+    n_iter: int
+    time: float
+
+
+def solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
+    """Certified minimum of each objective over [lo, hi], to epsilon."""
+    states = [BranchAndBound(f, lo, hi, candidates=x0) for f in objectives]
+    for s in states:
+        if s.gap > epsilon and not s.exhausted:
+            _improve(s, x0, rng)
+    while not budget.spent():
+        open_ = [s for s in states if s.gap > epsilon and not s.exhausted]
+        if not open_:
+            break
+        worst = max(open_, key=lambda s: s.gap)
+        budget.used += worst.step()
+    return RangeOutcome(
+        lower=np.array([s.lower for s in states]),
+        argmin=np.array([s.best_x for s in states]),
+        converged=np.array([s.gap <= epsilon for s in states]),
+        n_iter=sum(s.n_iter for s in states),
+        time=budget.elapsed(),
+    )
+
+
+@dataclass
+class DecisionOutcome:
+    status: str  # "robust", "not_robust", "unknown"
+    bound: float  # proven bound on the worst case (meaning depends on question)
+    counterexample: np.ndarray  # (d,) or NaN
+    n_iter: int
+    time: float
+
+
+def solve_sign(objective, lo, hi, x0, budget, rng, changes_decision):
+    """Decide ``objective > 0`` on [lo, hi].
+
+    ``objective`` is the latent margin signed towards the predicted class
+    (positive where the prediction is unchanged); ``changes_decision(x)`` is
+    the model's own check that ``x`` gets another label.
+    """
+    nan = np.full(len(lo), np.nan)
+    state = BranchAndBound(objective, lo, hi, candidates=x0, target=0.0)
+
+    def outcome(status, cex=nan):
+        return DecisionOutcome(status, state.lower, cex, state.n_iter, budget.elapsed())
+
+    searched = False
+    while True:
+        if state.lower > 0:
+            return outcome("robust")
+        if state.best_f <= 0:
+            if changes_decision(state.best_x):
+                return outcome("not_robust", state.best_x.copy())
+            return outcome("unknown")  # a tie the model breaks our way: stop honestly
+        if not searched:
+            _improve(state, x0, rng)
+            searched = True
+            continue
+        if state.exhausted or budget.spent():
+            return outcome("unknown")
+        budget.used += state.step()
+
+
+def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation):
+    """Decide ``||mean(x) - center||_norm <= delta`` on [lo, hi] (Prop. 13).
+
+    ``objectives`` holds, per output p, the pair (mean_p, -mean_p).
+    ``deviation(x)`` returns the model's own ``||mean(x) - center||``. The
+    proof bounds each output's worst deviation separately, so for several
+    outputs under norm 1 or 2 it is sufficient, not necessary.
+    """
+    P = len(center)
+    per_output = norm == np.inf or P == 1
+    states = []
+    for p, (fmin, fmax) in enumerate(objectives):
+        states.append(BranchAndBound(fmin, lo, hi, candidates=x0, target=center[p] - delta if per_output else None))
+        states.append(BranchAndBound(fmax, lo, hi, candidates=x0, target=-center[p] - delta if per_output else None))
+
+    def dev_bounds():
+        low = np.array([center[p] - states[2 * p].lower for p in range(P)])
+        high = np.array([-states[2 * p + 1].lower - center[p] for p in range(P)])
+        return np.maximum(np.maximum(low, high), 0.0), low, high
+
+    def bound():
+        return float(np.linalg.norm(dev_bounds()[0], ord=norm))
+
+    checked = {}
+
+    def find_counterexample():
+        # Ask the model only about incumbents that changed since last time.
+        for i, s in enumerate(states):
+            if checked.get(i) != s.best_f:
+                checked[i] = s.best_f
+                if deviation(s.best_x) > delta:
+                    return s.best_x.copy()
+        return None
+
+    searched = False
+    while True:
+        b = bound()
+        if b <= delta:
+            return DecisionOutcome("robust", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
+        cex = find_counterexample()
+        if cex is not None:
+            return DecisionOutcome("not_robust", b, cex, sum(s.n_iter for s in states), budget.elapsed())
+        if not searched:
+            for s in states:
+                _improve(s, x0, rng)
+            searched = True
+            continue
+        _, low, high = dev_bounds()
+        contrib = np.ravel(np.column_stack([low, high]))  # matches the states' order
+        order = [i for i in np.argsort(-contrib) if not states[i].exhausted]
+        if not order or budget.spent():
+            return DecisionOutcome("unknown", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
+        budget.used += states[order[0]].step()
