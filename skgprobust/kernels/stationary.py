@@ -54,23 +54,29 @@ class StationaryAdapter(KernelAdapter):
         return self.psi(phi), (2.0 * slope)[:, :, None] * diff * self.inv_ls2
 
     def _ranges(self, lo, hi):
-        """Centered offsets E (B, N, d) and phi over each box: min, max, at center,
-        and each coordinate's share of the width phi_max - phi_min."""
-        center = 0.5 * (lo + hi)
+        """Scaled signed offsets Es (B, d, N) of the support points from each box
+        centre, the scaled half-widths hs (B, d), and phi over each box: its
+        minimum, maximum and value at the centre, each (B, N).
+
+        Layout (B, d, N) keeps the reductions over d vectorised along N.
+        """
         sw = 1.0 / self.length_scale
-        E = self.Xs[None, :, :] - center[:, None, :]
-        aE = np.abs(E) * sw
-        hs = (0.5 * (hi - lo) * sw)[:, None, :]
-        near2 = np.maximum(aE - hs, 0.0) ** 2
-        far2 = (aE + hs) ** 2
-        return E, near2.sum(-1), far2.sum(-1), (aE * aE).sum(-1), far2 - near2
+        Es = self.Zs.T[None, :, :] - (0.5 * (lo + hi) * sw)[:, :, None]
+        aE = np.abs(Es)
+        hs = 0.5 * (hi - lo) * sw
+        near = np.maximum(aE - hs[:, :, None], 0.0)
+        pL = np.einsum("bdn,bdn->bn", near, near)
+        pc = np.einsum("bdn,bdn->bn", aE, aE)
+        # max phi = sum (|e| + h)^2 = pc + 2 h.|e| + |h|^2
+        pU = pc + 2.0 * np.matmul(hs[:, None, :], aE)[:, 0, :] + (hs * hs).sum(-1)[:, None]
+        return Es, aE, hs, pL, pU, pc
 
     def interval(self, lo, hi):
-        _, pL, pU, _, _ = self._ranges(lo, hi)
+        _, _, _, pL, pU, _ = self._ranges(lo, hi)
         return self.psi(pU), self.psi(pL)
 
     def relax(self, lo, hi, w):
-        E, pL, pU, pc, share = self._ranges(lo, hi)
+        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi)
         klo, khi = self.psi(pU), self.psi(pL)
         width = pU - pL
         point = (width <= 0.0) | (pU <= _TINY)
@@ -85,12 +91,16 @@ class StationaryAdapter(KernelAdapter):
         a = np.where(pos, at, ac)
         b = np.where(pos, bt, bc)
         cc = w * b
+        sw = 1.0 / self.length_scale
         const = (w * a).sum(-1) + (cc * pc).sum(-1)
         alpha = cc.sum(-1)[:, None] * self.inv_ls2
-        beta = -2.0 * self.inv_ls2 * np.einsum("bn,bnd->bd", cc, E)
+        # sum_i cc_i phi_i(x) in u = x - centre: phi_i = sum_j sw_j^2 (u_j - e_ij)^2
+        beta = -2.0 * sw * np.matmul(Es, cc[:, :, None])[:, :, 0]
         ilb = interval_lower(w, klo, khi)
         mag = (np.abs(w) * (np.abs(a) + np.abs(b) * pU + khi)).sum(-1)
-        score = np.einsum("bn,bnd->bd", np.abs(cc), share)
+        # Each coordinate's share of the phi-ranges, ~ 4 h_j |e_ij|, weighted by
+        # the point's influence |w_i psi'_i|: where bisection tightens most.
+        score = hs * (4.0 * np.matmul(aE, np.abs(cc)[:, :, None])[:, :, 0] + hs * np.abs(cc).sum(-1)[:, None])
         return Relaxation(const, alpha, beta, ilb, mag, score)
 
 
