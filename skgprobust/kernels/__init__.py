@@ -11,7 +11,13 @@ from ..exceptions import UnsupportedKernelError
 from ._base import KernelAdapter, Relaxation
 from .basic import ConstantAdapter, DotProductAdapter, ExpSineSquaredAdapter, WhiteAdapter
 from .composite import ExponentiationAdapter, ProductAdapter, SumAdapter
-from .stationary import MaternAdapter, RationalQuadraticAdapter, RBFAdapter, StationaryAdapter
+from .stationary import (
+    MaternAdapter,
+    PoweredStationaryAdapter,
+    RationalQuadraticAdapter,
+    RBFAdapter,
+    StationaryAdapter,
+)
 
 __all__ = [
     "KernelAdapter",
@@ -54,6 +60,13 @@ def _matern(kernel, Xs):
     return MaternAdapter(kernel, Xs)
 
 
+def _exponentiation(kernel, Xs, make):
+    base = make(kernel.kernel, Xs)
+    if isinstance(base, StationaryAdapter) and float(kernel.exponent) >= 1:
+        return PoweredStationaryAdapter(kernel, base)
+    return ExponentiationAdapter(kernel, Xs, make)
+
+
 def make_adapter(kernel, Xs):
     """Build the adapter tree for a fitted sklearn kernel and support inputs Xs."""
     entry = _REGISTRY.get(type(kernel))
@@ -76,4 +89,4 @@ register_adapter(K.ConstantKernel, ConstantAdapter)
 register_adapter(K.WhiteKernel, WhiteAdapter)
 register_adapter(K.Sum, SumAdapter, composite=True)
 register_adapter(K.Product, ProductAdapter, composite=True)
-register_adapter(K.Exponentiation, ExponentiationAdapter, composite=True)
+register_adapter(K.Exponentiation, _exponentiation, composite=True)

@@ -181,3 +181,25 @@ class RationalQuadraticAdapter(StationaryAdapter):
 
     def dpsi(self, phi):
         return -0.5 * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 1.0)
+
+
+class PoweredStationaryAdapter(StationaryAdapter):
+    """Exponentiation psi(phi) ** e of a stationary kernel, e >= 1.
+
+    Still convex and decreasing in phi: (psi^e)'' = e psi^(e-2)
+    ((e-1) psi'^2 + psi psi'') >= 0, so the same relaxation applies.
+    """
+
+    def __init__(self, kernel, base):
+        KernelAdapter.__init__(self, kernel, base.Xs)
+        self.base, self.e = base, float(kernel.exponent)
+        self.length_scale, self.inv_ls2, self.Zs = base.length_scale, base.inv_ls2, base.Zs
+
+    def values(self, X):
+        return self.base.values(X) ** self.e
+
+    def psi(self, phi):
+        return self.base.psi(phi) ** self.e
+
+    def dpsi(self, phi):
+        return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
