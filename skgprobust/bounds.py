@@ -47,6 +47,26 @@ def minimise_separable(alpha, beta, h):
     return np.where(better, qv, q).sum(-1), np.where(better, v, u)
 
 
+def taylor_lower(tm, h):
+    """Lower bound of a :class:`~skgprobust.kernels.TaylorModel` over |u| <= h.
+
+    The indefinite part 1/2 u^T M u is bounded below by 1/2 lambda_min sum_j
+    (u_j / h_j)^2, lambda_min the smallest eigenvalue of diag(h) M diag(h)
+    (u = diag(h) v, |v_j| <= 1), which keeps the bound separable; the
+    eigenvalue is lowered by a margin for its own rounding error.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        A = tm.M * h[:, :, None] * h[:, None, :]
+        finite = np.isfinite(A).all(axis=(1, 2))
+        A = np.where(finite[:, None, None], A, 0.0)
+        lam = np.linalg.eigvalsh(A)[:, 0] - 1e-12 * np.abs(A).sum(axis=(1, 2))
+        moving = h > 0
+        coef = tm.diag + np.where(moving, 0.5 * lam[:, None] / np.where(moving, h * h, 1.0), 0.0)
+        q, u = minimise_separable(coef, tm.grad, h)
+        lower = tm.value + q + tm.rem
+    return np.where(finite & np.isfinite(lower), lower, -np.inf), u
+
+
 class AffineMean:
     """f(x) = c + sum_i w_i k(x, x_i) for one weight vector w (N,).
 
@@ -73,13 +93,22 @@ class AffineMean:
         return K @ self.w + self.c, np.einsum("nid,i->nd", dK, self.w)
 
     def bound(self, lo, hi):
+        """The best of three valid lower bounds per box: interval, separable
+        relaxation (Prop. 2) and second-order Taylor model (when available)."""
         B = len(lo)
-        rel = self.adapter.relax(lo, hi, np.broadcast_to(self.w, (B, len(self.w))))
+        W = np.broadcast_to(self.w, (B, len(self.w)))
+        rel = self.adapter.relax(lo, hi, W)
         h = 0.5 * (hi - lo)
         qmin, u = minimise_separable(rel.alpha, rel.beta, h)
-        lower = np.maximum(rel.const + qmin, rel.ilb)
-        margin = MARGIN_RTOL * (rel.mag + abs(self.c)) + 1e-300
-        lower = self.c + lower - margin
-        lower = np.where(np.isnan(lower), -np.inf, lower)
+        lower = np.maximum(rel.const + qmin, rel.ilb) - MARGIN_RTOL * (rel.mag + abs(self.c))
         argmin = np.clip(0.5 * (lo + hi) + u, lo, hi)
+        tm = self.adapter.taylor(lo, hi, W)
+        if tm is not None:
+            lower_t, u_t = taylor_lower(tm, h)
+            lower_t = lower_t - MARGIN_RTOL * (tm.mag + abs(self.c))
+            use_t = lower_t > lower
+            argmin = np.where(use_t[:, None], np.clip(0.5 * (lo + hi) + u_t, lo, hi), argmin)
+            lower = np.maximum(lower, lower_t)
+        lower = self.c + lower - 1e-300
+        lower = np.where(np.isnan(lower), -np.inf, lower)
         return BoxBound(lower, argmin, rel.score)

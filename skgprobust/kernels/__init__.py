@@ -8,7 +8,7 @@ registered explicitly with :func:`register_adapter`.
 from sklearn.gaussian_process import kernels as K
 
 from ..exceptions import UnsupportedKernelError
-from ._base import KernelAdapter, Relaxation
+from ._base import KernelAdapter, Relaxation, TaylorModel
 from .basic import ConstantAdapter, DotProductAdapter, ExpSineSquaredAdapter, WhiteAdapter
 from .composite import ExponentiationAdapter, ProductAdapter, SumAdapter
 from .stationary import (
@@ -22,6 +22,7 @@ from .stationary import (
 __all__ = [
     "KernelAdapter",
     "Relaxation",
+    "TaylorModel",
     "StationaryAdapter",
     "make_adapter",
     "register_adapter",

@@ -63,6 +63,49 @@ class Relaxation:
         )
 
 
+@dataclass
+class TaylorModel:
+    """Second-order model of ``sum_i w_bi k(x, x_i)`` around each box centre.
+
+    For all u = x - center in the box::
+
+        sum_i w_bi k(c + u, x_i) >= value + grad.u + sum_j diag_j u_j^2
+                                    + 1/2 u^T M u + rem
+
+    value, grad and M are exact at the centre (so large weights of opposite
+    signs cancel, unlike per-point bounds); ``rem`` (<= 0) bounds the
+    third-order remainder, which shrinks like h^3 with the box.
+
+    Attributes
+    ----------
+    value : ndarray (B,)
+    grad, diag : ndarray (B, d)
+    M : ndarray (B, d, d)
+    rem : ndarray (B,)
+    mag : ndarray (B,)
+        Magnitude of the summed terms, for the rounding margin.
+    """
+
+    value: np.ndarray
+    grad: np.ndarray
+    diag: np.ndarray
+    M: np.ndarray
+    rem: np.ndarray
+    mag: np.ndarray
+
+    def __add__(self, other):
+        if other is None:
+            return None
+        return TaylorModel(
+            self.value + other.value,
+            self.grad + other.grad,
+            self.diag + other.diag,
+            self.M + other.M,
+            self.rem + other.rem,
+            self.mag + other.mag,
+        )
+
+
 def interval_lower(w, klo, khi):
     """sum_i min(w klo, w khi): the lower bound of sum_i w_i k_i from intervals."""
     return np.minimum(w * klo, w * khi).sum(axis=-1)
@@ -116,3 +159,8 @@ class KernelAdapter:
         mag = (np.abs(w) * np.maximum(np.abs(klo), np.abs(khi))).sum(axis=-1)
         zeros = np.zeros((B, d))
         return Relaxation(ilb, zeros, zeros.copy(), ilb, mag, hi - lo)
+
+    def taylor(self, lo, hi, w):
+        """Optional :class:`TaylorModel` of ``sum_i w_bi k(x, x_i)``; None if
+        the adapter has none (the other bounds are then used alone)."""
+        return None

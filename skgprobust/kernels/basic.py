@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import KernelAdapter, Relaxation, interval_lower
+from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
 
 
 class ConstantAdapter(KernelAdapter):
@@ -30,6 +30,12 @@ class ConstantAdapter(KernelAdapter):
         s = self.c * w.sum(-1)
         zeros = np.zeros((B, d))
         return Relaxation(s, zeros, zeros.copy(), s, abs(self.c) * np.abs(w).sum(-1), zeros.copy())
+
+    def taylor(self, lo, hi, w):
+        B, d = lo.shape
+        s = self.c * w.sum(-1)
+        return TaylorModel(s, np.zeros((B, d)), np.zeros((B, d)), np.zeros((B, d, d)), np.zeros(B),
+                           abs(self.c) * np.abs(w).sum(-1))
 
 
 class WhiteAdapter(ConstantAdapter):
@@ -69,6 +75,12 @@ class DotProductAdapter(KernelAdapter):
         mag = (np.abs(w) * np.maximum(np.abs(klo), np.abs(khi))).sum(-1) + np.abs(center * v).sum(-1)
         B, d = lo.shape
         return Relaxation(const, np.zeros((B, d)), v, interval_lower(w, klo, khi), mag, np.zeros((B, d)))
+
+    def taylor(self, lo, hi, w):
+        # Linear in x: the model is exact (no remainder).
+        rel = self.relax(lo, hi, w)
+        B, d = lo.shape
+        return TaylorModel(rel.const, rel.beta, np.zeros((B, d)), np.zeros((B, d, d)), np.zeros(B), rel.mag)
 
 
 class ExpSineSquaredAdapter(KernelAdapter):

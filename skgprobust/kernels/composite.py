@@ -39,6 +39,10 @@ class SumAdapter(KernelAdapter):
     def relax(self, lo, hi, w):
         return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
 
+    def taylor(self, lo, hi, w):
+        t1 = self.k1.taylor(lo, hi, w)
+        return None if t1 is None else t1 + self.k2.taylor(lo, hi, w)
+
 
 class ProductAdapter(KernelAdapter):
     """k1 * k2. A constant factor scales the other's weights (exact); otherwise
@@ -74,6 +78,9 @@ class ProductAdapter(KernelAdapter):
 
     def diag(self, X):
         return self.k1.diag(X) * self.k2.diag(X)
+
+    def taylor(self, lo, hi, w):
+        return self.other.taylor(lo, hi, self.const * w) if self.const is not None else None
 
     def relax(self, lo, hi, w):
         if self.const is not None:

@@ -13,7 +13,7 @@ psi(phi_0) - b * phi_0, the paper's App. A.1 has a typo there).
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import KernelAdapter, Relaxation, interval_lower
+from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
 _TINY = 1e-200
@@ -104,6 +104,51 @@ class StationaryAdapter(KernelAdapter):
         return Relaxation(const, alpha, beta, ilb, mag, score)
 
 
+    def d2psi(self, phi):
+        """Second derivative of psi: positive and decreasing in phi for every
+        kernel here (checked in the tests), so over [phi_L, phi_U] it lies in
+        [d2psi(phi_U), d2psi(phi_L)]."""
+        raise NotImplementedError
+
+    def taylor(self, lo, hi, w):
+        """Second-order model in u = x - centre (see :class:`TaylorModel`).
+
+        With phi_i(u) = pc_i + l_i(u) + q(u), l_i = sum_j 2 s_j d_ij u_j,
+        q = sum_j s_j u_j^2 (s = 1/l^2, d_i = centre - x_i), Taylor's theorem
+        in phi gives psi(phi_i) = psi(pc) + psi'(pc) (l_i + q)
+        + psi''(pc) (l_i + q)^2 / 2 + (psi''(eta) - psi''(pc)) (l_i + q)^2 / 2.
+        The psi'(pc) part and psi''(pc) l_i^2 / 2 are kept exactly (summed
+        over i with their signs); the rest is bounded per box.
+        """
+        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi)
+        sw = 1.0 / self.length_scale
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            k_c = self.psi(pc)
+            d1 = self.dpsi(pc)
+            d2c, m2lo, m2hi = self.d2psi(pc), self.d2psi(pU), self.d2psi(pL)
+        # psi' or psi'' unbounded at phi = 0 (Matern 0.5, 1.5): no model for that box.
+        bad = ~(np.isfinite(d1) & np.isfinite(d2c) & np.isfinite(m2hi)).all(-1)
+        d1, d2c, m2lo, m2hi = (np.where(np.isfinite(a), a, 0.0) for a in (d1, d2c, m2lo, m2hi))
+        wd1, wd2 = w * d1, w * d2c
+        h = 0.5 * (hi - lo)
+        value = (w * k_c).sum(-1)
+        grad = -2.0 * sw * np.matmul(Es, wd1[:, :, None])[:, :, 0]
+        diag = self.inv_ls2 * wd1.sum(-1)[:, None]
+        SE = Es * sw[None, :, None]
+        M = 4.0 * np.matmul(SE * wd2[:, None, :], SE.transpose(0, 2, 1))
+        L = -2.0 * sw * np.matmul(Es, wd2[:, :, None])[:, :, 0]
+        qmax = (hs * hs).sum(-1)
+        # psi''(pc) (2 l_i q + q^2) / 2, summed: |q L.u| <= qmax sum_j |L_j| h_j.
+        rem = -qmax * (np.abs(L) * h).sum(-1) + 0.5 * np.minimum(wd2.sum(-1), 0.0) * qmax**2
+        # (psi''(eta) - psi''(pc)) delta_i^2 / 2 with |delta_i| <= dmax_i.
+        dmax = np.maximum(pU - pc, pc - pL)
+        coef = np.where(w > 0, w * (m2lo - d2c), w * (m2hi - d2c))
+        rem = rem + 0.5 * (coef * dmax**2).sum(-1)
+        rem = np.where(bad, -np.inf, rem)
+        mag = (np.abs(w) * (k_c + np.abs(d1) * (pc + pU) + m2hi * (pU + qmax[:, None]) ** 2)).sum(-1)
+        return TaylorModel(value, grad, diag, M, rem, mag)
+
+
 class RBFAdapter(StationaryAdapter):
     """RBF: psi(phi) = exp(-phi / 2)."""
 
@@ -115,6 +160,9 @@ class RBFAdapter(StationaryAdapter):
 
     def dpsi(self, phi):
         return -0.5 * np.exp(-0.5 * phi)
+
+    def d2psi(self, phi):
+        return 0.25 * np.exp(-0.5 * phi)
 
 
 class MaternAdapter(StationaryAdapter):
@@ -164,6 +212,16 @@ class MaternAdapter(StationaryAdapter):
         s = np.sqrt(5.0) * r
         return -(5.0 / 6.0) * (1.0 + s) * np.exp(-s)
 
+    def d2psi(self, phi):
+        if self.nu == np.inf:
+            return 0.25 * np.exp(-0.5 * phi)
+        r = np.sqrt(phi)
+        if self.nu == 0.5:
+            return np.exp(-r) * (r + 1.0) / (4.0 * r**3)
+        if self.nu == 1.5:
+            return (3.0 * np.sqrt(3.0) / 4.0) * np.exp(-np.sqrt(3.0) * r) / r
+        return (25.0 / 12.0) * np.exp(-np.sqrt(5.0) * r)
+
 
 class RationalQuadraticAdapter(StationaryAdapter):
     """RationalQuadratic: psi(phi) = (1 + phi / (2 alpha)) ** -alpha, phi = d^2 / l^2."""
@@ -181,6 +239,9 @@ class RationalQuadraticAdapter(StationaryAdapter):
 
     def dpsi(self, phi):
         return -0.5 * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 1.0)
+
+    def d2psi(self, phi):
+        return (self.a + 1.0) / (4.0 * self.a) * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 2.0)
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
@@ -203,3 +264,6 @@ class PoweredStationaryAdapter(StationaryAdapter):
 
     def dpsi(self, phi):
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
+
+    # (psi^e)'' need not be monotone: no Taylor model, the relaxation is used.
+    taylor = KernelAdapter.taylor
