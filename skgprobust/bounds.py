@@ -97,12 +97,11 @@ class AffineMean:
         relaxation (Prop. 2) and second-order Taylor model (when available)."""
         B = len(lo)
         W = np.broadcast_to(self.w, (B, len(self.w)))
-        rel = self.adapter.relax(lo, hi, W)
+        rel, tm = self.adapter.linearise(lo, hi, W)
         h = 0.5 * (hi - lo)
         qmin, u = minimise_separable(rel.alpha, rel.beta, h)
         lower = np.maximum(rel.const + qmin, rel.ilb) - MARGIN_RTOL * (rel.mag + abs(self.c))
         argmin = np.clip(0.5 * (lo + hi) + u, lo, hi)
-        tm = self.adapter.taylor(lo, hi, W)
         if tm is not None:
             lower_t, u_t = taylor_lower(tm, h)
             lower_t = lower_t - MARGIN_RTOL * (tm.mag + abs(self.c))

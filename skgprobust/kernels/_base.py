@@ -164,3 +164,8 @@ class KernelAdapter:
         """Optional :class:`TaylorModel` of ``sum_i w_bi k(x, x_i)``; None if
         the adapter has none (the other bounds are then used alone)."""
         return None
+
+    def linearise(self, lo, hi, w):
+        """``(relax(lo, hi, w), taylor(lo, hi, w))``; adapters override it to
+        share work between the two."""
+        return self.relax(lo, hi, w), self.taylor(lo, hi, w)

@@ -43,6 +43,11 @@ class SumAdapter(KernelAdapter):
         t1 = self.k1.taylor(lo, hi, w)
         return None if t1 is None else t1 + self.k2.taylor(lo, hi, w)
 
+    def linearise(self, lo, hi, w):
+        r1, t1 = self.k1.linearise(lo, hi, w)
+        r2, t2 = self.k2.linearise(lo, hi, w)
+        return r1 + r2, (None if t1 is None else t1 + t2)
+
 
 class ProductAdapter(KernelAdapter):
     """k1 * k2. A constant factor scales the other's weights (exact); otherwise
@@ -81,6 +86,11 @@ class ProductAdapter(KernelAdapter):
 
     def taylor(self, lo, hi, w):
         return self.other.taylor(lo, hi, self.const * w) if self.const is not None else None
+
+    def linearise(self, lo, hi, w):
+        if self.const is not None:
+            return self.other.linearise(lo, hi, self.const * w)
+        return self.relax(lo, hi, w), None
 
     def relax(self, lo, hi, w):
         if self.const is not None:

@@ -75,8 +75,12 @@ class StationaryAdapter(KernelAdapter):
         _, _, _, pL, pU, _ = self._ranges(lo, hi)
         return self.psi(pU), self.psi(pL)
 
-    def relax(self, lo, hi, w):
-        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi)
+    def linearise(self, lo, hi, w):
+        ranges = self._ranges(lo, hi)
+        return self.relax(lo, hi, w, ranges), self.taylor(lo, hi, w, ranges)
+
+    def relax(self, lo, hi, w, ranges=None):
+        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi) if ranges is None else ranges
         klo, khi = self.psi(pU), self.psi(pL)
         width = pU - pL
         point = (width <= 0.0) | (pU <= _TINY)
@@ -110,7 +114,7 @@ class StationaryAdapter(KernelAdapter):
         [d2psi(phi_U), d2psi(phi_L)]."""
         raise NotImplementedError
 
-    def taylor(self, lo, hi, w):
+    def taylor(self, lo, hi, w, ranges=None):
         """Second-order model in u = x - centre (see :class:`TaylorModel`).
 
         With phi_i(u) = pc_i + l_i(u) + q(u), l_i = sum_j 2 s_j d_ij u_j,
@@ -120,7 +124,7 @@ class StationaryAdapter(KernelAdapter):
         The psi'(pc) part and psi''(pc) l_i^2 / 2 are kept exactly (summed
         over i with their signs); the rest is bounded per box.
         """
-        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi)
+        Es, aE, hs, pL, pU, pc = self._ranges(lo, hi) if ranges is None else ranges
         sw = 1.0 / self.length_scale
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             k_c = self.psi(pc)
@@ -266,4 +270,5 @@ class PoweredStationaryAdapter(StationaryAdapter):
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
 
     # (psi^e)'' need not be monotone: no Taylor model, the relaxation is used.
-    taylor = KernelAdapter.taylor
+    def taylor(self, lo, hi, w, ranges=None):
+        return None
