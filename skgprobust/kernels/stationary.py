@@ -114,6 +114,10 @@ class StationaryAdapter(KernelAdapter):
         [d2psi(phi_U), d2psi(phi_L)]."""
         raise NotImplementedError
 
+    def d3psi(self, phi):
+        """Third derivative of psi: negative, with |psi'''| decreasing in phi."""
+        raise NotImplementedError
+
     def taylor(self, lo, hi, w, ranges=None):
         """Second-order model in u = x - centre (see :class:`TaylorModel`).
 
@@ -144,10 +148,18 @@ class StationaryAdapter(KernelAdapter):
         qmax = (hs * hs).sum(-1)
         # psi''(pc) (2 l_i q + q^2) / 2, summed: |q L.u| <= qmax sum_j |L_j| h_j.
         rem = -qmax * (np.abs(L) * h).sum(-1) + 0.5 * np.minimum(wd2.sum(-1), 0.0) * qmax**2
-        # (psi''(eta) - psi''(pc)) delta_i^2 / 2 with |delta_i| <= dmax_i.
+        # The remainder r_i = (psi''(eta) - psi''(pc)) delta_i^2 / 2
+        # = psi'''(eta') delta_i^3 / 6, delta_i = phi_i - pc_i in [pL - pc, pU - pc]:
+        # two valid lower bounds of w_i r_i, the better one taken per point.
         dmax = np.maximum(pU - pc, pc - pL)
         coef = np.where(w > 0, w * (m2lo - d2c), w * (m2hi - d2c))
-        rem = rem + 0.5 * (coef * dmax**2).sum(-1)
+        r2 = 0.5 * coef * dmax**2
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            m3 = np.abs(self.d3psi(pL))  # psi''' <= 0 with |psi'''| decreasing
+            # w > 0: worst at delta > 0; w < 0: worst at delta < 0.
+            r3 = -np.abs(w) * m3 * np.where(w > 0, pU - pc, pc - pL) ** 3 / 6.0
+        r3 = np.where(np.isfinite(r3), r3, -np.inf)
+        rem = rem + np.maximum(r2, r3).sum(-1)
         rem = np.where(bad, -np.inf, rem)
         mag = (np.abs(w) * (k_c + np.abs(d1) * (pc + pU) + m2hi * (pU + qmax[:, None]) ** 2)).sum(-1)
         return TaylorModel(value, grad, diag, M, rem, mag)
@@ -167,6 +179,9 @@ class RBFAdapter(StationaryAdapter):
 
     def d2psi(self, phi):
         return 0.25 * np.exp(-0.5 * phi)
+
+    def d3psi(self, phi):
+        return -0.125 * np.exp(-0.5 * phi)
 
 
 class MaternAdapter(StationaryAdapter):
@@ -226,6 +241,18 @@ class MaternAdapter(StationaryAdapter):
             return (3.0 * np.sqrt(3.0) / 4.0) * np.exp(-np.sqrt(3.0) * r) / r
         return (25.0 / 12.0) * np.exp(-np.sqrt(5.0) * r)
 
+    def d3psi(self, phi):
+        if self.nu == np.inf:
+            return -0.125 * np.exp(-0.5 * phi)
+        r = np.sqrt(phi)
+        if self.nu == 0.5:
+            return -np.exp(-r) * (r * r + 3.0 * r + 3.0) / (8.0 * r**5)
+        if self.nu == 1.5:
+            s3 = np.sqrt(3.0)
+            return -(3.0 * s3 / 8.0) * np.exp(-s3 * r) * (s3 * r + 1.0) / r**3
+        s5 = np.sqrt(5.0)
+        return -(25.0 / 12.0) * (s5 / (2.0 * r)) * np.exp(-s5 * r)
+
 
 class RationalQuadraticAdapter(StationaryAdapter):
     """RationalQuadratic: psi(phi) = (1 + phi / (2 alpha)) ** -alpha, phi = d^2 / l^2."""
@@ -246,6 +273,10 @@ class RationalQuadraticAdapter(StationaryAdapter):
 
     def d2psi(self, phi):
         return (self.a + 1.0) / (4.0 * self.a) * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 2.0)
+
+    def d3psi(self, phi):
+        a = self.a
+        return -(a + 1.0) * (a + 2.0) / (8.0 * a * a) * (1.0 + phi / (2.0 * a)) ** (-a - 3.0)
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
