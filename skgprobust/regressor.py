@@ -52,8 +52,8 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
     (same parameters, fitting and predictions) that adds :meth:`certify` and
     :meth:`prediction_range`. The bounds hold for the numbers this
     estimator's own ``predict`` returns, up to a relative floating-point
-    margin of ``skgprobust.bounds.MARGIN_RTOL`` times the magnitude of the
-    summed terms.
+    margin of ``skgprobust.bounds.margin_rtol(N, d)`` (about 8 (N + d) * 2**-53)
+    times the magnitude of the summed terms.
 
     See :class:`sklearn.gaussian_process.GaussianProcessRegressor` for the
     parameters and fitted attributes.
