@@ -64,7 +64,8 @@ class StationaryAdapter(KernelAdapter):
         Es = self.Zs.T[None, :, :] - (0.5 * (lo + hi) * sw)[:, :, None]
         aE = np.abs(Es)
         hs = 0.5 * (hi - lo) * sw
-        near = np.maximum(aE - hs[:, :, None], 0.0)
+        near = np.subtract(aE, hs[:, :, None])
+        np.maximum(near, 0.0, out=near)
         pL = np.einsum("bdn,bdn->bn", near, near)
         pc = np.einsum("bdn,bdn->bn", aE, aE)
         # max phi = sum (|e| + h)^2 = pc + 2 h.|e| + |h|^2
@@ -142,8 +143,8 @@ class StationaryAdapter(KernelAdapter):
         value = (w * k_c).sum(-1)
         grad = -2.0 * sw * np.matmul(Es, wd1[:, :, None])[:, :, 0]
         diag = self.inv_ls2 * wd1.sum(-1)[:, None]
-        SE = Es * sw[None, :, None]
-        M = 4.0 * np.matmul(SE * wd2[:, None, :], SE.transpose(0, 2, 1))
+        # M = 4 sum_i w_i psi''_i (s d_i)(s d_i)^T, with s d_ij = -sw_j Es_ij.
+        M = np.matmul(Es * wd2[:, None, :], Es.transpose(0, 2, 1)) * (4.0 * np.outer(sw, sw))
         L = -2.0 * sw * np.matmul(Es, wd2[:, :, None])[:, :, 0]
         qmax = (hs * hs).sum(-1)
         # psi''(pc) (2 l_i q + q^2) / 2, summed: |q L.u| <= qmax sum_j |L_j| h_j.
