@@ -58,19 +58,31 @@ def minimise_separable(alpha, beta, h):
 def taylor_lower(tm, h):
     """Lower bound of a :class:`~skgprobust.kernels.TaylorModel` over |u| <= h.
 
-    The indefinite part 1/2 u^T M u is bounded below by 1/2 lambda_min sum_j
-    (u_j / h_j)^2, lambda_min the smallest eigenvalue of diag(h) M diag(h)
-    (u = diag(h) v, |v_j| <= 1), which keeps the bound separable; the
-    eigenvalue is lowered by a margin for its own rounding error.
+    The indefinite part 1/2 u^T M u gets two separable lower bounds, and the
+    better one per box is used:
+
+    * 1/2 lambda_min sum_j (u_j / h_j)^2, lambda_min the smallest eigenvalue
+      of diag(h) M diag(h) (u = diag(h) v, |v_j| <= 1), lowered by a margin
+      for its own rounding error;
+    * 1/2 sum_j (M_jj - sum_{l != j} |M_jl| h_l / h_j) u_j^2, from
+      |u_j u_l| <= (u_j^2 h_l / h_j + u_l^2 h_j / h_l) / 2.
     """
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         A = tm.M * h[:, :, None] * h[:, None, :]
         finite = np.isfinite(A).all(axis=(1, 2))
         A = np.where(finite[:, None, None], A, 0.0)
+        M = np.where(finite[:, None, None], tm.M, 0.0)
         lam = np.linalg.eigvalsh(A)[:, 0] - 1e-12 * np.abs(A).sum(axis=(1, 2))
         moving = h > 0
-        coef = tm.diag + np.where(moving, 0.5 * lam[:, None] / np.where(moving, h * h, 1.0), 0.0)
-        q, u = minimise_separable(coef, tm.grad, h)
+        hh = np.where(moving, h, 1.0)
+        coef_eig = tm.diag + np.where(moving, 0.5 * lam[:, None] / (hh * hh), 0.0)
+        Md = np.diagonal(M, axis1=1, axis2=2)
+        off = np.matmul(np.abs(M), h[:, :, None])[:, :, 0] - np.abs(Md) * h
+        coef_ger = tm.diag + np.where(moving, 0.5 * (Md - off / hh), 0.0)
+        q1, u1 = minimise_separable(coef_eig, tm.grad, h)
+        q2, u2 = minimise_separable(coef_ger, tm.grad, h)
+        q = np.maximum(q1, q2)
+        u = np.where((q2 > q1)[:, None], u2, u1)
         lower = tm.value + q + tm.rem
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
