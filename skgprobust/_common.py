@@ -32,7 +32,9 @@ def check_epsilon(epsilon):
 
 def prepare(estimator, X, gamma, features, domain, max_iter, time_limit):
     """Validate X (float64, finite, right width and names) and build the boxes."""
-    check_is_fitted(estimator)
+    # sklearn's GPR is tagged requires_fit=False (it predicts from the prior),
+    # so the check must name the attributes fit sets.
+    check_is_fitted(estimator, estimator._fitted_attributes)
     check_budget(max_iter, time_limit)
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     lo, hi = make_boxes(

@@ -109,10 +109,12 @@ class BranchAndBound:
         return int(np.argmax(np.where(score < 0, -np.inf, s)))
 
     # -- work --------------------------------------------------------------
-    def step(self):
-        """Split up to ``batch_size`` best open boxes; returns boxes split."""
+    def step(self, max_boxes=None):
+        """Split up to ``batch_size`` (and ``max_boxes``) best open boxes;
+        returns the number of boxes split."""
+        limit = self.batch_size if max_boxes is None else max(1, min(self.batch_size, int(max_boxes)))
         popped = []
-        while self._heap and len(popped) < self.batch_size:
+        while self._heap and len(popped) < limit:
             item = heapq.heappop(self._heap)
             if item[0] >= self.best_f or (self.target is not None and item[0] > self.target):
                 self._settled = min(self._settled, item[0])

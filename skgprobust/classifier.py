@@ -48,6 +48,8 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
     (5,)
     """
 
+    _fitted_attributes = ("base_estimator_", "classes_")
+
     def _binary_base(self):
         if len(self.classes_) != 2:
             raise NotImplementedError(

@@ -69,6 +69,8 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
     True
     """
 
+    _fitted_attributes = ("X_train_", "alpha_")
+
     def prediction_range(
         self,
         X,
@@ -188,7 +190,10 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
         n, d = X.shape
-        centers = _model_predict(self, X) if n else np.empty((0, 1))
+        # One predict per row, the same call that checks candidates: a batched
+        # predict can differ in the last bits, enough to make x* itself look
+        # like a counterexample when delta = 0.
+        centers = np.array([_model_predict(self, x)[0] for x in X]) if n else np.empty((0, 1))
         shared = (self, _mean_objectives(self), float(delta), norm, max_iter, time_limit)
         rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
         outs = map_rows(_certify_row, shared, rows, n_jobs)

@@ -40,6 +40,10 @@ class Budget:
             return True
         return self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit
 
+    def remaining(self):
+        """Boxes that may still be split (None: no iteration limit)."""
+        return None if self.max_iter is None else self.max_iter - self.used
+
     def elapsed(self):
         return time.perf_counter() - self.start
 
@@ -73,7 +77,7 @@ def solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
         if not open_:
             break
         worst = max(open_, key=lambda s: s.gap)
-        budget.used += worst.step()
+        budget.used += worst.step(budget.remaining())
     return RangeOutcome(
         lower=np.array([s.lower for s in states]),
         argmin=np.array([s.best_x for s in states]),
@@ -119,7 +123,7 @@ def solve_sign(objective, lo, hi, x0, budget, rng, changes_decision):
             continue
         if state.exhausted or budget.spent():
             return outcome("unknown")
-        budget.used += state.step()
+        budget.used += state.step(budget.remaining())
 
 
 def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation):
@@ -174,4 +178,4 @@ def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, de
         order = [i for i in np.argsort(-contrib) if not states[i].exhausted]
         if not order or budget.spent():
             return DecisionOutcome("unknown", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
-        budget.used += states[order[0]].step()
+        budget.used += states[order[0]].step(budget.remaining())

@@ -30,8 +30,15 @@ class StationaryAdapter(KernelAdapter):
         self.Zs = self.Xs / self.length_scale
 
     def _length_scales(self, d):
-        ls = np.asarray(self.kernel.length_scale, dtype=np.float64)
-        return np.broadcast_to(ls, (d,)).astype(np.float64) if ls.ndim == 0 else ls
+        # As sklearn's _check_length_scale: a one-element list is isotropic.
+        ls = np.squeeze(np.asarray(self.kernel.length_scale, dtype=np.float64))
+        if ls.ndim == 0:
+            return np.full(d, float(ls))
+        if ls.shape != (d,):
+            raise ValueError(
+                f"{type(self.kernel).__name__} has {ls.size} length scales but the data has {d} features."
+            )
+        return ls
 
     # psi and its derivative as functions of phi (squared scaled distance)
     def psi(self, phi):

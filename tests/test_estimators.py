@@ -1,0 +1,148 @@
+"""scikit-learn conventions, determinism, parallelism and pickling."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+
+
+@parametrize_with_checks([RobustGaussianProcessRegressor(), RobustGaussianProcessClassifier()])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def _assert_same(a, b):
+    for name in a.__dataclass_fields__:
+        if name == "time":
+            continue
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        if x.dtype.kind == "f":
+            np.testing.assert_array_equal(x, y, err_msg=name)  # NaN == NaN here
+        else:
+            assert np.array_equal(x, y), name
+
+
+@pytest.fixture(scope="module")
+def models():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, (30, 2))
+    y = np.column_stack([np.sin(2 * X[:, 0]) + X[:, 1], np.cos(X.sum(1))])
+    reg = RobustGaussianProcessRegressor(kernel=Matern([0.8, 1.2], nu=1.5) + WhiteKernel(0.01), optimizer=None)
+    reg.fit(X, y)
+    yc = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    clf = RobustGaussianProcessClassifier(kernel=ConstantKernel(3.0) * RBF(0.7), optimizer=None).fit(X, yc)
+    X_test = np.vstack([X[:4], rng.uniform(-2, 2, (4, 2))])
+    return reg, clf, X_test
+
+
+def _calls(reg, clf, X_test):
+    """Every entry point with budgets that stop some rows early (max_iter:
+    deterministic), big boxes so the random starts matter."""
+    return {
+        "reg.range": lambda **kw: reg.prediction_range(X_test, 0.5, epsilon=1e-4, max_iter=40, **kw),
+        "reg.certify": lambda **kw: reg.certify(X_test, 0.5, delta=0.4, norm=2, max_iter=40, **kw),
+        "clf.range": lambda **kw: clf.prediction_range(X_test, 0.5, epsilon=1e-4, max_iter=40, **kw),
+        "clf.certify": lambda **kw: clf.certify(X_test, 0.4, max_iter=40, **kw),
+    }
+
+
+@pytest.mark.parametrize("call", ["reg.range", "reg.certify", "clf.range", "clf.certify"])
+def test_n_jobs_gives_identical_results(models, call):
+    fn = _calls(*models)[call]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        serial = fn(n_jobs=1, random_state=7)
+        parallel = fn(n_jobs=2, random_state=7)
+    _assert_same(serial, parallel)
+
+
+@pytest.mark.parametrize("call", ["reg.range", "reg.certify", "clf.range", "clf.certify"])
+def test_same_random_state_same_results(models, call):
+    fn = _calls(*models)[call]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        a = fn(random_state=123)
+        b = fn(random_state=123)
+        c = fn(random_state=np.random.RandomState(123))
+    _assert_same(a, b)
+    _assert_same(a, c)
+
+
+@pytest.mark.parametrize("which", ["reg", "clf"])
+def test_pickle_roundtrip(models, which):
+    reg, clf, X_test = models
+    est = reg if which == "reg" else clf
+    loaded = pickle.loads(pickle.dumps(est))
+    assert type(loaded) is type(est)
+    np.testing.assert_array_equal(loaded.predict(X_test), est.predict(X_test))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        if which == "reg":
+            a = est.certify(X_test, 0.3, delta=0.4, max_iter=50, random_state=0)
+            b = loaded.certify(X_test, 0.3, delta=0.4, max_iter=50, random_state=0)
+            _assert_same(a, b)
+            a = est.prediction_range(X_test, 0.3, max_iter=50, random_state=0)
+            b = loaded.prediction_range(X_test, 0.3, max_iter=50, random_state=0)
+        else:
+            a = est.certify(X_test, 0.3, max_iter=50, random_state=0)
+            b = loaded.certify(X_test, 0.3, max_iter=50, random_state=0)
+    _assert_same(a, b)
+
+
+def test_drop_in_subclasses():
+    """Same parameters, same fit and same predictions as the sklearn estimators."""
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-2, 2, (25, 2))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2
+    yc = (y > np.median(y)).astype(int)
+    X_test = rng.uniform(-2, 2, (10, 2))
+    assert set(RobustGaussianProcessRegressor().get_params()) == set(GaussianProcessRegressor().get_params())
+    assert set(RobustGaussianProcessClassifier().get_params()) == set(GaussianProcessClassifier().get_params())
+    params = dict(kernel=ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1), random_state=0)
+    reg = RobustGaussianProcessRegressor(**params).fit(X, y)  # with sklearn's optimizer
+    base = GaussianProcessRegressor(**params).fit(X, y)
+    assert isinstance(reg, GaussianProcessRegressor)
+    np.testing.assert_array_equal(reg.predict(X_test), base.predict(X_test))
+    params = dict(kernel=ConstantKernel(1.0) * RBF(1.0), random_state=0)
+    clf = RobustGaussianProcessClassifier(**params).fit(X, yc)
+    basec = GaussianProcessClassifier(**params).fit(X, yc)
+    assert isinstance(clf, GaussianProcessClassifier)
+    np.testing.assert_array_equal(clf.predict_proba(X_test), basec.predict_proba(X_test))
+    assert clone(clf).get_params()["kernel"] == params["kernel"]
+
+
+def test_classifier_certify_never_calls_cvxpy(models, monkeypatch):
+    cvxpy = pytest.importorskip("cvxpy")
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("cvxpy.Problem.solve called by a two-class certify")
+
+    monkeypatch.setattr(cvxpy.Problem, "solve", forbidden)
+    reg, clf, X_test = models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        c = clf.certify(X_test, 0.3, max_iter=200, random_state=0)
+        r = clf.prediction_range(X_test, 0.3, max_iter=200, random_state=0)
+    assert c.status.shape == (len(X_test),) and r.min_lower.shape == (len(X_test), 1)
+
+
+def test_results_to_frame(models):
+    pytest.importorskip("pandas")
+    reg, clf, X_test = models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        r = reg.prediction_range(X_test, 0.2, max_iter=50, random_state=0)
+        c = clf.certify(X_test, 0.2, max_iter=50, random_state=0)
+    fr = r.to_frame()
+    assert len(fr) == len(X_test) and "min_lower_1" in fr.columns
+    np.testing.assert_array_equal(fr["max_upper_0"], r.max_upper[:, 0])
+    fc = c.to_frame()
+    np.testing.assert_array_equal(fc["status"], c.status)
+    assert len(c) == len(X_test) and len(r) == len(X_test)

@@ -1,0 +1,407 @@
+"""Kernel adapters: values, gradients, intervals and relaxations against sklearn.
+
+Every adapter wraps a fitted sklearn kernel and the support inputs Xs; its
+numbers must agree with ``kernel(X, Xs)`` and its bounds must enclose the
+kernel values sampled inside each box.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    CompoundKernel,
+    ConstantKernel,
+    DotProduct,
+    Exponentiation,
+    ExpSineSquared,
+    Matern,
+    PairwiseKernel,
+    Product,
+    RationalQuadratic,
+    Sum,
+    WhiteKernel,
+)
+
+from skgprobust import UnsupportedKernelError
+from skgprobust.kernels import StationaryAdapter, make_adapter
+
+from .conftest import HEALTH, kernels
+
+#: Adapter-level agreement with sklearn's kernel values.
+VALUE_TOL = 1e-12
+#: Documented soundness margin (absolute).
+TOL = 1e-9
+
+C = ConstantKernel
+
+
+def _kernels(d):
+    aniso = np.linspace(0.6, 1.8, d) if d > 1 else 0.9
+    ks = {
+        "rbf": RBF(0.8),
+        "rbf_aniso": RBF(aniso),
+        "rbf_len1_list": RBF([0.8]),  # a one-element list is isotropic in sklearn
+        "matern05": Matern(0.7, nu=0.5),
+        "matern15": Matern(aniso, nu=1.5),
+        "matern25_len1_list": Matern([1.1], nu=2.5),
+        "matern25": Matern(1.1, nu=2.5),
+        "matern_inf": Matern(aniso, nu=np.inf),
+        "rq": RationalQuadratic(length_scale=0.9, alpha=0.7),
+        "rq_large_alpha": RationalQuadratic(length_scale=1.3, alpha=20.0),
+        "dot": DotProduct(sigma_0=0.6),
+        "const": C(1.7),
+        "white": WhiteKernel(0.3),
+        "scaled_rbf": C(2.5) * RBF(aniso),
+        "rbf_times_const": RBF(0.8) * C(0.4),
+        "sum": C(1.5) * Matern(0.9, nu=1.5) + RationalQuadratic(1.2, 2.0) + WhiteKernel(0.1),
+        "product_mccormick": RBF(1.1) * Matern(aniso, nu=2.5),
+        "product_dot": DotProduct(0.5) * RBF(0.9),
+        "product_three": Product(Product(RBF(0.8), DotProduct(0.3)), RationalQuadratic(1.0, 1.0)),
+        "pow_rbf_2": RBF(aniso) ** 2,
+        "pow_matern05_1.5": Exponentiation(Matern(0.8, nu=0.5), 1.5),
+        "pow_rq_3": Exponentiation(RationalQuadratic(0.7, 0.5), 3.0),
+        "pow_matern_half": Exponentiation(Matern(0.8, nu=1.5), 0.5),
+        "pow_dot_2": DotProduct(0.4) ** 2,
+        "pow_dot_3": Exponentiation(DotProduct(0.4), 3),
+        "pow_product": Exponentiation(C(0.8) * RBF(1.0), 2.0),
+        "pow_sum_half": Exponentiation(RBF(0.5) + Matern(1.0, nu=0.5), 0.5),
+        "periodic": ExpSineSquared(length_scale=0.8, periodicity=1.7),
+        "pow_periodic": Exponentiation(ExpSineSquared(length_scale=1.2, periodicity=2.3), 1.5),
+        "periodic_sum": Sum(C(0.3) * ExpSineSquared(1.0, 2.0), RBF(aniso)),
+        "periodic_product": ExpSineSquared(1.0, 2.5) * RBF(1.5),
+    }
+    return ks
+
+
+KERNEL_NAMES = list(_kernels(2))
+DIMS = [1, 2, 3]
+
+
+def _setup(name, d, seed=0):
+    rng = np.random.default_rng(seed)
+    Xs = rng.uniform(-2, 2, (12, d))
+    kernel = _kernels(d)[name]
+    return kernel, Xs, make_adapter(kernel, Xs), rng
+
+
+def _boxes(rng, Xs, B=24):
+    """Boxes of varied widths, some with zero-width coordinates, some around
+    support points and one degenerate (a point)."""
+    d = Xs.shape[1]
+    centers = np.vstack([rng.uniform(-2.5, 2.5, (B // 2, d)), Xs[rng.choice(len(Xs), B - B // 2)]])
+    half = rng.choice([0.0, 1e-6, 0.01, 0.2, 0.7, 1.5], size=(B, d))
+    half[0] = 0.0
+    return centers - half, centers + half
+
+
+def _sample(rng, lo, hi, m=400):
+    """(B, m, d) points: uniform in each box plus its corners and centre."""
+    B, d = lo.shape
+    U = rng.random((B, m, d))
+    bits = (np.arange(2**d)[:, None] >> np.arange(d)[None]) & 1
+    U = np.concatenate([U, np.broadcast_to(bits, (B, 2**d, d)), np.full((B, 1, d), 0.5)], axis=1)
+    return lo[:, None, :] + (hi - lo)[:, None, :] * U
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_values_match_sklearn(name, d):
+    kernel, Xs, ad, rng = _setup(name, d)
+    X = np.vstack([rng.uniform(-3, 3, (50, d)), Xs[:3]])
+    expected = kernel(X, Xs)
+    got = ad.values(X)
+    assert got.shape == (len(X), len(Xs))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=VALUE_TOL)
+    np.testing.assert_allclose(ad.diag(X), kernel.diag(X), rtol=0, atol=VALUE_TOL)
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_value_and_grad_matches_finite_differences(name, d):
+    kernel, Xs, ad, rng = _setup(name, d)
+    # Points away from the support points (Matern 0.5, ExpSineSquared and
+    # fractional powers are not differentiable at zero distance).
+    X = rng.uniform(-2.5, 2.5, (40, d))
+    dist = np.sqrt(((X[:, None] - Xs[None]) ** 2).sum(-1))
+    X = X[dist.min(1) > 0.05]
+    K, G = ad.value_and_grad(X)
+    assert K.shape == (len(X), len(Xs)) and G.shape == (len(X), len(Xs), d)
+    np.testing.assert_allclose(K, kernel(X, Xs), rtol=0, atol=VALUE_TOL)
+    h = 1e-6
+    for j in range(d):
+        e = np.zeros(d)
+        e[j] = h
+        fd = (kernel(X + e, Xs) - kernel(X - e, Xs)) / (2 * h)
+        np.testing.assert_allclose(G[:, :, j], fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_interval_contains_sampled_values(name, d):
+    kernel, Xs, ad, rng = _setup(name, d)
+    lo, hi = _boxes(rng, Xs)
+    klo, khi = ad.interval(lo, hi)
+    assert klo.shape == khi.shape == (len(lo), len(Xs))
+    P = _sample(rng, lo, hi)
+    for b in range(len(lo)):
+        K = kernel(P[b], Xs)
+        assert np.all(K >= klo[b] - VALUE_TOL), (b, (klo[b] - K).max())
+        assert np.all(K <= khi[b] + VALUE_TOL), (b, (K - khi[b]).max())
+
+
+def _separable_min(alpha, beta, h):
+    """min over |u_j| <= h_j of sum_j alpha_j u_j^2 + beta_j u_j (independent code)."""
+    cands = [alpha * h * h - beta * h, alpha * h * h + beta * h]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(alpha > 0, np.clip(-beta / (2 * alpha), -h, h), 0.0)
+    cands.append(alpha * v * v + beta * v)
+    return np.min(cands, axis=0).sum(-1)
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_relaxation_lower_bounds_weighted_sum(name, d):
+    kernel, Xs, ad, rng = _setup(name, d)
+    lo, hi = _boxes(rng, Xs)
+    B = len(lo)
+    w = rng.normal(size=(B, len(Xs))) * rng.choice([0.1, 1.0, 10.0], size=(B, 1))
+    w[1] = np.abs(w[1])  # all positive
+    w[2] = -np.abs(w[2])  # all negative
+    rel = ad.relax(lo, hi, w)
+    # (exact shapes: test_relaxation_shapes)
+    assert np.broadcast_shapes(rel.alpha.shape, rel.beta.shape, rel.score.shape, (B, d)) == (B, d)
+    assert np.all(rel.mag >= 0)
+    P = _sample(rng, lo, hi)
+    center = 0.5 * (lo + hi)
+    for b in range(B):
+        f = kernel(P[b], Xs) @ w[b]
+        u = P[b] - center[b]
+        q = rel.const[b] + (rel.alpha[b] * u * u + rel.beta[b] * u).sum(-1)
+        assert np.all(q <= f + TOL), (b, (q - f).max())
+        assert np.all(rel.ilb[b] <= f + TOL), (b, (rel.ilb[b] - f).max())
+    # The minimum of the relaxation over the box is below every sampled value.
+    qmin = rel.const + _separable_min(rel.alpha, rel.beta, 0.5 * (hi - lo))
+    fmin = np.array([(kernel(P[b], Xs) @ w[b]).min() for b in range(B)])
+    assert np.all(qmin <= fmin + TOL)
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_taylor_model_lower_bounds_weighted_sum(name, d):
+    """The optional second-order model (``linearise`` -> (relaxation, taylor))
+    is a lower bound of sum_i w_i k(x, x_i) on the whole box."""
+    kernel, Xs, ad, rng = _setup(name, d)
+    lo, hi = _boxes(rng, Xs)
+    B = len(lo)
+    w = rng.normal(size=(B, len(Xs))) * rng.choice([0.1, 1.0, 100.0], size=(B, 1))
+    rel, tm = ad.linearise(lo, hi, w)
+    # linearise() gives the same relaxation as relax()
+    rel2 = ad.relax(lo, hi, w)
+    for f in ("const", "alpha", "beta", "ilb"):
+        np.testing.assert_allclose(getattr(rel, f), getattr(rel2, f), rtol=1e-12, atol=1e-12)
+    if tm is None:
+        pytest.skip("no Taylor model for this kernel")
+    # (exact shapes: test_relaxation_shapes)
+    assert np.broadcast_shapes(tm.value.shape, tm.rem.shape, tm.mag.shape, (B,)) == (B,)
+    assert np.broadcast_shapes(tm.grad.shape, tm.diag.shape, (B, d)) == (B, d)
+    assert np.all(tm.rem <= 0)
+    P = _sample(rng, lo, hi)
+    center = 0.5 * (lo + hi)
+    for b in range(B):
+        f = kernel(P[b], Xs) @ w[b]
+        u = P[b] - center[b]
+        q = tm.value[b] + u @ tm.grad[b] + (tm.diag[b] * u * u).sum(-1) + 0.5 * np.einsum("mi,ij,mj->m", u, tm.M[b], u)
+        q = q + tm.rem[b]
+        assert np.all(q <= f + TOL), (b, (q - f).max())
+        # Exact at the centre: value is the weighted sum there.
+        fc = kernel(center[b][None], Xs)[0] @ w[b]
+        assert abs(tm.value[b] - fc) <= 1e-12 * (1 + np.abs(w[b]).sum())
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_relaxation_shapes(name, d):
+    kernel, Xs, ad, rng = _setup(name, d)
+    lo, hi = _boxes(rng, Xs)
+    B = len(lo)
+    rel = ad.relax(lo, hi, rng.normal(size=(B, len(Xs))))
+    assert rel.const.shape == rel.ilb.shape == rel.mag.shape == (B,)
+    assert rel.alpha.shape == (B, d)
+    assert rel.beta.shape == (B, d)
+    assert rel.score.shape == (B, d)
+    _, tm = ad.linearise(lo, hi, rng.normal(size=(B, len(Xs))))
+    if tm is not None:
+        assert tm.value.shape == tm.rem.shape == tm.mag.shape == (B,)
+        assert tm.grad.shape == (B, d) and tm.diag.shape == (B, d) and tm.M.shape == (B, d, d)
+
+
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_relaxation_is_tight_on_small_boxes(name):
+    """As the box shrinks to a point the bound approaches the value there
+    (what lets branch and bound converge, paper Prop. 4)."""
+    d = 2
+    kernel, Xs, ad, rng = _setup(name, d)
+    centers = rng.uniform(-2, 2, (10, d))
+    w = rng.normal(size=(10, len(Xs)))
+    f = np.einsum("bn,bn->b", kernel(centers, Xs), w)
+    gaps = []
+    for h in (1e-2, 1e-4):
+        lo, hi = centers - h, centers + h
+        rel = ad.relax(lo, hi, w)
+        lb = np.maximum(rel.const + _separable_min(rel.alpha, rel.beta, np.full_like(lo, h)), rel.ilb)
+        assert np.all(lb <= f + TOL)
+        gaps.append(f - lb)
+    # Gap at h = 1e-4 is small relative to the size of the summed terms, and
+    # much smaller than at h = 1e-2 (at least linear convergence: x0.01).
+    scale = (np.abs(w) * np.abs(kernel(centers, Xs))).sum(-1) + np.abs(w).sum(-1)
+    assert np.all(gaps[1] <= 1e-2 * scale), (gaps[1], scale)
+    assert np.all(gaps[1] <= 0.1 * gaps[0] + 1e-9), (gaps[0], gaps[1])
+
+
+# --------------------------------------------------------------------------
+# Stationary adapters: psi / dpsi
+# --------------------------------------------------------------------------
+
+STATIONARY = {
+    "rbf": RBF(0.8),
+    "rbf_aniso": RBF([0.6, 1.4]),
+    "matern05": Matern(0.7, nu=0.5),
+    "matern15": Matern(0.7, nu=1.5),
+    "matern25": Matern([0.5, 1.2], nu=2.5),
+    "matern_inf": Matern(0.7, nu=np.inf),
+    "rq_small_alpha": RationalQuadratic(0.9, 0.1),
+    "rq": RationalQuadratic(0.9, 1.0),
+    "rq_large_alpha": RationalQuadratic(0.9, 50.0),
+    "pow_rbf": RBF(0.8) ** 2,
+    "pow_matern05": Exponentiation(Matern(0.7, nu=0.5), 1.5),
+    "pow_matern25_1": Exponentiation(Matern(0.7, nu=2.5), 1.0),
+    "pow_rq": Exponentiation(RationalQuadratic(0.9, 0.3), 4.0),
+    "pow_pow_matern15": Exponentiation(Exponentiation(Matern(0.7, nu=1.5), 2.0), 1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(STATIONARY))
+def test_stationary_dpsi_increasing(name):
+    """The relaxation uses tangents (lower) and chords (upper) of psi: valid
+    only if psi is convex, i.e. dpsi non-decreasing in phi."""
+    Xs = np.zeros((1, 2))
+    ad = make_adapter(STATIONARY[name], Xs)
+    assert isinstance(ad, StationaryAdapter)
+    phi = np.linspace(0.0, 50.0, 200_001)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dp = ad.dpsi(phi)
+    assert not np.any(np.isnan(dp))
+    assert np.all(np.diff(dp) >= 0), np.diff(dp).min()
+    assert np.all(dp[1:] <= 0)  # psi decreasing
+    # And convexity of psi itself: above its tangents at a few points.
+    psi = ad.psi(phi)
+    for p0 in (0.01, 0.5, 2.0, 10.0, 40.0):
+        tangent = ad.psi(p0) + ad.dpsi(p0) * (phi - p0)
+        assert np.all(psi >= tangent - 1e-12)
+
+
+@pytest.mark.parametrize("name", list(STATIONARY))
+def test_stationary_higher_derivatives(name):
+    """Where an adapter provides d2psi and d3psi (Taylor model), they are the
+    derivatives of dpsi / d2psi, d2psi > 0 is decreasing and d3psi < 0 has
+    decreasing magnitude (what the Taylor remainder bounds assume)."""
+    ad = make_adapter(STATIONARY[name], np.zeros((1, 2)))
+    try:
+        ad.d2psi(np.array([1.0]))
+        ad.d3psi(np.array([1.0]))
+    except (NotImplementedError, AttributeError):
+        pytest.skip("no higher derivatives (no Taylor model) for this adapter")
+    phi = np.linspace(1e-3, 50.0, 200_001)
+    d2, d3 = ad.d2psi(phi), ad.d3psi(phi)
+    assert np.all(np.isfinite(d2)) and np.all(np.isfinite(d3))
+    assert np.all(d2 > 0) and np.all(np.diff(d2) <= 0)
+    assert np.all(d3 < 0) and np.all(np.diff(np.abs(d3)) <= 0)
+    grid = np.linspace(0.05, 30.0, 500)
+    h = 1e-6
+    np.testing.assert_allclose(ad.d2psi(grid), (ad.dpsi(grid + h) - ad.dpsi(grid - h)) / (2 * h), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(ad.d3psi(grid), (ad.d2psi(grid + h) - ad.d2psi(grid - h)) / (2 * h), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", list(STATIONARY))
+def test_stationary_psi_matches_kernel(name):
+    """psi(phi(x, y)) = k(x, y) with phi the squared length-scaled distance,
+    and dpsi is the derivative of psi."""
+    rng = np.random.default_rng(3)
+    kernel = STATIONARY[name]
+    Xs = rng.uniform(-2, 2, (15, 2))
+    ad = make_adapter(kernel, Xs)
+    X = rng.uniform(-3, 3, (30, 2))
+    ls = np.broadcast_to(np.asarray(ad.length_scale, float), (2,))
+    phi = (((X[:, None, :] - Xs[None]) / ls) ** 2).sum(-1)
+    np.testing.assert_allclose(ad.psi(phi), kernel(X, Xs), rtol=0, atol=VALUE_TOL)
+    grid = np.linspace(0.05, 30.0, 500)
+    h = 1e-6
+    fd = (ad.psi(grid + h) - ad.psi(grid - h)) / (2 * h)
+    np.testing.assert_allclose(ad.dpsi(grid), fd, rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------
+# Unsupported kernels
+# --------------------------------------------------------------------------
+
+
+class _MyRBF(RBF):
+    """A subclass may change the formula: must not inherit RBF's adapter."""
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        Matern(1.0, nu=1.0),
+        Matern(1.0, nu=3.0),
+        PairwiseKernel(metric="linear"),
+        PairwiseKernel(metric="laplacian"),
+        C(1.0) * Matern(1.0, nu=0.75) + WhiteKernel(),
+        Exponentiation(DotProduct(0.5), 0.5),
+        Exponentiation(RBF(1.0), -1.0),
+        _MyRBF(1.0),
+        CompoundKernel([RBF(1.0), RBF(2.0)]),
+    ],
+    ids=repr,
+)
+def test_unsupported_kernels_raise(kernel):
+    with pytest.raises(UnsupportedKernelError):
+        make_adapter(kernel, np.zeros((3, 2)))
+
+
+# --------------------------------------------------------------------------
+# Random kernel trees (the strategy of the soundness sweeps)
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def _kernel_cases(draw):
+    d = draw(st.integers(1, 3))
+    return d, draw(kernels(d)), draw(st.integers(0, 2**32 - 1))
+
+
+@settings(deadline=None, max_examples=60, derandomize=True, suppress_health_check=HEALTH)
+@given(_kernel_cases())
+def test_random_kernel_trees(case):
+    d, kernel, seed = case
+    rng = np.random.default_rng(seed)
+    Xs = rng.uniform(-2, 2, (10, d))
+    ad = make_adapter(kernel, Xs)
+    X = rng.uniform(-3, 3, (40, d))
+    np.testing.assert_allclose(ad.values(X), kernel(X, Xs), rtol=0, atol=VALUE_TOL * max(1.0, np.abs(kernel(X, Xs)).max()))
+    lo, hi = _boxes(rng, Xs, B=12)
+    klo, khi = ad.interval(lo, hi)
+    w = rng.normal(size=(len(lo), len(Xs)))
+    rel = ad.relax(lo, hi, w)
+    P = _sample(rng, lo, hi, m=200)
+    center = 0.5 * (lo + hi)
+    for b in range(len(lo)):
+        K = kernel(P[b], Xs)
+        scale = max(1.0, np.abs(K).max())
+        assert np.all(K >= klo[b] - VALUE_TOL * scale) and np.all(K <= khi[b] + VALUE_TOL * scale)
+        f = K @ w[b]
+        u = P[b] - center[b]
+        q = rel.const[b] + (rel.alpha[b] * u * u + rel.beta[b] * u).sum(-1)
+        assert np.all(q <= f + TOL) and np.all(rel.ilb[b] <= f + TOL)

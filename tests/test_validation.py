@@ -1,0 +1,394 @@
+"""Argument checks: every bad input gets a clear exception, good unusual inputs work."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, PairwiseKernel
+
+from skgprobust import (
+    BudgetExhaustedWarning,
+    RobustGaussianProcessClassifier,
+    RobustGaussianProcessRegressor,
+    UnsupportedKernelError,
+)
+
+from .conftest import TOL, attack, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
+
+pd = pytest.importorskip("pandas")
+
+
+def _methods(reg, clf):
+    """(name, bound method, extra kwargs) for the four entry points."""
+    return [
+        ("reg.prediction_range", reg.prediction_range, {}),
+        ("reg.certify", reg.certify, {"delta": 0.5}),
+        ("clf.prediction_range", clf.prediction_range, {}),
+        ("clf.certify", clf.certify, {}),
+    ]
+
+
+@pytest.fixture
+def methods(fitted_reg, fitted_clf):
+    return _methods(fitted_reg, fitted_clf)
+
+
+ENTRY_POINTS = ["reg.prediction_range", "reg.certify", "clf.prediction_range", "clf.certify"]
+
+
+def _get(methods, name):
+    return next((m, kw) for n, m, kw in methods if n == name)
+
+
+# --------------------------------------------------------------------------
+# Not fitted
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_unfitted_raises_not_fitted(name):
+    reg, clf = RobustGaussianProcessRegressor(), RobustGaussianProcessClassifier()
+    method, kw = _get(_methods(reg, clf), name)
+    with pytest.raises(NotFittedError):
+        method(np.zeros((1, 2)), 0.1, **kw)
+
+
+# --------------------------------------------------------------------------
+# X
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.zeros((2, 3)),  # wrong number of features
+        np.zeros((2, 1)),
+        np.array([[0.1, np.nan]]),
+        np.array([[np.inf, 0.0]]),
+        np.array([[0.0, -np.inf]]),
+    ],
+    ids=["too_many_features", "too_few_features", "nan", "inf", "-inf"],
+)
+def test_bad_X_raises_value_error(methods, name, X):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(X, 0.1, **kw)
+
+
+# --------------------------------------------------------------------------
+# gamma
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "gamma",
+    [-0.1, np.nan, np.inf, [0.1, -0.1], [0.1, np.nan], [0.1], [0.1, 0.2, 0.3], [[0.1, 0.1]], None, "0.1"],
+    ids=["negative", "nan", "inf", "one_negative", "one_nan", "too_short", "too_long", "2d", "none", "string"],
+)
+def test_bad_gamma_raises_value_error(methods, name, gamma):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), gamma, **kw)
+
+
+# --------------------------------------------------------------------------
+# features
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "features",
+    [[2], [-1], [0, 5], [True, False, True], [True], [0.5], ["a"]],
+    ids=["index_too_large", "negative_index", "one_out_of_range", "mask_too_long", "mask_too_short", "float", "name_without_names"],
+)
+def test_bad_features_raise_value_error(methods, name, features):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), 0.1, features=features, **kw)
+
+
+# --------------------------------------------------------------------------
+# Budgets, epsilon, delta, norm, statistic
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"max_iter": -1},
+        {"max_iter": 1.5},
+        {"max_iter": "10"},
+        {"time_limit": 0},
+        {"time_limit": -1.0},
+        {"time_limit": np.nan},
+        {"time_limit": np.inf},
+        {"time_limit": "1"},
+    ],
+    ids=repr,
+)
+def test_bad_budget_raises_value_error(methods, name, budget):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), 0.1, **budget, **kw)
+
+
+@pytest.mark.parametrize("name", ["reg.prediction_range", "clf.prediction_range"])
+@pytest.mark.parametrize("epsilon", [0, -1e-3, np.nan, np.inf, "0.1", None], ids=repr)
+def test_bad_epsilon_raises_value_error(methods, name, epsilon):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), 0.1, epsilon=epsilon, **kw)
+
+
+def test_regressor_certify_requires_delta(fitted_reg):
+    with pytest.raises(ValueError):
+        fitted_reg.certify(np.zeros((1, 2)), 0.1)
+
+
+@pytest.mark.parametrize("delta", [-0.1, np.nan, np.inf, "1"], ids=repr)
+def test_regressor_certify_bad_delta(fitted_reg, delta):
+    with pytest.raises(ValueError):
+        fitted_reg.certify(np.zeros((1, 2)), 0.1, delta=delta)
+
+
+@pytest.mark.parametrize("norm", [0, 3, -1, "fro", "inf"], ids=repr)
+def test_regressor_certify_bad_norm(fitted_reg, norm):
+    with pytest.raises(ValueError):
+        fitted_reg.certify(np.zeros((1, 2)), 0.1, delta=0.5, norm=norm)
+
+
+def test_classifier_certify_rejects_regression_arguments(fitted_clf):
+    with pytest.raises(ValueError):
+        fitted_clf.certify(np.zeros((1, 2)), 0.1, delta=0.5)
+    with pytest.raises(ValueError):
+        fitted_clf.certify(np.zeros((1, 2)), 0.1, norm=2)
+
+
+def test_statistics_not_implemented_or_invalid(fitted_reg, fitted_clf):
+    X = np.zeros((1, 2))
+    with pytest.raises(NotImplementedError):
+        fitted_reg.prediction_range(X, 0.1, statistic="std")
+    with pytest.raises(NotImplementedError):
+        fitted_clf.prediction_range(X, 0.1, statistic="proba")
+    with pytest.raises(ValueError):
+        fitted_reg.prediction_range(X, 0.1, statistic="median")
+    with pytest.raises(ValueError):
+        fitted_clf.prediction_range(X, 0.1, statistic="mean_of_something")
+
+
+def test_multiclass_classifier_not_implemented():
+    X, y = make_classification(n_samples=30, n_features=2, n_redundant=0, n_informative=2, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+    clf = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None).fit(X, y)
+    with pytest.raises(NotImplementedError):
+        clf.certify(X[:2], 0.1)
+    with pytest.raises(NotImplementedError):
+        clf.prediction_range(X[:2], 0.1)
+
+
+# --------------------------------------------------------------------------
+# Domain
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "domain",
+    [
+        (0.5, 1.0),  # x = 0 below low
+        (-1.0, -0.5),  # x = 0 above high
+        ([-1.0, 0.1], [1.0, 1.0]),  # second feature below low
+        (1.0, -1.0),  # low > high
+        (0.0,),  # not a pair
+        ([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0]),  # wrong length
+        (np.nan, 1.0),
+    ],
+    ids=["below", "above", "one_feature_outside", "low_gt_high", "not_a_pair", "wrong_length", "nan"],
+)
+def test_bad_domain_raises_value_error(methods, name, domain):
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), 0.1, domain=domain, **kw)
+
+
+def test_domain_clips_the_box(fitted_reg):
+    X = np.array([[0.0, 0.0], [0.95, -0.5]])
+    domain = ([-0.05, -1.0], [1.0, 0.02])
+    r = fitted_reg.prediction_range(X, 0.2, domain=domain, epsilon=1e-3, random_state=0)
+    lo, hi = expected_box(X, 0.2, domain=domain)
+    assert np.all(lo[:, 0] >= -0.05) and np.all(hi[:, 1] <= 0.02)
+    for i in range(2):
+        assert in_box(r.argmin[i, 0], lo[i], hi[i]) and in_box(r.argmax[i, 0], lo[i], hi[i])
+        atk = attack(lambda P: gpr_predict(fitted_reg, P)[:, 0], lo[i], hi[i], np.random.default_rng(i))
+        assert atk.min >= r.min_lower[i, 0] - TOL and atk.max <= r.max_upper[i, 0] + TOL
+
+
+# --------------------------------------------------------------------------
+# Unsupported kernels
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [Matern(1.0, nu=1.0), Matern(1.0, nu=3.0), PairwiseKernel(metric="rbf"), ConstantKernel(1.0) * Matern(nu=1.0)],
+    ids=repr,
+)
+def test_unsupported_kernel_raises(kernel, reg_data, clf_data):
+    X, y = reg_data
+    reg = RobustGaussianProcessRegressor(kernel=kernel, alpha=1e-2, optimizer=None).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(X[:2]), reg.predict(X[:2]))  # sklearn itself is fine with it
+    with pytest.raises(UnsupportedKernelError):
+        reg.prediction_range(X[:2], 0.1)
+    with pytest.raises(UnsupportedKernelError):
+        reg.certify(X[:2], 0.1, delta=0.5)
+    Xc, yc = clf_data
+    clf = RobustGaussianProcessClassifier(kernel=kernel, optimizer=None).fit(Xc, yc)
+    with pytest.raises(UnsupportedKernelError):
+        clf.certify(Xc[:2], 0.1)
+    with pytest.raises(UnsupportedKernelError):
+        clf.prediction_range(Xc[:2], 0.1)
+
+
+def test_unsupported_kernel_error_is_a_type_error():
+    assert issubclass(UnsupportedKernelError, TypeError)
+    assert issubclass(BudgetExhaustedWarning, UserWarning)
+
+
+# --------------------------------------------------------------------------
+# Inputs that must work
+# --------------------------------------------------------------------------
+
+
+def test_dataframe_input_and_features_by_name(reg_data, clf_data):
+    X, y = reg_data
+    df = pd.DataFrame(X, columns=["a", "b"])
+    reg = RobustGaussianProcessRegressor(kernel=RBF([1.0, 0.7]), alpha=1e-2, optimizer=None).fit(df, y)
+    np.testing.assert_array_equal(reg.feature_names_in_, ["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "feature names" warning either
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        r_name = reg.prediction_range(df.iloc[:3], 0.2, features=["b"], epsilon=1e-3, random_state=0)
+        r_idx = reg.prediction_range(df.iloc[:3], 0.2, features=[1], epsilon=1e-3, random_state=0)
+        c = reg.certify(df.iloc[:3], 0.2, delta=0.3, features=np.array(["a"]), random_state=0)
+    for name in ("min_lower", "min_upper", "max_lower", "max_upper", "argmin", "argmax"):
+        np.testing.assert_array_equal(getattr(r_name, name), getattr(r_idx, name))
+    # Feature "a" stayed fixed in the range, "b" stayed fixed in certify.
+    np.testing.assert_array_equal(r_name.argmin[:, 0, 0], X[:3, 0])
+    np.testing.assert_array_equal(r_name.argmax[:, 0, 0], X[:3, 0])
+    nr = c.status == "not_robust"
+    np.testing.assert_array_equal(c.counterexample[nr, 1], X[:3][nr, 1])
+    with pytest.raises(ValueError):
+        reg.prediction_range(df.iloc[:1], 0.2, features=["c"])
+    with pytest.raises(ValueError):
+        reg.prediction_range(df.rename(columns={"a": "z"}).iloc[:1], 0.2)
+
+    Xc, yc = clf_data
+    dfc = pd.DataFrame(Xc, columns=["u", "v"])
+    clf = RobustGaussianProcessClassifier(kernel=ConstantKernel(2.0) * RBF(0.8), optimizer=None).fit(dfc, yc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        c1 = clf.certify(dfc.iloc[:5], 0.3, features=["v"], random_state=0)
+        c2 = clf.certify(dfc.iloc[:5], 0.3, features=[1], random_state=0)
+    np.testing.assert_array_equal(c1.status, c2.status)
+    np.testing.assert_array_equal(c1.bound, c2.bound)
+    for i in np.flatnonzero(c1.status == "not_robust"):
+        assert c1.counterexample[i, 0] == Xc[i, 0]
+        assert gpc_predict(clf, c1.counterexample[i])[0] != gpc_predict(clf, Xc[i])[0]
+
+
+def test_float32_input(reg_data, clf_data):
+    X, y = reg_data
+    X32 = X.astype(np.float32)
+    reg = RobustGaussianProcessRegressor(kernel=Matern([1.0, 0.8], nu=2.5), alpha=1e-2, optimizer=None).fit(X32, y)
+    r = reg.prediction_range(X32[:3], np.float32(0.2), epsilon=1e-3, random_state=0)
+    lo, hi = expected_box(X32[:3], np.float32(0.2))
+    for i in range(3):
+        assert in_box(r.argmin[i, 0], lo[i], hi[i])
+        assert abs(r.min_upper[i, 0] - gpr_predict(reg, r.argmin[i, 0])[0, 0]) <= TOL
+        atk = attack(lambda P: gpr_predict(reg, P)[:, 0], lo[i], hi[i], np.random.default_rng(i))
+        assert atk.min >= r.min_lower[i, 0] - TOL and atk.max <= r.max_upper[i, 0] + TOL
+    c = reg.certify(X32[:3], 0.2, delta=0.5, random_state=0)
+    assert c.status.shape == (3,)
+
+    Xc, yc = clf_data
+    clf = RobustGaussianProcessClassifier(kernel=RBF(0.8), optimizer=None).fit(Xc.astype(np.float32), yc)
+    c = clf.certify(Xc[:5].astype(np.float32), 0.1, random_state=0)
+    assert set(c.status) <= {"robust", "not_robust", "unknown"}
+    for i in np.flatnonzero(c.status == "not_robust"):
+        assert gpc_predict(clf, c.counterexample[i])[0] != gpc_predict(clf, Xc[i].astype(np.float32))[0]
+
+
+def test_list_input_and_scalar_or_array_gamma_agree(fitted_reg):
+    X = [[0.1, 0.2], [-0.3, 0.4]]
+    a = fitted_reg.prediction_range(X, 0.2, epsilon=1e-3, random_state=0)
+    b = fitted_reg.prediction_range(np.array(X), np.array([0.2, 0.2]), epsilon=1e-3, random_state=0)
+    c = fitted_reg.prediction_range(np.array(X), [0.2, 0.2], features=[True, True], epsilon=1e-3, random_state=0)
+    for r in (b, c):
+        np.testing.assert_array_equal(a.min_lower, r.min_lower)
+        np.testing.assert_array_equal(a.max_upper, r.max_upper)
+
+
+def test_zero_gamma_and_no_moving_features_give_the_prediction(fitted_reg, fitted_clf):
+    X = np.array([[0.1, 0.2], [-1.3, 0.4]])
+    y = gpr_predict(fitted_reg, X)
+    for kw in ({"gamma": 0.0}, {"gamma": 0.5, "features": []}, {"gamma": [0.0, 0.0]}):
+        r = fitted_reg.prediction_range(X, epsilon=1e-6, random_state=0, **kw)
+        assert np.all(r.converged)
+        np.testing.assert_array_equal(r.argmin[:, 0], X)
+        np.testing.assert_array_equal(r.argmax[:, 0], X)
+        assert np.all(np.abs(r.min_upper - y) <= TOL) and np.all(np.abs(r.max_lower - y) <= TOL)
+        assert np.all(r.min_lower <= y + TOL) and np.all(r.max_upper >= y - TOL)
+        assert np.all(r.max_upper - r.min_lower <= 1e-6)
+        c = fitted_reg.certify(X, delta=1e-6, random_state=0, **kw)
+        np.testing.assert_array_equal(c.status, ["robust", "robust"])
+        assert np.all(c.bound <= TOL)
+        cc = fitted_clf.certify(X, random_state=0, **kw)
+        np.testing.assert_array_equal(cc.status, ["robust", "robust"])
+
+
+def test_empty_feature_name_list_and_bool_mask(fitted_reg):
+    X = np.array([[0.1, 0.2]])
+    r = fitted_reg.prediction_range(X, 0.5, features=np.array([False, True]), epsilon=1e-3, random_state=0)
+    assert r.argmin[0, 0, 0] == 0.1 and r.argmax[0, 0, 0] == 0.1
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda b: np.where(b, "yes", "no"),
+        lambda b: np.where(b, 1, -1),
+        lambda b: b,
+        lambda b: np.where(b, -7.5, 2.0),  # class 1 (classes_[1]) is the negative-latent side here
+    ],
+    ids=["str", "pm1", "bool", "float_reversed"],
+)
+def test_classifier_label_types(encode):
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-2, 2, (30, 2))
+    y = encode(np.sin(2 * X[:, 0]) + X[:, 1] > 0)
+    clf = RobustGaussianProcessClassifier(kernel=ConstantKernel(3.0) * RBF(0.7), optimizer=None).fit(X, y)
+    X_test = X[:8]
+    gamma = 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        c = clf.certify(X_test, gamma, random_state=0)
+    labels = clf.predict(X_test)
+    assert {"robust", "not_robust"} <= set(c.status.tolist())
+    lo, hi = expected_box(X_test, gamma)
+    for i in range(len(X_test)):
+        atk = attack(lambda P: gpc_latent(clf, P), lo[i], hi[i], np.random.default_rng(i), n_samples=2000)
+        sign = 1.0 if labels[i] == clf.classes_[1] else -1.0
+        margin_min = min(sign * atk.min, sign * atk.max)
+        assert c.bound[i] <= margin_min + TOL
+        if c.status[i] == "robust":
+            assert np.all(clf.predict(atk.points) == labels[i])
+        elif c.status[i] == "not_robust":
+            assert in_box(c.counterexample[i], lo[i], hi[i])
+            assert clf.predict(c.counterexample[i][None])[0] != labels[i]
