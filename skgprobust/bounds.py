@@ -87,6 +87,39 @@ def taylor_lower(tm, h):
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
 
+def affine_lower(adapter, W, c, lo, hi):
+    """Lower bounds of ``c + sum_i W[b, i] k(x, x_i)`` over each box b.
+
+    The best of three valid bounds per box: interval, separable relaxation
+    (Prop. 2) and second-order Taylor model (when the adapter has one), each
+    lowered by the rounding margin. ``W`` has shape (B, N) (one weight vector
+    per box); ``c`` is a scalar or (B,).
+
+    Returns
+    -------
+    BoxBound
+        ``argmin`` minimises the relaxation that gave the bound: a good point
+        at which to evaluate the function.
+    """
+    B, d = lo.shape
+    c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
+    rtol = margin_rtol(W.shape[-1], d)
+    rel, tm = adapter.linearise(lo, hi, W)
+    h = 0.5 * (hi - lo)
+    qmin, u = minimise_separable(rel.alpha, rel.beta, h)
+    lower = np.maximum(rel.const + qmin, rel.ilb) - rtol * (rel.mag + np.abs(c))
+    argmin = np.clip(0.5 * (lo + hi) + u, lo, hi)
+    if tm is not None:
+        lower_t, u_t = taylor_lower(tm, h)
+        lower_t = lower_t - rtol * (tm.mag + np.abs(c))
+        use_t = lower_t > lower
+        argmin = np.where(use_t[:, None], np.clip(0.5 * (lo + hi) + u_t, lo, hi), argmin)
+        lower = np.maximum(lower, lower_t)
+    lower = c + lower - 1e-300
+    lower = np.where(np.isnan(lower), -np.inf, lower)
+    return BoxBound(lower, argmin, rel.score)
+
+
 class AffineMean:
     """f(x) = c + sum_i w_i k(x, x_i) for one weight vector w (N,).
 
@@ -113,22 +146,6 @@ class AffineMean:
         return K @ self.w + self.c, np.einsum("nid,i->nd", dK, self.w)
 
     def bound(self, lo, hi):
-        """The best of three valid lower bounds per box: interval, separable
-        relaxation (Prop. 2) and second-order Taylor model (when available)."""
-        B, d = lo.shape
-        W = np.broadcast_to(self.w, (B, len(self.w)))
-        rtol = margin_rtol(len(self.w), d)
-        rel, tm = self.adapter.linearise(lo, hi, W)
-        h = 0.5 * (hi - lo)
-        qmin, u = minimise_separable(rel.alpha, rel.beta, h)
-        lower = np.maximum(rel.const + qmin, rel.ilb) - rtol * (rel.mag + abs(self.c))
-        argmin = np.clip(0.5 * (lo + hi) + u, lo, hi)
-        if tm is not None:
-            lower_t, u_t = taylor_lower(tm, h)
-            lower_t = lower_t - rtol * (tm.mag + abs(self.c))
-            use_t = lower_t > lower
-            argmin = np.where(use_t[:, None], np.clip(0.5 * (lo + hi) + u_t, lo, hi), argmin)
-            lower = np.maximum(lower, lower_t)
-        lower = self.c + lower - 1e-300
-        lower = np.where(np.isnan(lower), -np.inf, lower)
-        return BoxBound(lower, argmin, rel.score)
+        """Lower bound of f over each of the B boxes (see :func:`affine_lower`)."""
+        W = np.broadcast_to(self.w, (len(lo), len(self.w)))
+        return affine_lower(self.adapter, W, self.c, lo, hi)

@@ -146,6 +146,21 @@ class KernelAdapter:
         """k(x, x) for each row of X, shape (n,)."""
         return np.asarray(self.kernel.diag(X), dtype=np.float64)
 
+    def diag_interval(self, lo, hi):
+        """(dlo, dhi), each (B,), enclosing k(x, x) over each box (variance
+        bounds). Stationary kernels have a constant diagonal; other adapters
+        override this."""
+        if not self.kernel.is_stationary():
+            from ..exceptions import UnsupportedKernelError
+
+            raise UnsupportedKernelError(
+                f"No bound on k(x, x) over boxes for {self.kernel!r}: variance bounds need "
+                "diag_interval() on its adapter."
+            )
+        v = float(np.asarray(self.kernel.diag(lo[:1]), dtype=np.float64)[0]) if len(lo) else 0.0
+        full = np.full(len(lo), v)
+        return full, full.copy()
+
     # -- optional -------------------------------------------------------
     def relax(self, lo, hi, w):
         """Separable lower bound of ``sum_i w_bi k(x, x_i)``; w has shape (B, N).

@@ -67,6 +67,11 @@ class DotProductAdapter(KernelAdapter):
         p2 = hi[:, None, :] * self.Xs[None]
         return (np.minimum(p1, p2).sum(-1) + self.s2, np.maximum(p1, p2).sum(-1) + self.s2)
 
+    def diag_interval(self, lo, hi):
+        sq_lo = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
+        sq_hi = np.maximum(lo * lo, hi * hi)
+        return self.s2 + sq_lo.sum(-1), self.s2 + sq_hi.sum(-1)
+
     def relax(self, lo, hi, w):
         center = 0.5 * (lo + hi)
         v = w @ self.Xs  # (B, d)

@@ -36,6 +36,11 @@ class SumAdapter(KernelAdapter):
     def diag(self, X):
         return self.k1.diag(X) + self.k2.diag(X)
 
+    def diag_interval(self, lo, hi):
+        l1, h1 = self.k1.diag_interval(lo, hi)
+        l2, h2 = self.k2.diag_interval(lo, hi)
+        return l1 + l2, h1 + h2
+
     def relax(self, lo, hi, w):
         return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
 
@@ -83,6 +88,11 @@ class ProductAdapter(KernelAdapter):
 
     def diag(self, X):
         return self.k1.diag(X) * self.k2.diag(X)
+
+    def diag_interval(self, lo, hi):
+        l1, h1 = self.k1.diag_interval(lo, hi)
+        l2, h2 = self.k2.diag_interval(lo, hi)
+        return _interval_product(l1, h1, l2, h2)
 
     def taylor(self, lo, hi, w):
         return self.other.taylor(lo, hi, self.const * w) if self.const is not None else None
@@ -147,8 +157,13 @@ class ExponentiationAdapter(KernelAdapter):
     def diag(self, X):
         return self.base.diag(X) ** self.e
 
+    def diag_interval(self, lo, hi):
+        return self._power_interval(*self.base.diag_interval(lo, hi))
+
     def interval(self, lo, hi):
-        l, h = self.base.interval(lo, hi)
+        return self._power_interval(*self.base.interval(lo, hi))
+
+    def _power_interval(self, l, h):
         if self.base.nonnegative:
             l = np.maximum(l, 0.0)
             return l**self.e, h**self.e
