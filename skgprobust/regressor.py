@@ -9,9 +9,20 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from ._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
 from .bounds import AffineMean
 from .latent import from_regressor
+from .objectives import StdObjective
 from .solve import Budget, solve_deviation, solve_range
 
 _NORMS = (1, 2, np.inf)
+
+
+def _model_std(gpr, X):
+    """sklearn's own predictive std, as (n, n_targets)."""
+    X = np.atleast_2d(X)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
+        _, std = GaussianProcessRegressor.predict(gpr, X, return_std=True)
+    return np.asarray(std, dtype=np.float64).reshape(len(X), -1)
 
 
 def _model_predict(gpr, X):
@@ -84,6 +95,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        variance_bound="default",
     ):
         """Certified range of the predictive mean over the box around each row.
 
@@ -96,9 +108,11 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         epsilon : float, default=1e-2
             Refine until both gaps (min_upper - min_lower, max_upper -
             max_lower) are <= epsilon, or the budget is spent.
-        statistic : {"mean"}, default="mean"
+        statistic : {"mean", "std"}, default="mean"
             The predictive mean per target, as ``predict`` returns it
-            (normalize_y undone). ("std" comes with variance bounds.)
+            (normalize_y undone), or the predictive standard deviation per
+            target, as ``predict(return_std=True)`` returns it (WhiteKernel
+            and normalize_y included; negative variances clipped to 0).
         features : array-like of int, bool or str, default=None
             Features allowed to move; the others stay fixed. None: all.
         domain : tuple (low, high), default=None
@@ -111,18 +125,21 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             Rows run in parallel with joblib; results do not depend on it.
         random_state : int, RandomState instance or None, default=None
             Seeds the random starts of the local search.
+        variance_bound : {"default", "paper"}, default="default"
+            For statistic="std": the closed-form variance bounds (default)
+            or the paper's QP/LP (Props. 5-6, much slower; the reference).
 
         Returns
         -------
         result : RangeResult
             Arrays of shape (n_samples, n_targets).
         """
-        if statistic == "std":
-            raise NotImplementedError("statistic='std' needs posterior variance bounds, which are not implemented yet.")
-        if statistic != "mean":
-            raise ValueError(f"statistic must be 'mean' for a regressor, got {statistic!r}.")
+        if statistic not in ("mean", "std"):
+            raise ValueError(f"statistic must be 'mean' or 'std' for a regressor, got {statistic!r}.")
         check_epsilon(epsilon)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        if statistic == "std":
+            return self._std_range(X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound)
         objectives = [f for pair in _mean_objectives(self) for f in pair]
         P = len(objectives) // 2
         rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
@@ -142,6 +159,28 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             epsilon,
             [o.n_iter for o in outs],
             [o.time for o in outs],
+        )
+
+    def _std_range(self, X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound):
+        # One unit-scale objective serves every target: std_p = s_p sqrt(var).
+        model = from_regressor(self)
+        var = model.variance(variance_bound)
+        scale = model.scale
+        objectives = [StdObjective(var, 1.0), StdObjective(var, -1.0)]
+        unit_eps = epsilon / max(float(scale.max()), 1e-300)
+        rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
+        outs = map_rows(_range_row, (objectives, unit_eps, max_iter, time_limit), rows, n_jobs)
+        n, d = X.shape
+        P = len(scale)
+        lower = np.array([o.lower for o in outs]).reshape(n, 2)
+        points = np.array([o.argmin for o in outs]).reshape(n, 2, d)
+        vals = _model_std(self, points.reshape(-1, d)).reshape(n, 2, P) if n else np.empty((0, 2, P))
+        min_lo = np.minimum(lower[:, :1] * scale, vals[:, 0])
+        max_up = np.maximum(-lower[:, 1:] * scale, vals[:, 1])
+        return range_result(
+            min_lo, vals[:, 0], np.repeat(points[:, :1], P, 1),
+            vals[:, 1], max_up, np.repeat(points[:, 1:], P, 1),
+            epsilon, [o.n_iter for o in outs], [o.time for o in outs],
         )
 
     def certify(

@@ -170,26 +170,35 @@ def test_classifier_certify_rejects_regression_arguments(fitted_clf):
         fitted_clf.certify(np.zeros((1, 2)), 0.1, norm=2)
 
 
-def test_statistics_not_implemented_or_invalid(fitted_reg, fitted_clf):
+def test_invalid_statistics(fitted_reg, fitted_clf):
     X = np.zeros((1, 2))
-    with pytest.raises(NotImplementedError):
-        fitted_reg.prediction_range(X, 0.1, statistic="std")
-    with pytest.raises(NotImplementedError):
-        fitted_clf.prediction_range(X, 0.1, statistic="proba")
+    with pytest.raises(ValueError, match="statistic"):
+        fitted_reg.prediction_range(X, 0.1, statistic="proba")
+    with pytest.raises(ValueError, match="statistic"):
+        fitted_clf.prediction_range(X, 0.1, statistic="std")
     with pytest.raises(ValueError):
         fitted_reg.prediction_range(X, 0.1, statistic="median")
     with pytest.raises(ValueError):
         fitted_clf.prediction_range(X, 0.1, statistic="mean_of_something")
 
 
-def test_multiclass_classifier_not_implemented():
+def test_one_vs_one_has_no_probabilities():
     X, y = make_classification(n_samples=30, n_features=2, n_redundant=0, n_informative=2, n_classes=3,
                                n_clusters_per_class=1, random_state=0)
+    clf = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None, multi_class="one_vs_one").fit(X, y)
+    assert not hasattr(clf, "predict_proba") and not hasattr(clf, "prediction_range")
+    c = clf.certify(X[:3], 0.01, random_state=0)
+    assert c.status.shape == (3,)
+    # Two classes: sklearn gives probabilities for one-vs-one too.
+    clf2 = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None, multi_class="one_vs_one").fit(X, y > 0)
+    assert hasattr(clf2, "predict_proba") and hasattr(clf2, "prediction_range")
+
+
+def test_bad_variance_bound_name():
+    X, y = make_classification(n_samples=30, n_features=2, n_redundant=0, n_informative=2, random_state=0)
     clf = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None).fit(X, y)
-    with pytest.raises(NotImplementedError):
-        clf.certify(X[:2], 0.1)
-    with pytest.raises(NotImplementedError):
-        clf.prediction_range(X[:2], 0.1)
+    with pytest.raises(ValueError, match="variance_bound"):
+        clf.prediction_range(X[:2], 0.1, variance_bound="fast")
 
 
 # --------------------------------------------------------------------------
