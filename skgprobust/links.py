@@ -124,8 +124,10 @@ class LogisticLink(Link):
         mu = np.asarray(mu, dtype=np.float64)
         v = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         mu, v = np.broadcast_arrays(mu, v)
+        shape = mu.shape
+        mu, v = mu.ravel(), v.ravel()
         sd = np.sqrt(v)
-        out = np.empty((order + 1,) + mu.shape)
+        out = np.empty((order + 1, mu.size))
         small = sd <= 2.0
         f = mu[small][:, None] + sd[small][:, None] * self._hx
         s = self._sigmoid(f)
@@ -141,7 +143,7 @@ class LogisticLink(Link):
             for k in range(order + 1):
                 out[k][big] = (ds[k] * dens) @ self._fw
             out[0][big] += ndtr((mu[big] - 40.0) / sd[big])
-        return out
+        return out.reshape((order + 1,) + shape)
 
     def value(self, mu, v):
         return self._moments(mu, v, 0)[0]

@@ -371,8 +371,10 @@ def mean_magnitude(model):
     sklearn sums in predict (regressor) or the latent mean (classifier)."""
     base = getattr(model, "base_estimator_", None)
     if base is not None:
-        Xs, t = base.X_train_, np.abs(base.y_train_ - base.pi_)[:, None]
-        K = base.kernel_(Xs)
+        ests = getattr(base, "estimators_", [base])
+        return max(
+            float(np.abs(e.y_train_ - e.pi_).sum() * max(np.abs(e.kernel_(e.X_train_)).max(), 1.0)) for e in ests
+        )
     else:
         Xs = model.X_train_
         t = np.abs(np.asarray(model.alpha_).reshape(len(Xs), -1) * np.asarray(model._y_train_std))

@@ -1,0 +1,340 @@
+"""Soundness of the variance-based results: predictive-std ranges, probability
+ranges (binary and one-vs-rest), multi-class certificates, and the link and
+variance bounds on their own. Same attack and margin as test_soundness.py."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.integrate import quad
+from scipy.linalg import solve_triangular
+from scipy.special import expit
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
+
+from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from skgprobust.kernels import make_adapter
+from skgprobust.links import FiveErfLink, LogisticLink, ProbitLink, verify_five_erf_shape
+from skgprobust.variance import LatentVariance
+
+from .conftest import (
+    FAST,
+    SLOW,
+    TOL,
+    attack,
+    box_points,
+    budgets,
+    contains_periodic,
+    datasets,
+    expected_box,
+    fit_or_reject,
+    gpc_predict,
+    gpr_predict,
+    in_box,
+    kernels,
+    perturbations,
+)
+from .test_soundness import Case, _call, check_certificate_common, check_range
+
+
+def gpr_std(reg, P):
+    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, s = reg.predict(P, return_std=True)
+    return np.asarray(s, dtype=np.float64).reshape(len(P), -1)
+
+
+def gpc_proba(clf, P):
+    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
+    return clf.predict_proba(P)
+
+
+# --------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def std_cases(draw):
+    n_targets = draw(st.sampled_from([1, 2]))
+    data = draw(datasets(n_targets=n_targets))
+    d = data.X.shape[1]
+    kernel = draw(kernels(d))
+    noise = draw(st.sampled_from([1e-4, 1e-2, 1e-1]))
+    if contains_periodic(kernel) and d > 1:
+        noise = max(noise, 1e-2)
+    normalize_y = draw(st.booleans())
+    reg = fit_or_reject(
+        lambda a: RobustGaussianProcessRegressor(kernel=kernel, alpha=a, normalize_y=normalize_y, optimizer=None),
+        data.X,
+        data.y,
+        noise,
+    )
+    gamma, features, domain = draw(perturbations(data.X_test))
+    max_iter, time_limit = draw(budgets())
+    return Case(reg, data.X_test, gamma, features, domain, max_iter, time_limit,
+                draw(st.sampled_from([1e-1, 1e-2])), draw(st.integers(0, 2**31 - 1)))
+
+
+@st.composite
+def classifier_cases(draw, n_classes=2, multi_class="one_vs_rest"):
+    data = draw(datasets(classification=True))
+    y = data.y
+    if n_classes == 3:
+        # Three classes from the first feature's terciles (all present).
+        q = np.quantile(data.X[:, 0], [1 / 3, 2 / 3])
+        y = np.digitize(data.X[:, 0], q)
+        if len(np.unique(y)) < 3:
+            y[:3] = [0, 1, 2]
+    d = data.X.shape[1]
+    kernel = draw(kernels(d))
+    clf = fit_or_reject(
+        lambda a: RobustGaussianProcessClassifier(kernel=kernel, optimizer=None, multi_class=multi_class),
+        data.X, y, None,
+    )
+    gamma, features, domain = draw(perturbations(data.X_test))
+    max_iter, time_limit = draw(budgets())
+    return Case(clf, data.X_test, gamma, features, domain, max_iter, time_limit,
+                draw(st.sampled_from([1e-1, 1e-2])), draw(st.integers(0, 2**31 - 1)))
+
+
+# --------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------
+
+
+def _std_range(case):
+    r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon,
+                      statistic="std", **case.kwargs())
+    check_range(case, r, lambda P: gpr_std(case.model, P), warned)
+
+
+def _proba_range(case):
+    r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, **case.kwargs())
+    assert r.min_lower.shape[1] == len(case.model.classes_)
+    check_range(case, r, lambda P: gpc_proba(case.model, P), warned)
+
+
+def _certify_multiclass(case):
+    clf = case.model
+    c, warned = _call(clf.certify, case.X_test, case.gamma, **case.kwargs())
+    lo, hi = check_certificate_common(case, c, warned)
+    labels = gpc_predict(clf, case.X_test)
+    rng = np.random.default_rng(case.seed)
+    for i in range(len(case.X_test)):
+        if c.status[i] == "not_robust":
+            assert gpc_predict(clf, c.counterexample[i])[0] != labels[i]
+        if c.status[i] == "robust":
+            P = box_points(lo[i], hi[i], rng)
+            changed = gpc_predict(clf, P) != labels[i]
+            assert not changed.any(), f"row {i} certified robust, but predict({P[changed][0].tolist()}) changes"
+            if hasattr(clf, "predict_proba"):
+                # Local search on the margin between the label and the best other class.
+                k = list(clf.classes_).index(labels[i])
+
+                def margin(Q, k=k):
+                    p = clf.base_estimator_.predict_proba(Q) if len(clf.classes_) > 2 else gpc_proba(clf, Q)
+                    return p[:, k] - np.delete(p, k, axis=1).max(axis=1)
+
+                atk = attack(margin, lo[i], hi[i], rng, n_samples=2000)
+                assert atk.min > 0 or gpc_predict(clf, atk.argmin)[0] == labels[i]
+
+
+# --------------------------------------------------------------------------
+# Sweeps (fast in the default run, long under -m slow)
+# --------------------------------------------------------------------------
+
+
+@FAST
+@given(std_cases())
+def test_gpr_std_range_sound(case):
+    _std_range(case)
+
+
+@FAST
+@given(classifier_cases())
+def test_binary_proba_range_sound(case):
+    _proba_range(case)
+
+
+@FAST
+@given(classifier_cases(n_classes=3))
+def test_ovr_proba_range_sound(case):
+    _proba_range(case)
+
+
+@FAST
+@given(classifier_cases(n_classes=3))
+def test_ovr_certify_sound(case):
+    _certify_multiclass(case)
+
+
+@FAST
+@given(classifier_cases(n_classes=3, multi_class="one_vs_one"))
+def test_ovo_certify_sound(case):
+    _certify_multiclass(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(std_cases())
+def test_gpr_std_range_sound_sweep(case):
+    _std_range(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(classifier_cases())
+def test_binary_proba_range_sound_sweep(case):
+    _proba_range(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(classifier_cases(n_classes=3))
+def test_ovr_proba_range_sound_sweep(case):
+    _proba_range(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(classifier_cases(n_classes=3))
+def test_ovr_certify_sound_sweep(case):
+    _certify_multiclass(case)
+
+
+# --------------------------------------------------------------------------
+# Variance bounds on their own
+# --------------------------------------------------------------------------
+
+
+@FAST
+@given(data=datasets(), kernel_seed=st.integers(0, 10**6), classification=st.booleans(),
+       half=st.sampled_from([0.0, 0.01, 0.1, 0.5]))
+def test_variance_bounds_contain_sklearn_variance(data, kernel_seed, classification, half):
+    from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+
+    rng = np.random.default_rng(kernel_seed)
+    d = data.X.shape[1]
+    kernel = ConstantKernel(rng.uniform(0.3, 3)) * (RBF(rng.uniform(0.3, 2, d)) if rng.random() < 0.5
+                                                    else Matern(rng.uniform(0.3, 2), nu=2.5))
+    if classification:
+        y = (data.y > np.median(data.y)).astype(int)
+        y[:2] = [0, 1]
+        base = GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(data.X, y).base_estimator_
+        lv = LatentVariance(make_adapter(base.kernel_, base.X_train_), base.L_, base.W_sr_)
+
+        def var(P):
+            return base.latent_mean_and_variance(P)[1]
+    else:
+        m = GaussianProcessRegressor(kernel=kernel, alpha=10 ** rng.uniform(-6, -1), optimizer=None).fit(data.X, data.y)
+        lv = LatentVariance(make_adapter(m.kernel_, m.X_train_), m.L_)
+
+        def var(P):
+            V = solve_triangular(m.L_, m.kernel_(P, m.X_train_).T, lower=True)
+            return m.kernel_.diag(P) - np.einsum("ji,ji->i", V, V)
+
+    c = np.vstack([data.X_test, data.X[:2]])
+    lo, hi = c - half, c + half
+    vb = lv.bounds(lo, hi)
+    for b in range(len(c)):
+        P = box_points(lo[b], hi[b], rng, 3000)
+        v = var(P)
+        assert v.min() >= vb.lower[b] - TOL and v.max() <= vb.upper[b] + TOL
+        assert in_box(vb.arg_min[b], lo[b], hi[b]) and in_box(vb.arg_max[b], lo[b], hi[b])
+
+
+def test_variance_bounds_converge_as_boxes_shrink():
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, (40, 2))
+    m = GaussianProcessRegressor(kernel=RBF([1.0, 0.7]), alpha=1e-6, optimizer=None).fit(X, np.sin(X).sum(1))
+    lv = LatentVariance(make_adapter(m.kernel_, m.X_train_), m.L_)
+    c = rng.uniform(-2, 2, (10, 2))
+    gaps = []
+    for h in (0.1, 0.01, 0.001):
+        vb = lv.bounds(c - h, c + h)
+        gaps.append(np.median(vb.upper - vb.lower))
+    assert gaps[1] < gaps[0] / 20 and gaps[2] < gaps[1] / 20 and gaps[2] < 1e-4, gaps
+
+
+# --------------------------------------------------------------------------
+# Links
+# --------------------------------------------------------------------------
+
+
+def test_five_erf_shape_is_proved():
+    grid_slack, tail_slack = verify_five_erf_shape()
+    assert grid_slack > 0 and tail_slack > 0
+
+
+def test_five_erf_matches_sklearn_predict_proba(fitted_clf):
+    rng = np.random.default_rng(0)
+    P = rng.uniform(-3, 3, (2000, 2))
+    mu, v = fitted_clf.base_estimator_.latent_mean_and_variance(P)
+    np.testing.assert_allclose(FiveErfLink().value(mu, v), fitted_clf.predict_proba(P)[:, 1], rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink(), LogisticLink()], ids=["five_erf", "probit", "logistic"])
+def test_link_ranges_contain_dense_grid(link):
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        mu_lo = rng.uniform(-6, 6)
+        mu_hi = mu_lo + rng.choice([0.0, 0.01, 1.0, 5.0])
+        v_lo = rng.choice([0.0, 1e-3, 0.5, 20.0])
+        v_hi = v_lo + rng.choice([0.0, 0.1, 10.0, 500.0])
+        lo, hi = link.range(np.array([mu_lo]), np.array([mu_hi]), np.array([v_lo]), np.array([v_hi]))
+        M, V = np.meshgrid(np.linspace(mu_lo, mu_hi, 41), np.linspace(v_lo, v_hi, 41))
+        p = link.value(M.ravel(), V.ravel())
+        assert p.min() >= lo[0] - 1e-12 and p.max() <= hi[0] + 1e-12
+
+
+def test_logistic_link_matches_adaptive_quadrature():
+    link = LogisticLink()
+    for mu, v in [(0.3, 0.5), (3.0, 100.0), (-2.0, 1e-4), (1.0, 1e4), (-5.0, 3.9), (20.0, 50.0)]:
+        exact = quad(lambda f: expit(f) * np.exp(-(f - mu) ** 2 / (2 * v)) / np.sqrt(2 * np.pi * v),
+                     mu - 40 * np.sqrt(v), mu + 40 * np.sqrt(v), points=[0.0], limit=2000, epsabs=1e-15)[0]
+        assert abs(link.value(np.array(mu), np.array(v)) - exact) < 1e-11
+
+
+# --------------------------------------------------------------------------
+# Convergence on 2-D problems
+# --------------------------------------------------------------------------
+
+
+def test_binary_proba_range_brackets_dense_grid():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.3).astype(int)
+    clf = RobustGaussianProcessClassifier(kernel=ConstantKernel(2.0) * RBF([1.0, 0.8]), optimizer=None).fit(X, y)
+    X_test = rng.normal(size=(3, 2))
+    eps, gamma = 0.01, 0.25
+    r = clf.prediction_range(X_test, gamma, epsilon=eps, random_state=0)
+    assert r.converged.all()
+    lo, hi = expected_box(X_test, gamma)
+    for i in range(len(X_test)):
+        axes = [np.linspace(a, b, 201) for a, b in zip(lo[i], hi[i])]
+        G = np.stack([m.ravel() for m in np.meshgrid(*axes)], axis=1)
+        p = clf.predict_proba(G)
+        assert np.all(r.min_lower[i] <= p.min(0) + TOL) and np.all(r.max_upper[i] >= p.max(0) - TOL)
+        assert np.all(r.min_upper[i] - r.min_lower[i] <= eps) and np.all(r.max_upper[i] - r.max_lower[i] <= eps)
+
+
+def test_std_range_brackets_dense_grid():
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-2, 2, (30, 2))
+    reg = RobustGaussianProcessRegressor(kernel=ConstantKernel(1.5) * RBF([1.0, 0.6]), alpha=1e-3,
+                                         optimizer=None).fit(X, np.sin(X).sum(1))
+    X_test = np.vstack([X[:1], rng.uniform(-2, 2, (2, 2))])
+    eps, gamma = 0.01, 0.2
+    r = reg.prediction_range(X_test, gamma, epsilon=eps, statistic="std", random_state=0)
+    assert r.converged.all()
+    lo, hi = expected_box(X_test, gamma)
+    for i in range(len(X_test)):
+        axes = [np.linspace(a, b, 201) for a, b in zip(lo[i], hi[i])]
+        G = np.stack([m.ravel() for m in np.meshgrid(*axes)], axis=1)
+        s = gpr_std(reg, G)[:, 0]
+        assert r.min_lower[i, 0] <= s.min() + TOL and r.max_upper[i, 0] >= s.max() - TOL
