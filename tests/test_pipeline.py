@@ -1,0 +1,487 @@
+"""skgprobust.pipeline: certificates through preprocessing, checked in RAW input space.
+
+Every check compares with the pipeline's own ``predict`` on raw points
+sampled in the raw box (uniform samples, all corners, points on the faces),
+never with skgprobust's internals.
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.decomposition import PCA
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline as SkPipeline
+from sklearn.pipeline import make_pipeline as sk_make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    PolynomialFeatures,
+    StandardScaler,
+)
+
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from skgprobust.pipeline import (
+    Pipeline,
+    RoundTripWarning,
+    UnsupportedStepError,
+    certify,
+    make_pipeline,
+    prediction_range,
+)
+
+TOL = 1e-9
+N_SAMPLES = 2000
+
+# Raw features on very different scales; the last one is constant in the
+# training data (zero scale: StandardScaler scale_ = 1, MinMaxScaler range 1).
+OFFSET = np.array([0.0, 500.0, 3.0])
+SCALE = np.array([1.0, 100.0, 0.0])
+GAMMA = np.array([0.25, 25.0, 0.05])
+
+
+def _raw(rng, n, spread=2.0):
+    return OFFSET + SCALE * rng.uniform(-spread, spread, (n, 3))
+
+
+def _label(X):
+    return (np.sin(1.5 * X[:, 0]) + (X[:, 1] - 500.0) / 100.0 > 0).astype(int)
+
+
+def _target(X):
+    return np.sin(X[:, 0]) + 0.5 * np.cos((X[:, 1] - 500.0) / 50.0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = _raw(rng, 45)
+    # Test rows partly outside the training range (exercises MinMaxScaler clip),
+    # and a moving value for the constant feature.
+    X_test = _raw(rng, 8, spread=2.3)
+    X_test[:, 2] = [3.0, 3.0, 3.02, 2.97, 3.0, 3.0, 3.1, 3.0]
+    return X, _label(X), _target(X), X_test
+
+
+def _preprocessors():
+    return {
+        "standard": [StandardScaler()],
+        "minmax": [MinMaxScaler(feature_range=(-1.0, 2.0))],
+        "minmax_clip": [MinMaxScaler(clip=True)],
+        "maxabs": [MaxAbsScaler()],
+        "maxabs_clip": [MaxAbsScaler(clip=True)],
+        "select_reorder": [ColumnTransformer([("sc", StandardScaler(), [1, 0])], remainder="drop")],
+        "columns_mixed": [
+            ColumnTransformer(
+                [("mm", MinMaxScaler(), [0]), ("keep", "passthrough", [2])],
+                remainder=StandardScaler(),
+                transformer_weights={"mm": 2.0},
+            )
+        ],
+        "chain": [StandardScaler(), "passthrough", FunctionTransformer(), MinMaxScaler(clip=True)],
+        "nested": [SkPipeline([("a", MaxAbsScaler()), ("b", StandardScaler())]), None],
+    }
+
+
+PREPROCESSORS = list(_preprocessors())
+
+
+def _steps(name, final):
+    steps = [(f"s{i}", s) for i, s in enumerate(_preprocessors()[name])]
+    return SkPipeline(steps + [("gp", final)])
+
+
+def _clf():
+    return RobustGaussianProcessClassifier(kernel=ConstantKernel(3.0) * RBF(0.6), optimizer=None)
+
+
+def _reg():
+    return RobustGaussianProcessRegressor(kernel=ConstantKernel(1.0) * RBF(0.5) + WhiteKernel(1e-2), optimizer=None)
+
+
+def raw_box(X, gamma, features=None, domain=None):
+    """The raw box per row, computed here (not by skgprobust)."""
+    g = np.broadcast_to(np.asarray(gamma, float), X.shape[1:]).copy()
+    if features is not None:
+        mask = np.zeros(X.shape[1], bool)
+        mask[np.asarray(features)] = True
+        g = np.where(mask, g, 0.0)
+    lo, hi = X - g, X + g
+    if domain is not None:
+        lo, hi = np.maximum(lo, domain[0]), np.minimum(hi, domain[1])
+    return lo, hi
+
+
+def box_samples(lo, hi, rng, n=N_SAMPLES):
+    """Uniform points, all corners, the centre and points on the faces of [lo, hi]."""
+    d = len(lo)
+    bits = (np.arange(2**d)[:, None] >> np.arange(d)[None]) & 1
+    face = lo + (hi - lo) * rng.random((n // 4, d))
+    j = rng.integers(d, size=len(face))
+    face[np.arange(len(face)), j] = np.where(rng.random(len(face)) < 0.5, lo[j], hi[j])
+    return np.vstack([lo + (hi - lo) * rng.random((n, d)), np.where(bits == 1, hi, lo), 0.5 * (lo + hi), face])
+
+
+def quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        return fn(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------
+# Soundness in raw space, every supported preprocessing
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PREPROCESSORS)
+def test_classifier_certificates_hold_in_raw_space(data, name):
+    X, y, _, X_test = data
+    pipe = _steps(name, _clf()).fit(X, y)
+    res = quiet(certify, pipe, X_test, GAMMA, max_iter=300, random_state=0)
+    assert res.counterexample.shape == X_test.shape
+    labels = pipe.predict(X_test)
+    lo, hi = raw_box(X_test, GAMMA)
+    rng = np.random.default_rng(1)
+    for i in range(len(X_test)):
+        if res.status[i] == "robust":
+            assert np.all(pipe.predict(box_samples(lo[i], hi[i], rng)) == labels[i]), (name, i)
+            assert res.bound[i] > 0
+        elif res.status[i] == "not_robust":
+            c = res.counterexample[i]
+            assert np.all((c >= lo[i]) & (c <= hi[i])), (name, i)
+            assert pipe.predict(c[None])[0] != labels[i], (name, i)
+        else:
+            assert np.all(np.isnan(res.counterexample[i]))
+    # Not vacuous: proofs and counterexamples both occur.
+    assert res.robust.any(), name
+    assert (res.status == "not_robust").any(), name
+
+
+@pytest.mark.parametrize("name", PREPROCESSORS)
+def test_regressor_range_brackets_pipeline_predict(data, name):
+    X, _, t, X_test = data
+    pipe = _steps(name, _reg()).fit(X, t)
+    rows = X_test[:4]
+    r = quiet(prediction_range, pipe, rows, GAMMA, epsilon=1e-3, max_iter=400, random_state=0)
+    lo, hi = raw_box(rows, GAMMA)
+    rng = np.random.default_rng(2)
+    assert r.argmin.shape == (len(rows), 1, 3) and r.argmax.shape == (len(rows), 1, 3)
+    for i in range(len(rows)):
+        v = pipe.predict(box_samples(lo[i], hi[i], rng))
+        assert v.min() >= r.min_lower[i, 0] - TOL, (name, i)
+        assert v.max() <= r.max_upper[i, 0] + TOL, (name, i)
+        for pt, val in ((r.argmin[i, 0], r.min_upper[i, 0]), (r.argmax[i, 0], r.max_lower[i, 0])):
+            assert np.all((pt >= lo[i]) & (pt <= hi[i])), (name, i)
+            assert abs(pipe.predict(pt[None])[0] - val) <= TOL, (name, i)
+        assert r.min_lower[i, 0] <= r.min_upper[i, 0] + TOL
+        assert r.max_lower[i, 0] <= r.max_upper[i, 0] + TOL
+    assert r.converged.all(), name
+
+
+@pytest.mark.parametrize("name", ["standard", "minmax_clip", "columns_mixed"])
+def test_regressor_delta_certificates_hold_in_raw_space(data, name):
+    X, _, t, X_test = data
+    pipe = _steps(name, _reg()).fit(X, t)
+    delta = 0.15
+    res = quiet(certify, pipe, X_test, GAMMA, delta=delta, max_iter=400, random_state=0)
+    lo, hi = raw_box(X_test, GAMMA)
+    rng = np.random.default_rng(3)
+    for i in range(len(X_test)):
+        y0 = pipe.predict(X_test[i : i + 1])[0]
+        if res.status[i] == "robust":
+            v = pipe.predict(box_samples(lo[i], hi[i], rng))
+            assert np.abs(v - y0).max() <= delta + TOL, (name, i)
+            assert res.bound[i] <= delta
+        elif res.status[i] == "not_robust":
+            c = res.counterexample[i]
+            assert np.all((c >= lo[i]) & (c <= hi[i]))
+            assert abs(pipe.predict(c[None])[0] - y0) > delta
+    assert res.robust.any() and (res.status == "not_robust").any(), res.status
+
+
+# --------------------------------------------------------------------------
+# Tightness: a scaler in front is the same problem as pre-scaled data
+# --------------------------------------------------------------------------
+
+
+def test_standard_scaler_pipeline_matches_prescaled_model(data):
+    X, y, _, X_test = data
+    pipe = _steps("standard", _clf()).fit(X, y)
+    sc, gp = pipe[0], pipe[-1]
+    direct = quiet(gp.certify, sc.transform(X_test), GAMMA / sc.scale_, max_iter=300, random_state=0)
+    through = quiet(certify, pipe, X_test, GAMMA, max_iter=300, random_state=0)
+    np.testing.assert_array_equal(direct.status, through.status)
+    np.testing.assert_allclose(direct.bound, through.bound, rtol=1e-6, atol=1e-9)
+
+
+def test_zero_scale_feature_moves_at_unit_scale(data):
+    """A feature constant in training still moves: scale 1 (StandardScaler,
+    MaxAbsScaler of 0) or the feature range (MinMaxScaler)."""
+    from skgprobust.pipeline import _Preprocessing, _push, _split
+
+    X, y, _, X_test = data
+    for name, factor in (("standard", 1.0), ("minmax", 3.0), ("maxabs", 1.0 / 3.0)):
+        pipe = _steps(name, _clf()).fit(X, y)
+        p = _push(_Preprocessing(*_split(pipe)), X_test, GAMMA, None, None)
+        assert len(p.groups) == 1  # no clipping: one call for all rows
+        gz = p.groups[0][1]
+        assert gz[2] == pytest.approx(GAMMA[2] * factor, rel=1e-12), name
+
+
+# --------------------------------------------------------------------------
+# features= and domain= in raw units, DataFrame pipelines
+# --------------------------------------------------------------------------
+
+
+def test_features_by_name_and_domain_in_raw_units(data):
+    pd = pytest.importorskip("pandas")
+    X, _, t, X_test = data
+    cols = ["a", "b", "c"]
+    Xf = pd.DataFrame(X, columns=cols)
+    ct = ColumnTransformer([("num", StandardScaler(), ["b", "a"]), ("const", MinMaxScaler(), ["c"])])
+    pipe = SkPipeline([("ct", ct), ("gp", _reg())]).fit(Xf, t)
+    rows = X_test[:4]
+    low = rows.min(0) - np.array([0.1, 5.0, 0.0])
+    high = rows.max(0) + np.array([0.1, 5.0, 0.0])
+    gamma = np.array([0.4, 40.0, 0.1])
+    r = quiet(
+        prediction_range,
+        pipe,
+        pd.DataFrame(rows, columns=cols),
+        gamma,
+        features=["a", "b"],
+        domain=(low, high),
+        epsilon=1e-3,
+        max_iter=400,
+        random_state=0,
+    )
+    r_idx = quiet(prediction_range, pipe, rows, gamma, features=[0, 1], domain=(low, high), epsilon=1e-3, max_iter=400, random_state=0)
+    np.testing.assert_array_equal(r.min_lower, r_idx.min_lower)
+    lo, hi = raw_box(rows, gamma, features=[0, 1], domain=(low, high))
+    assert np.all(lo[:, 2] == rows[:, 2]) and np.all(hi[:, 2] == rows[:, 2])
+    rng = np.random.default_rng(4)
+    for i in range(len(rows)):
+        for pt in (r.argmin[i, 0], r.argmax[i, 0]):
+            assert np.all((pt >= lo[i]) & (pt <= hi[i]))
+            assert pt[2] == rows[i, 2]  # a fixed feature stays put
+        v = pipe.predict(pd.DataFrame(box_samples(lo[i], hi[i], rng), columns=cols))
+        assert v.min() >= r.min_lower[i, 0] - TOL and v.max() <= r.max_upper[i, 0] + TOL
+    # The box is clipped, not shifted: a domain that pins the box gives a point range.
+    pinned = quiet(prediction_range, pipe, rows[:1], gamma, domain=(rows[0], rows[0]), epsilon=1e-3, random_state=0)
+    y0 = pipe.predict(pd.DataFrame(rows[:1], columns=cols))[0]
+    assert pinned.min_lower[0, 0] <= y0 + TOL and pinned.max_upper[0, 0] >= y0 - TOL
+    assert pinned.max_upper[0, 0] - pinned.min_lower[0, 0] <= 1e-3 + TOL
+    # Wrong column order is refused rather than silently misread.
+    with pytest.raises(ValueError, match="feature names"):
+        certify(pipe, pd.DataFrame(rows[:, ::-1], columns=cols[::-1]), gamma, delta=0.1)
+
+
+def test_domain_clips_classifier_box(data):
+    X, y, _, X_test = data
+    pipe = _steps("minmax_clip", _clf()).fit(X, y)
+    low, high = X_test.min(0), X_test.max(0)
+    res = quiet(certify, pipe, X_test, GAMMA, domain=(low, high), max_iter=300, random_state=0)
+    lo, hi = raw_box(X_test, GAMMA, domain=(low, high))
+    labels = pipe.predict(X_test)
+    rng = np.random.default_rng(5)
+    for i in np.flatnonzero(res.robust):
+        assert np.all(pipe.predict(box_samples(lo[i], hi[i], rng)) == labels[i])
+    for i in np.flatnonzero(res.status == "not_robust"):
+        c = res.counterexample[i]
+        assert np.all((c >= lo[i]) & (c <= hi[i])) and pipe.predict(c[None])[0] != labels[i]
+
+
+# --------------------------------------------------------------------------
+# Refusals and the round trip
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "step, kind",
+    [
+        (PolynomialFeatures(2), "PolynomialFeatures"),
+        (PCA(2), "PCA"),
+        (FunctionTransformer(np.log1p), "FunctionTransformer"),
+        (ColumnTransformer([("oh", OneHotEncoder(), [2])], remainder="passthrough"), "OneHotEncoder"),
+    ],
+)
+def test_unsupported_step_is_refused_by_name(data, step, kind):
+    X, y, _, X_test = data
+    X = np.abs(X)  # log1p-friendly
+    pipe = SkPipeline([("prep", step), ("gp", _clf())]).fit(X, y)
+    for fn in (certify, prediction_range):
+        with pytest.raises(UnsupportedStepError, match="prep") as err:
+            fn(pipe, np.abs(X_test), 0.1)
+        msg = str(err.value)
+        assert kind in msg and "StandardScaler" in msg and "MinMaxScaler" in msg
+    assert issubclass(UnsupportedStepError, TypeError) and issubclass(UnsupportedStepError, ValueError)
+
+
+def test_non_positive_transformer_weight_is_refused(data):
+    X, y, _, X_test = data
+    ct = ColumnTransformer([("a", StandardScaler(), [0, 1, 2])], transformer_weights={"a": -1.0})
+    pipe = SkPipeline([("ct", ct), ("gp", _clf())]).fit(X, y)
+    with pytest.raises(UnsupportedStepError, match="weight"):
+        certify(pipe, X_test, 0.1)
+
+
+def test_final_step_must_be_robust(data):
+    X, y, _, X_test = data
+    pipe = sk_make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    with pytest.raises(TypeError, match="certify"):
+        certify(pipe, X_test, 0.1)
+    with pytest.raises(TypeError, match="certify"):
+        prediction_range(LogisticRegression().fit(X, y), X_test, 0.1)
+
+
+class _LyingClassifier(RobustGaussianProcessClassifier):
+    """Claims every row is not robust, with the centre as 'counterexample'."""
+
+    def certify(self, X, gamma, **kwargs):
+        res = super().certify(X, gamma, max_iter=0)
+        res.status[:] = "not_robust"
+        res.robust[:] = False
+        res.counterexample = np.asarray(X, dtype=float).copy()
+        return res
+
+
+def test_unverified_counterexample_is_downgraded_to_unknown(data):
+    X, y, _, X_test = data
+    pipe = SkPipeline([("sc", StandardScaler()), ("gp", _LyingClassifier(kernel=RBF(1.0), optimizer=None))]).fit(X, y)
+    with pytest.warns(RoundTripWarning):
+        res = quiet(certify, pipe, X_test, GAMMA)
+    assert np.all(res.status == "unknown") and not res.robust.any()
+    assert np.all(np.isnan(res.counterexample))
+
+
+def test_counterexamples_survive_round_trip(data):
+    X, y, _, X_test = data
+    pipe = _steps("standard", _clf()).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RoundTripWarning)
+        res = quiet(certify, pipe, X_test, 2 * GAMMA, max_iter=300, random_state=0)
+    assert (res.status == "not_robust").sum() >= 2
+
+
+# --------------------------------------------------------------------------
+# Plain estimators, the Pipeline subclass
+# --------------------------------------------------------------------------
+
+
+def test_bare_estimator_and_identity_pipeline_delegate(data):
+    X, y, _, X_test = data
+    clf = _clf().fit(X, y)
+    direct = quiet(clf.certify, X_test, GAMMA, max_iter=100, random_state=0)
+    for est in (clf, SkPipeline([("p", "passthrough"), ("gp", clf)])):
+        res = quiet(certify, est, X_test, GAMMA, max_iter=100, random_state=0)
+        np.testing.assert_array_equal(res.status, direct.status)
+        np.testing.assert_array_equal(res.bound, direct.bound)
+
+
+def test_pipeline_subclass(data):
+    X, y, _, X_test = data
+    pipe = make_pipeline(StandardScaler(), _clf()).fit(X, y)
+    assert isinstance(pipe, Pipeline) and isinstance(clone(pipe), Pipeline)
+    a = quiet(pipe.certify, X_test, GAMMA, max_iter=200, random_state=0)
+    b = quiet(certify, pipe, X_test, GAMMA, max_iter=200, random_state=0)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.bound, b.bound)
+    r = quiet(pipe.prediction_range, X_test[:2], GAMMA, max_iter=50, random_state=0)
+    assert r.min_lower.shape[0] == 2 and r.argmin.shape[::2] == (2, 3)
+    pickle.loads(pickle.dumps(pipe))
+    plain = Pipeline([("sc", StandardScaler()), ("lr", LogisticRegression())]).fit(X, y)
+    assert not hasattr(plain, "certify") and not hasattr(plain, "prediction_range")
+
+
+@pytest.mark.parametrize("multi_class", ["one_vs_rest", "one_vs_one"])
+def test_multiclass_pipeline_certificates_hold_in_raw_space(multi_class):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    clf = RobustGaussianProcessClassifier(kernel=ConstantKernel(2.0) * RBF(0.3), optimizer=None, multi_class=multi_class)
+    pipe = SkPipeline([("mm", MinMaxScaler()), ("gp", clf)]).fit(X[::2], y[::2])
+    rows, gamma = X[1::12], np.array([0.3, 0.2, 0.4, 0.2])
+    res = quiet(certify, pipe, rows, gamma, max_iter=200, random_state=0)
+    labels = pipe.predict(rows)
+    lo, hi = raw_box(rows, gamma)
+    rng = np.random.default_rng(6)
+    for i in range(len(rows)):
+        if res.robust[i]:
+            assert np.all(pipe.predict(box_samples(lo[i], hi[i], rng)) == labels[i])
+        elif res.status[i] == "not_robust":
+            c = res.counterexample[i]
+            assert np.all((c >= lo[i]) & (c <= hi[i])) and pipe.predict(c[None])[0] != labels[i]
+    assert res.robust.any() and (res.status == "not_robust").any(), res.status
+
+
+@pytest.mark.parametrize("name", ["minmax_clip", "maxabs_clip", "standard", "columns_mixed"])
+@pytest.mark.parametrize("use_domain", [False, True])
+def test_model_space_boxes_enclose_the_raw_boxes_tightly(data, name, use_domain):
+    """The estimator's boxes (one half-width per group, a shared domain)
+    contain the image of each raw box and exceed it by rounding only, also
+    when a clipping scaler or the domain makes the mapped boxes asymmetric."""
+    from skgprobust.pipeline import _Preprocessing, _push, _split
+
+    X, y, _, X_test = data
+    pipe = _steps(name, _clf()).fit(X, y)
+    pre = _Preprocessing(*_split(pipe))
+    gamma = 4 * GAMMA  # wide boxes: many rows reach the clip range or the domain
+    domain = (X_test.min(0) - 0.1 * SCALE, X_test.max(0) + 0.1 * SCALE) if use_domain else None
+    p = _push(pre, X_test, gamma, None, domain)
+    lo, hi = raw_box(X_test, gamma, domain=domain)
+    ZL, ZH = pre.transform(lo), pre.transform(hi)
+    rows = np.concatenate([r for r, _ in p.groups])
+    assert sorted(rows.tolist()) == list(range(len(X_test)))
+    low, high = p.domain
+    for r, gz in p.groups:
+        blo, bhi = np.maximum(p.Z0[r] - gz, low), np.minimum(p.Z0[r] + gz, high)
+        assert np.all(blo <= ZL[r]) and np.all(bhi >= ZH[r])
+        np.testing.assert_allclose(blo, ZL[r], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(bhi, ZH[r], rtol=0, atol=1e-8)
+    if name == "standard":
+        assert len(p.groups) == 1
+
+
+def test_pandas_output_pipeline(data):
+    """set_output(transform="pandas"): the final estimator is fitted on named columns."""
+    pytest.importorskip("pandas")
+    X, _, t, X_test = data
+    ct = ColumnTransformer([("sc", StandardScaler(), [0, 1]), ("mm", MinMaxScaler(), [2])])
+    pipe = SkPipeline([("ct", ct), ("gp", _reg())]).set_output(transform="pandas").fit(X, t)
+    assert hasattr(pipe[-1], "feature_names_in_")
+    rows = X_test[:3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "feature names" warnings either
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        r = prediction_range(pipe, rows, GAMMA, epsilon=1e-3, max_iter=300, random_state=0)
+        c = certify(pipe, rows, GAMMA, delta=0.2, max_iter=300, random_state=0)
+    lo, hi = raw_box(rows, GAMMA)
+    rng = np.random.default_rng(7)
+    for i in range(len(rows)):
+        v = pipe.predict(box_samples(lo[i], hi[i], rng))
+        assert v.min() >= r.min_lower[i, 0] - TOL and v.max() <= r.max_upper[i, 0] + TOL
+        if c.robust[i]:
+            assert np.abs(v - pipe.predict(rows[i : i + 1])[0]).max() <= 0.2 + TOL
+
+
+def test_classifier_proba_range_through_pipeline(data):
+    X, y, _, X_test = data
+    pipe = _steps("minmax_clip", _clf()).fit(X, y)
+    rows = X_test[:3]
+    r = quiet(prediction_range, pipe, rows, GAMMA, epsilon=1e-2, max_iter=200, random_state=0)
+    k = r.min_lower.shape[1]
+    lo, hi = raw_box(rows, GAMMA)
+    rng = np.random.default_rng(8)
+    for i in range(len(rows)):
+        P = pipe.predict_proba(box_samples(lo[i], hi[i], rng, n=500))[:, -k:]
+        assert np.all(P.min(0) >= r.min_lower[i] - TOL) and np.all(P.max(0) <= r.max_upper[i] + TOL)
+        for j in range(k):
+            for pt, val in ((r.argmin[i, j], r.min_upper[i, j]), (r.argmax[i, j], r.max_lower[i, j])):
+                assert np.all((pt >= lo[i]) & (pt <= hi[i]))
+                assert abs(pipe.predict_proba(pt[None])[0, -k:][j] - val) <= TOL
