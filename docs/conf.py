@@ -13,8 +13,13 @@ import sys
 import warnings
 
 import matplotlib
+from threadpoolctl import threadpool_limits
 
 matplotlib.use("Agg")
+
+# The gallery runs in this process. Small GP fits are far slower with
+# multithreaded BLAS on a busy machine (threads wait for cores): use one.
+_blas_limits = threadpool_limits(limits=1)
 
 sys.path.insert(0, os.path.abspath(".."))  # an editable/installed package works too
 

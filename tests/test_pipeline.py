@@ -84,6 +84,9 @@ def _preprocessors():
                 transformer_weights={"mm": 2.0},
             )
         ],
+        "duplicate_column": [
+            ColumnTransformer([("a", StandardScaler(), [0, 1]), ("b", MinMaxScaler(), [0]), ("c", "passthrough", [2])])
+        ],
         "chain": [StandardScaler(), "passthrough", FunctionTransformer(), MinMaxScaler(clip=True)],
         "nested": [SkPipeline([("a", MaxAbsScaler()), ("b", StandardScaler())]), None],
     }
