@@ -1,0 +1,234 @@
+"""explain: the paper's Delta metric with certified bounds (Sec. 7.4)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
+
+from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+
+TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_moons(60, noise=0.2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RobustGaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def ovr():
+    X, y = make_blobs(60, n_features=3, centers=3, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RobustGaussianProcessClassifier(1.0 * Matern(2.0, nu=2.5), random_state=0).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def regressor():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(40, 3))
+    y = np.column_stack([np.sin(2 * X[:, 0]) + X[:, 1] ** 2, np.cos(X[:, 2])])
+    reg = RobustGaussianProcessRegressor(ConstantKernel(1.0) * RBF([1.0] * 3), alpha=1e-3, optimizer=None)
+    return reg.fit(X, y), X
+
+
+def segment_extremes(fn, x, i, a, b):
+    """Min and max of fn on x + t e_i, t in [a, b]: a dense grid, then a
+    bounded scalar refinement around the best grid points."""
+    if b <= a:
+        v = fn(x[None])[0]
+        return v, v
+    t = np.linspace(a, b, 801)
+    P = np.repeat(x[None], len(t), 0)
+    P[:, i] = x[i] + t
+    v = fn(P)
+    out = []
+    for sign in (1.0, -1.0):
+        k = int(np.argmin(sign * v))
+        lo_t, hi_t = t[max(k - 1, 0)], t[min(k + 1, len(t) - 1)]
+
+        def g(s, sign=sign):
+            q = x.copy()
+            q[i] += s
+            return sign * fn(q[None])[0]
+
+        r = minimize_scalar(g, bounds=(lo_t, hi_t), method="bounded", options={"xatol": 1e-12})
+        out.append(sign * min(sign * v[k], r.fun))
+    return out[0], out[1]
+
+
+def dense_delta(fn, x, i, gamma_minus, gamma_plus):
+    pmin, pmax = segment_extremes(fn, x, i, 0.0, gamma_plus)
+    mmin, mmax = segment_extremes(fn, x, i, -gamma_minus, 0.0)
+    return (pmax - mmax) + (pmin - mmin)
+
+
+def assert_contains_dense(ex, fn_of_row, X, domain=None):
+    for r in range(len(X)):
+        fn = fn_of_row(r)
+        for j, i in enumerate(ex.features):
+            g = ex.gamma[j]
+            gp, gm = g, g
+            if domain is not None:
+                gp, gm = min(g, domain[1][i] - X[r, i]), min(g, X[r, i] - domain[0][i])
+            delta = dense_delta(fn, X[r], i, gm, gp)
+            assert ex.lower[r, j] - TOL <= delta <= ex.upper[r, j] + TOL, (r, i, delta, ex.lower[r, j], ex.upper[r, j])
+
+
+def test_binary_bounds_contain_dense_delta(binary):
+    clf, X = binary
+    rows = X[:6]
+    ex = clf.explain(rows, gamma=0.4, epsilon=1e-3, random_state=0)
+    assert ex.values.shape == ex.lower.shape == ex.upper.shape == (6, 2)
+    assert np.all(ex.converged)
+    assert np.all((ex.lower <= ex.values + TOL) & (ex.values <= ex.upper + TOL))
+    # Four ranges, each to epsilon: the Delta interval is at most 4 epsilon wide.
+    assert np.all(ex.upper - ex.lower <= 4e-3 + 1e-9)
+    targets = list(clf.classes_)
+    assert_contains_dense(ex, lambda r: lambda P: clf.predict_proba(P)[:, targets.index(ex.target[r])], rows)
+
+
+def test_target_class_and_complement(binary):
+    clf, X = binary
+    e1 = clf.explain(X[:4], gamma=0.3, target=1, epsilon=1e-3, random_state=0)
+    e0 = clf.explain(X[:4], gamma=0.3, target=0, epsilon=1e-3, random_state=0)
+    assert np.all(e1.target == 1) and np.all(e0.target == 0)
+    # p0 = 1 - p1 swaps max and min: Delta(p0) = -Delta(p1).
+    assert np.allclose(e0.values, -e1.values, atol=4e-3)
+    assert np.all(e0.lower <= -e1.lower + 1e-9) or np.all(-e1.upper <= e0.upper + 1e-9)
+    per_row = clf.explain(X[:2], gamma=0.3, target=[0, 1], random_state=0)
+    assert per_row.target.tolist() == [0, 1]
+
+
+def test_one_vs_rest_bounds_contain_dense_delta(ovr):
+    clf, X = ovr
+    rows = X[[0, 7, 15]]
+    ex = clf.explain(rows, gamma=0.5, features=[0, 2], epsilon=5e-3, random_state=0)
+    assert ex.features.tolist() == [0, 2] and ex.values.shape == (3, 2)
+    assert set(ex.target.tolist()) <= set(clf.classes_.tolist())
+    targets = list(clf.classes_)
+    assert_contains_dense(ex, lambda r: lambda P: clf.predict_proba(P)[:, targets.index(ex.target[r])], rows)
+
+
+def test_regressor_bounds_contain_dense_delta_with_domain(regressor):
+    reg, X = regressor
+    rows = X[:4]
+    domain = (np.full(3, -2.0), np.array([2.0, 2.0, rows[1, 2] + 0.05]))
+    ex = reg.explain(rows, gamma=0.3, target=1, domain=domain, epsilon=1e-4, random_state=0)
+    assert np.all(ex.target == 1)
+    assert_contains_dense(ex, lambda r: lambda P: reg.predict(P)[:, 1], rows, domain=domain)
+    ex0 = reg.explain(rows, gamma=0.3, epsilon=1e-4, random_state=0)
+    assert_contains_dense(ex0, lambda r: lambda P: reg.predict(P)[:, 0], rows)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_small_gamma_approaches_gradient(kind, binary, regressor):
+    if kind == "classifier":
+        clf, X = binary
+        rows = X[:4]
+        labels = clf.predict(rows)
+
+        def fn(P, r):
+            return clf.predict_proba(P)[:, list(clf.classes_).index(labels[r])]
+
+        ex = clf.explain(rows, gamma=1e-4, epsilon=1e-10, random_state=0)
+    else:
+        reg, X = regressor
+        rows = X[:4]
+
+        def fn(P, r):
+            return reg.predict(P)[:, 0]
+
+        ex = reg.explain(rows, gamma=1e-4, epsilon=1e-10, random_state=0)
+    h = 1e-6
+    for r in range(len(rows)):
+        E = np.eye(rows.shape[1])
+        grad = (fn(rows[r] + h * E, r) - fn(rows[r] - h * E, r)) / (2 * h)
+        assert np.allclose(ex.values[r] / 2e-4, grad, rtol=1e-3, atol=1e-5)
+        # Direction: same ranking of features by |Delta| as by |gradient|.
+        assert np.argmax(np.abs(ex.values[r])) == np.argmax(np.abs(grad))
+
+
+def test_deterministic_and_n_jobs_independent(binary):
+    clf, X = binary
+    a = clf.explain(X[:4], gamma=0.3, random_state=3)
+    b = clf.explain(X[:4], gamma=0.3, random_state=3)
+    c = clf.explain(X[:4], gamma=0.3, random_state=3, n_jobs=2)
+    for x, y in ((a, b), (a, c)):
+        assert np.array_equal(x.values, y.values) and np.array_equal(x.lower, y.lower)
+        assert np.array_equal(x.upper, y.upper)
+
+
+def test_search_method_estimates_without_bounds(binary):
+    clf, X = binary
+    s = clf.explain(X[:4], gamma=0.3, method="search", random_state=0)
+    b = clf.explain(X[:4], gamma=0.3, epsilon=1e-3, random_state=0)
+    assert np.all(np.isnan(s.lower)) and np.all(np.isnan(s.upper)) and not s.converged.any()
+    # The local search finds the extremes of these 1-D segments.
+    assert np.all((s.values >= b.lower - 1e-6) & (s.values <= b.upper + 1e-6))
+
+
+def test_dataframe_names_map_global_and_frame(regressor):
+    reg, X = regressor
+    cols = ["age", "dose", "weight"]
+    y = reg.predict(X)
+    reg_df = RobustGaussianProcessRegressor(reg.kernel, alpha=1e-3, optimizer=None).fit(pd.DataFrame(X, columns=cols), y)
+    ex = reg_df.explain(pd.DataFrame(X[:3], columns=cols), gamma=[0.1, 0.2, 0.3], features=["weight", "age"])
+    assert ex.features.tolist() == [0, 2]
+    assert ex.feature_names.tolist() == ["age", "weight"]
+    assert ex.gamma.tolist() == [0.1, 0.3]
+    maps = ex.as_map()
+    assert len(maps) == 3 and list(maps[0]) == [0]
+    pairs = maps[1][0]
+    assert sorted(f for f, _ in pairs) == [0, 2]
+    assert abs(pairs[0][1]) >= abs(pairs[1][1])
+    g = ex.global_()
+    assert np.allclose(g.values, ex.values.mean(axis=0)) and np.all(g.lower <= g.values + 1e-12)
+    assert g.to_frame().index.tolist() == ["age", "weight"]
+    frame = ex.to_frame()
+    assert len(frame) == 6 and set(frame.columns) >= {"row", "feature", "value", "lower", "upper"}
+    assert "Explanation(n=3, features=2" in repr(ex)
+    plain = reg.explain(X[:1], gamma=0.1)
+    assert plain.feature_names.tolist() == ["x0", "x1", "x2"]
+
+
+def test_errors(binary, regressor):
+    clf, X = binary
+    reg, Xr = regressor
+    with pytest.raises(ValueError, match="method"):
+        clf.explain(X[:1], gamma=0.1, method="lime")
+    with pytest.raises(ValueError, match="not in classes_"):
+        clf.explain(X[:1], gamma=0.1, target=7)
+    with pytest.raises(ValueError, match="one per row"):
+        clf.explain(X[:2], gamma=0.1, target=[0, 1, 1])
+    with pytest.raises(ValueError, match="gamma"):
+        clf.explain(X[:1], gamma=-0.1)
+    with pytest.raises(ValueError, match="epsilon"):
+        clf.explain(X[:1], gamma=0.1, epsilon=0)
+    with pytest.raises(ValueError, match="target must be an output index"):
+        reg.explain(Xr[:1], gamma=0.1, target=2)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        reg.explain(np.full((1, 3), np.nan), gamma=0.1)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        RobustGaussianProcessRegressor().explain(Xr[:1], gamma=0.1)
+    ovo = RobustGaussianProcessClassifier(multi_class="one_vs_one", random_state=0)
+    Xb, yb = make_blobs(30, centers=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ovo.fit(Xb, yb)
+    assert not hasattr(ovo, "explain")
+
+
+def test_empty_input_is_refused_like_predict(binary):
+    clf, X = binary
+    with pytest.raises(ValueError, match="0 sample"):
+        clf.explain(X[:0], gamma=0.1)
