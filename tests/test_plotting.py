@@ -1,0 +1,117 @@
+"""Plots render under Agg and return the matplotlib objects; the robustness
+curve's numbers are consistent (attack inside the certified bounds)."""
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_moons
+
+from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from skgprobust.plotting import (
+    plot_decision_map,
+    plot_explanation,
+    plot_explanation_heatmap,
+    plot_robustness_curve,
+    robustness_curve,
+)
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clf():
+    X, y = make_moons(50, noise=0.2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RobustGaussianProcessClassifier(random_state=0).fit(X, y), X
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+@pytest.mark.parametrize("attack", ["pgd", "gpfgs", "gpjm", None])
+def test_robustness_curve_attack_within_bounds(clf, attack):
+    model, X = clf
+    gammas = [0.0, 0.1, 0.3]
+    c = robustness_curve(model, X[0], gammas, attack=attack, epsilon=1e-3)
+    assert np.all(c["min_lower"] <= c["min_upper"] + 1e-12) and np.all(c["max_lower"] <= c["max_upper"] + 1e-12)
+    # Wider boxes: the minimum cannot rise, the maximum cannot fall.
+    assert np.all(np.diff(c["min_lower"]) <= 1e-3 + 1e-9) and np.all(np.diff(c["max_upper"]) >= -1e-3 - 1e-9)
+    p0 = model.predict_proba(X[:1])[0, c["column"]]
+    assert np.all(c["min_lower"] <= p0 + 1e-9) and np.all(p0 <= c["max_upper"] + 1e-9)
+    if attack is None:
+        assert np.all(np.isnan(c["attack"]))
+    else:
+        assert np.all((c["min_lower"] - 1e-9 <= c["attack"]) & (c["attack"] <= c["max_upper"] + 1e-9))
+
+
+def test_plot_robustness_curve_returns_axes(clf):
+    model, X = clf
+    ax = plot_robustness_curve(model, X[1], [0.05, 0.2], epsilon=1e-2)
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert len(ax.collections) >= 2 and ax.get_legend() is not None
+    fig, ax2 = plt.subplots()
+    assert plot_robustness_curve(model, X[1], [0.1], attack=None, ax=ax2) is ax2
+    with pytest.raises(ValueError, match="attack must be"):
+        plot_robustness_curve(model, X[1], [0.1], attack="fgsm")
+
+
+def test_regressor_curve():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (30, 1))
+    reg = RobustGaussianProcessRegressor(alpha=1e-3).fit(X, np.sin(2 * X[:, 0]))
+    c = robustness_curve(reg, X[0], [0.1, 0.3], epsilon=1e-3)
+    assert np.all((c["min_lower"] - 1e-9 <= c["attack"]) & (c["attack"] <= c["max_upper"] + 1e-9))
+    assert isinstance(plot_robustness_curve(reg, X[0], [0.1]), matplotlib.axes.Axes)
+
+
+def test_plot_explanation_bars_and_heatmap(clf):
+    model, X = clf
+    ex = model.explain(X[:3], gamma=0.3)
+    ax = plot_explanation(ex, row=0)
+    assert len(ax.patches) == 2 and [t.get_text() for t in ax.get_yticklabels()]
+    ax = plot_explanation(ex, top=1)
+    assert len(ax.patches) == 1 and ax.get_title() == "mean over rows"
+    ax = plot_explanation_heatmap(ex, (1, 2), row=None)
+    assert ax.images and ax.images[0].get_array().shape == (1, 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        plot_explanation_heatmap(ex, (1, 1))
+
+
+def test_heatmap_of_image_subset():
+    X, y = make_blobs(40, n_features=9, centers=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RobustGaussianProcessClassifier(random_state=0).fit(X, y)
+    ex = model.explain(X[:1], gamma=0.5, features=[0, 4, 8], method="search")
+    ax = plot_explanation_heatmap(ex, (3, 3))
+    img = np.asarray(ax.images[0].get_array())
+    assert np.isnan(img[0, 1]) and np.isfinite(img[1, 1])
+    assert isinstance(plot_explanation(ex, row=0), matplotlib.axes.Axes)  # NaN bounds: no whiskers
+
+
+def test_decision_map(clf):
+    model, X = clf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cert = model.certify(X[:10], gamma=0.2, max_iter=50, random_state=0)
+    ax = plot_decision_map(model, X[:10], cert, gamma=0.2, resolution=40)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum(int(s.split("(")[-1][:-1]) for s in labels) == 10
+    assert len(ax.patches) == 10
+    with pytest.raises(ValueError, match="two features"):
+        plot_decision_map(model, np.zeros((3, 3)), cert)
+    with pytest.raises(ValueError, match="rows"):
+        plot_decision_map(model, X[:5], cert)
+    Xb, yb = make_blobs(30, centers=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m3 = RobustGaussianProcessClassifier(random_state=0).fit(Xb, yb)
+        c3 = m3.certify(Xb[:4], gamma=0.1, max_iter=20)
+    assert isinstance(plot_decision_map(m3, Xb[:4], c3, resolution=30), matplotlib.axes.Axes)
