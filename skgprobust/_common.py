@@ -1,6 +1,8 @@
 """Plumbing shared by the robust estimators: argument checks, row mapping."""
 
 import numbers
+import sys
+import time
 import warnings
 from itertools import chain
 
@@ -53,14 +55,59 @@ def _run_chunk(func, shared, rows):
     return [func(shared, *row) for row in rows]
 
 
-def map_rows(func, shared, rows, n_jobs):
-    """``[func(shared, *row) for row in rows]``, across joblib workers."""
+def check_verbose(verbose):
+    if not isinstance(verbose, numbers.Integral) or verbose < 0:
+        raise ValueError(f"verbose must be a non-negative integer (or bool), got {verbose!r}.")
+    return int(verbose)
+
+
+class _Progress:
+    """A one-line text progress bar on stderr (serial runs)."""
+
+    def __init__(self, total, label, stream=None):
+        self.total, self.label, self.done = total, label, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.perf_counter()
+        self._write()
+
+    def _write(self, end=""):
+        elapsed = time.perf_counter() - self.start
+        left = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(
+            f"\r[skgprobust] {self.label} [{bar}] {self.done}/{self.total} rows, "
+            f"{elapsed:.1f} s elapsed, ~{left:.1f} s left{end}"
+        )
+        self.stream.flush()
+
+    def update(self):
+        self.done += 1
+        self._write("\n" if self.done == self.total else "")
+
+
+def map_rows(func, shared, rows, n_jobs, verbose=0, label="rows"):
+    """``[func(shared, *row) for row in rows]``, across joblib workers.
+
+    ``verbose > 0`` shows progress: a text bar on stderr when serial,
+    joblib's progress messages when parallel.
+    """
+    verbose = check_verbose(verbose)
     n_workers = effective_n_jobs(n_jobs)
     if n_workers == 1 or len(rows) <= 1:
-        return _run_chunk(func, shared, rows)
+        if not verbose:
+            return _run_chunk(func, shared, rows)
+        bar, out = _Progress(len(rows), label), []
+        for row in rows:
+            out.append(func(shared, *row))
+            bar.update()
+        return out
     n_chunks = min(len(rows), 4 * n_workers)
     chunks = [c for c in np.array_split(np.arange(len(rows)), n_chunks) if len(c)]
-    out = Parallel(n_jobs=n_jobs)(delayed(_run_chunk)(func, shared, [rows[i] for i in c]) for c in chunks)
+    out = Parallel(n_jobs=n_jobs, verbose=10 * verbose)(
+        delayed(_run_chunk)(func, shared, [rows[i] for i in c]) for c in chunks
+    )
     return list(chain.from_iterable(out))
 
 

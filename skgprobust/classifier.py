@@ -147,6 +147,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
         variance_bound="default",
     ):
         """Prove that ``predict`` gives the same class everywhere in the box.
@@ -173,6 +174,9 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
             Rows run in parallel with joblib; results do not depend on it.
         random_state : int, RandomState instance or None, default=None
             Seeds the random starts of the local search.
+        verbose : int, default=0
+            Progress on stderr while rows run (a text bar when serial,
+            joblib's messages when ``n_jobs`` runs them in parallel).
         variance_bound : {"default", "paper"}, default="default"
             Variance bounds for one-vs-rest models (unused for two classes
             and one-vs-one): the closed-form default or the paper's QP/LP.
@@ -206,7 +210,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
                     k += 1
             func, shared = _certify_ovo_row, (pairs, self, max_iter, time_limit)
         rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
-        outs = map_rows(func, shared, rows, n_jobs)
+        outs = map_rows(func, shared, rows, n_jobs, verbose, "certify")
         # Re-check every counterexample with the model before reporting it.
         flagged = [i for i, o in enumerate(outs) if o.status == "not_robust"]
         if flagged:
@@ -230,6 +234,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
         variance_bound="default",
     ):
         """Certified range of the predicted probabilities over the box around each row.
@@ -246,7 +251,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
             one-vs-rest normalisation). "latent_mean": the latent mean of
             each binary model (one column for two classes, one per class
             for one-vs-rest), as ``latent_mean_and_variance`` returns it.
-        features, domain, max_iter, time_limit, n_jobs, random_state
+        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
             As in :meth:`certify`. ``max_iter`` is shared by all columns.
         variance_bound : {"default", "paper"}, default="default"
             The closed-form variance bounds (default) or the paper's QP/LP
@@ -285,7 +290,10 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
 
         k = len(objectives) // 2
         rows = list(zip(X, lo, hi, row_seeds(random_state, n)))
-        outs = map_rows(_range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs)
+        outs = map_rows(
+            _range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs, verbose,
+            "prediction_range",
+        )
         lower = np.array([o.lower for o in outs]).reshape(n, 2 * k)
         points = np.array([o.argmin for o in outs]).reshape(n, 2 * k, d)
         vals = reference(points.reshape(-1, d)).reshape(n, 2 * k, k) if n else np.empty((0, 2 * k, k))
@@ -324,6 +332,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
         variance_bound="default",
     ):
         """Per-feature sensitivity of ``predict_proba`` with certified bounds.
@@ -351,7 +360,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         method : {"bounds", "search"}, default="bounds"
             "bounds": certified intervals by branch and bound. "search":
             local search only (fast estimate; ``lower``/``upper`` are NaN).
-        domain, max_iter, time_limit, n_jobs, random_state, variance_bound
+        domain, max_iter, time_limit, n_jobs, random_state, verbose, variance_bound
             As in :meth:`prediction_range`; ``max_iter`` and ``time_limit``
             apply to each one-sided box.
 
@@ -384,7 +393,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
 
         values, low, high, converged, times = explain_rows(
             X, lo, hi, feats, idx, pairs, reference, epsilon=epsilon, max_iter=max_iter,
-            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method,
+            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
         )
         return Explanation(
             values, low, high, converged, feats, feature_names_of(self, feats), np.asarray(labels),

@@ -130,16 +130,28 @@ def compare_with_lime(
         discretize_continuous=False,
         random_state=seed,
     )
+    def frame(P):
+        # LIME passes arrays; give a model fitted on a DataFrame its column names back.
+        if hasattr(estimator, "feature_names_in_"):
+            import pandas as pd
+
+            return pd.DataFrame(P, columns=estimator.feature_names_in_)
+        return P
+
     weights = np.empty((len(X), len(feats)))
     for r, x in enumerate(X):
         if classifier:
             label = list(estimator.classes_).index(explanation.target[r])
-            fn, key = estimator.predict_proba, label
+
+            def fn(P):
+                return estimator.predict_proba(frame(P))
+
+            key = label
         else:
             out = int(explanation.target[r])
 
             def fn(P, out=out):
-                return np.asarray(estimator.predict(P)).reshape(len(P), -1)[:, out]
+                return np.asarray(estimator.predict(frame(P))).reshape(len(P), -1)[:, out]
 
             # LIME's regression mode keeps the surrogate's weights under key 1.
             label, key = None, 1

@@ -175,7 +175,7 @@ def _delta_row(shared, x0, blo, bhi, target, rng):
 
 
 def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max_iter, time_limit, n_jobs,
-                 random_state, method):
+                 random_state, method, verbose=0):
     """Delta for every row and explained feature.
 
     Parameters
@@ -203,7 +203,9 @@ def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max
     k = len(features)
     blo, bhi = one_sided_boxes(X, lo, hi, features)
     rows = list(zip(X, blo, bhi, targets, row_seeds(random_state, n)))
-    outs = map_rows(_delta_row, (pairs, epsilon, max_iter, time_limit, method), rows, n_jobs)
+    outs = map_rows(
+        _delta_row, (pairs, epsilon, max_iter, time_limit, method), rows, n_jobs, verbose, "explain"
+    )
     if n == 0 or k == 0:
         empty = np.empty((n, k))
         return empty, empty.copy(), empty.copy(), np.zeros((n, k), dtype=bool), np.array([o[4] for o in outs])

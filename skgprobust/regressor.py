@@ -97,6 +97,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
         variance_bound="default",
     ):
         """Certified range of the predictive mean over the box around each row.
@@ -127,6 +128,9 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             Rows run in parallel with joblib; results do not depend on it.
         random_state : int, RandomState instance or None, default=None
             Seeds the random starts of the local search.
+        verbose : int, default=0
+            Progress on stderr while rows run (a text bar when serial,
+            joblib's messages when ``n_jobs`` runs them in parallel).
         variance_bound : {"default", "paper"}, default="default"
             For statistic="std": the closed-form variance bounds (default)
             or the paper's QP/LP (Props. 5-6, much slower; the reference).
@@ -141,11 +145,15 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         check_epsilon(epsilon)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
         if statistic == "std":
-            return self._std_range(X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound)
+            return self._std_range(X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound,
+                                   verbose)
         objectives = [f for pair in _mean_objectives(self) for f in pair]
         P = len(objectives) // 2
         rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
-        outs = map_rows(_range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs)
+        outs = map_rows(
+            _range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs, verbose,
+            "prediction_range",
+        )
         n, d = X.shape
         lower = np.array([o.lower for o in outs]).reshape(n, 2 * P)
         points = np.array([o.argmin for o in outs]).reshape(n, 2 * P, d)
@@ -163,7 +171,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             [o.time for o in outs],
         )
 
-    def _std_range(self, X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound):
+    def _std_range(self, X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound, verbose=0):
         # One unit-scale objective serves every target: std_p = s_p sqrt(var).
         model = from_regressor(self)
         var = model.variance(variance_bound)
@@ -171,7 +179,10 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         objectives = [StdObjective(var, 1.0), StdObjective(var, -1.0)]
         unit_eps = epsilon / max(float(scale.max()), 1e-300)
         rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
-        outs = map_rows(_range_row, (objectives, unit_eps, max_iter, time_limit), rows, n_jobs)
+        outs = map_rows(
+            _range_row, (objectives, unit_eps, max_iter, time_limit), rows, n_jobs, verbose,
+            "prediction_range",
+        )
         n, d = X.shape
         P = len(scale)
         lower = np.array([o.lower for o in outs]).reshape(n, 2)
@@ -198,6 +209,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
     ):
         """Prove ``||mean(x) - mean(x*)||_norm <= delta`` on the box around each row.
 
@@ -215,7 +227,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
             Allowed change of the mean; required.
         norm : {1, 2, np.inf}, default=np.inf
             Norm over the targets.
-        features, domain, max_iter, time_limit, n_jobs, random_state
+        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
             As in :meth:`prediction_range`.
 
         Returns
@@ -237,7 +249,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         centers = np.array([_model_predict(self, x)[0] for x in X]) if n else np.empty((0, 1))
         shared = (self, _mean_objectives(self), float(delta), norm, max_iter, time_limit)
         rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
-        outs = map_rows(_certify_row, shared, rows, n_jobs)
+        outs = map_rows(_certify_row, shared, rows, n_jobs, verbose, "certify")
         # Re-check every counterexample with the model before reporting it.
         for i, o in enumerate(outs):
             if o.status == "not_robust":
@@ -260,6 +272,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         time_limit=None,
         n_jobs=None,
         random_state=None,
+        verbose=0,
     ):
         """Per-feature sensitivity of the predictive mean with certified bounds.
 
@@ -281,7 +294,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         method : {"bounds", "search"}, default="bounds"
             "bounds": certified intervals; "search": local search only
             (``lower``/``upper`` NaN).
-        domain, max_iter, time_limit, n_jobs, random_state
+        domain, max_iter, time_limit, n_jobs, random_state, verbose
             As in :meth:`prediction_range`; ``max_iter`` and ``time_limit``
             apply to each one-sided box.
 
@@ -303,6 +316,7 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         values, low, high, converged, times = explain_rows(
             X, lo, hi, feats, [target] * n, {target: objectives[target]}, reference, epsilon=epsilon,
             max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method,
+            verbose=verbose,
         )
         return Explanation(
             values, low, high, converged, feats, feature_names_of(self, feats), np.full(n, target),

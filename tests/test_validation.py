@@ -401,3 +401,30 @@ def test_classifier_label_types(encode):
         elif c.status[i] == "not_robust":
             assert in_box(c.counterexample[i], lo[i], hi[i])
             assert clf.predict(c.counterexample[i][None])[0] != labels[i]
+
+
+def test_verbose_progress_bar(capsys):
+    import numpy as np
+    from sklearn.datasets import make_moons
+
+    from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+
+    X, y = make_moons(30, noise=0.2, random_state=0)
+    clf = RobustGaussianProcessClassifier(random_state=0).fit(X, y)
+    quiet = clf.certify(X[:3], gamma=0.01, random_state=0)
+    assert capsys.readouterr().err == ""
+    loud = clf.certify(X[:3], gamma=0.01, random_state=0, verbose=1)
+    err = capsys.readouterr().err
+    assert "[skgprobust] certify" in err and "3/3 rows" in err
+    assert np.array_equal(quiet.status, loud.status)
+    clf.prediction_range(X[:2], gamma=0.01, verbose=True)
+    assert "prediction_range" in capsys.readouterr().err
+    clf.explain(X[:2], gamma=0.01, verbose=1)
+    assert "explain" in capsys.readouterr().err
+    reg = RobustGaussianProcessRegressor().fit(X, X[:, 0])
+    reg.prediction_range(X[:2], gamma=0.01, statistic="std", verbose=1)
+    assert "2/2 rows" in capsys.readouterr().err
+    reg.certify(X[:2], gamma=0.01, delta=0.1, verbose=1, n_jobs=2)  # joblib's messages
+    for bad in (-1, 0.5, "yes"):
+        with pytest.raises(ValueError, match="verbose"):
+            clf.certify(X[:1], gamma=0.01, verbose=bad)
