@@ -17,13 +17,16 @@ from threadpoolctl import threadpool_limits
 
 matplotlib.use("Agg")
 
-# The gallery runs in this process. Small GP fits are far slower with
-# multithreaded BLAS on a busy machine (threads wait for cores): use one.
-_blas_limits = threadpool_limits(limits=1)
-
 sys.path.insert(0, os.path.abspath(".."))  # an editable/installed package works too
 
 import skgprobust  # noqa: E402
+
+# The gallery runs in this process. Small GP fits are far slower with
+# multithreaded BLAS on a busy machine (threads wait for cores): use one.
+# threadpool_limits only reaches libraries already loaded, so this comes
+# after importing skgprobust, which loads scipy's own OpenBLAS and
+# scikit-learn's OpenMP runtime (numpy's OpenBLAS is a separate library).
+_blas_limits = threadpool_limits(limits=1)
 
 project = "skgprobust"
 author = "skgprobust developers"

@@ -43,6 +43,11 @@ _SPECTRAL_BUDGET = 2e5
 # makes the plain lambda_max ||dr||^2 term useless; elsewhere (e.g. the
 # Laplace GPC, lambda_max(S) <= max W <= 1/4) splitting boxes is cheaper.
 _SPECTRAL_MIN_GAIN = 50.0
+# ... and only when the spectrum of S decays within the m directions kept:
+# the remainder is lam_m ||dr||^2, so with lam_m > this fraction of
+# lambda_max (a flat spectrum, e.g. a Laplace GPC with a large kernel
+# amplitude) the split costs 2m bounds per box and gains almost nothing.
+_SPECTRAL_MAX_REST = 0.05
 
 
 @dataclass
@@ -189,7 +194,9 @@ class LatentVariance:
         N = self.n_support
         if N == 0 or self.lam_max == 0:
             return 0
-        return int(min(N, _SPECTRAL_BUDGET // max(1, N * d)))
+        m = int(min(N, _SPECTRAL_BUDGET // max(1, N * d)))
+        rest = self.lam[m] if m < len(self.lam) else 0.0
+        return m if rest <= _SPECTRAL_MAX_REST * self.lam_max else 0
 
     def _spectral(self, lo, hi, r0, dr2, m):
         """sum_{j<m} lam_j max(z_j - z0_j)^2 + lam_m ||dr||^2, z_j = v_j . r(x)."""

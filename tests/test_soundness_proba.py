@@ -267,6 +267,44 @@ def test_variance_bounds_converge_as_boxes_shrink():
     assert gaps[1] < gaps[0] / 20 and gaps[2] < gaps[1] / 20 and gaps[2] < 1e-4, gaps
 
 
+@pytest.mark.parametrize("case", ["noise_free_gpr", "gpc_large_amplitude"])
+def test_spectral_split_used_only_where_it_pays_and_sound(case, monkeypatch):
+    """The spectral split of the variance bound runs for nearly noise-free
+    regressors (a decaying spectrum of S) and is skipped for a Laplace GPC
+    with a large amplitude (a flat spectrum: 2m extra bounds per box for
+    almost no gain); both paths contain sklearn's variance."""
+    from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 3))
+    if case == "noise_free_gpr":
+        m = GaussianProcessRegressor(RBF([1.0, 1.5, 2.0]), alpha=1e-8, optimizer=None).fit(X, np.sin(X).sum(1))
+        lv = LatentVariance(make_adapter(m.kernel_, m.X_train_), m.L_)
+
+        def var(P):
+            V = solve_triangular(m.L_, m.kernel_(P, m.X_train_).T, lower=True)
+            return m.kernel_.diag(P) - np.einsum("ji,ji->i", V, V)
+
+    else:
+        y = (X[:, 0] + 0.3 * rng.normal(size=80) > 0).astype(int)
+        base = GaussianProcessClassifier(ConstantKernel(3000.0) * RBF(3.0), optimizer=None).fit(X, y).base_estimator_
+        lv = LatentVariance(make_adapter(base.kernel_, base.X_train_), base.L_, base.W_sr_)
+        # A budget of m = 10 < N directions: the remainder lam_10 is still near lam_max.
+        monkeypatch.setattr("skgprobust.variance._SPECTRAL_BUDGET", 10 * 80 * 3)
+        assert lv.lam[10] > 0.05 * lv.lam_max
+
+        def var(P):
+            return base.latent_mean_and_variance(P)[1]
+
+    assert (lv._n_top(1, 3) > 0) == (case == "noise_free_gpr")
+    c = rng.normal(size=(6, 3))
+    for half in (0.05, 0.3):
+        vb = lv.bounds(c - half, c + half)
+        for b in range(len(c)):
+            v = var(box_points(c[b] - half, c[b] + half, rng, 3000))
+            assert v.min() >= vb.lower[b] - TOL and v.max() <= vb.upper[b] + TOL
+
+
 # --------------------------------------------------------------------------
 # Links
 # --------------------------------------------------------------------------
