@@ -220,12 +220,26 @@ def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max
     min_lo = np.minimum(lower[..., 0], min_up)
     max_up = np.maximum(-lower[..., 1], max_lo)
     p, m = slice(0, None, 2), slice(1, None, 2)  # T+ and T- boxes
-    values = (max_lo[:, p] - max_lo[:, m]) + (min_up[:, p] - min_up[:, m])
-    low = (max_lo[:, p] - max_up[:, m]) + (min_lo[:, p] - min_up[:, m])
-    high = (max_up[:, p] - max_lo[:, m]) + (min_up[:, p] - min_lo[:, m])
+    values, low, high = delta_from_ranges(
+        (min_lo[:, p], min_up[:, p], max_lo[:, p], max_up[:, p]), (min_lo[:, m], min_up[:, m], max_lo[:, m], max_up[:, m])
+    )
     conv = np.array([o[2] for o in outs])
     converged = conv[:, p] & conv[:, m]
     return values, low, high, converged, np.array([o[4] for o in outs])
+
+
+def delta_from_ranges(plus, minus):
+    """Delta's estimate and certified interval from the ranges over T+ and T-.
+
+    ``plus`` and ``minus`` are ``(min_lower, min_upper, max_lower, max_upper)``
+    arrays; ``min_upper`` / ``max_lower`` are values the model attains.
+    """
+    min_lo_p, min_up_p, max_lo_p, max_up_p = plus
+    min_lo_m, min_up_m, max_lo_m, max_up_m = minus
+    values = (max_lo_p - max_lo_m) + (min_up_p - min_up_m)
+    low = (max_lo_p - max_up_m) + (min_lo_p - min_up_m)
+    high = (max_up_p - max_lo_m) + (min_up_p - min_lo_m)
+    return values, low, high
 
 
 def feature_names_of(estimator, features):

@@ -1,6 +1,6 @@
 """Certify scikit-learn pipelines whose final step is a robust GP estimator.
 
-:func:`certify` and :func:`prediction_range` accept a fitted
+:func:`certify`, :func:`prediction_range` and :func:`explain` accept a fitted
 ``RobustGaussianProcessClassifier`` / ``RobustGaussianProcessRegressor`` or a
 fitted :class:`sklearn.pipeline.Pipeline` ending in one. The perturbation set
 is given in the units of the **raw** input columns (what you pass to
@@ -31,6 +31,7 @@ are the model's own values at ``T(argmin)`` / ``T(argmax)``.
 
 import inspect
 import numbers
+import time
 import warnings
 from dataclasses import dataclass, fields
 from typing import Callable
@@ -46,12 +47,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .exceptions import BudgetExhaustedWarning
-from .perturbation import make_boxes
+from .explain import Explanation, delta_from_ranges
+from .perturbation import make_boxes, resolve_features
 from .results import CertificationResult, RangeResult
 
 __all__ = [
     "certify",
     "prediction_range",
+    "explain",
     "Pipeline",
     "make_pipeline",
     "UnsupportedStepError",
@@ -628,6 +631,106 @@ def prediction_range(estimator, X, gamma, **kwargs):
     )
 
 
+def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, domain=None, method="bounds", **kwargs):
+    """Delta per raw feature (see the estimators' ``explain``) of a robust
+    estimator or a Pipeline ending in one, with the boxes in raw units.
+
+    Each one-sided raw box ``[x, x + gamma e_i]`` (and ``[x - gamma e_i, x]``)
+    is the box of half-width ``gamma / 2`` around its midpoint, whose range
+    :func:`prediction_range` certifies through the preprocessing; Delta and
+    its bounds follow as in the estimator's ``explain``. Up to rounding of the
+    midpoint (an ulp), the boxes are the one-sided boxes.
+
+    Parameters
+    ----------
+    estimator : RobustGaussianProcessClassifier, RobustGaussianProcessRegressor or Pipeline
+        Fitted; see :func:`certify`.
+    X : array-like of shape (n_samples, n_features)
+        Raw inputs.
+    gamma : float or array-like of shape (n_features,)
+        Radius per raw feature, in raw units.
+    features : array-like of int, bool or str, default=None
+        Raw features explained (None: all).
+    target : label, array-like or int, default=None
+        Classifier: the class explained (None: the pipeline's prediction per
+        row). Regressor: the output index (None: 0).
+    epsilon : float, default=1e-2
+    domain : tuple (low, high), default=None
+        Valid raw input range.
+    method : {"bounds"}, default="bounds"
+        Pipelines support the certified method only.
+    **kwargs
+        Passed to :func:`prediction_range` (``max_iter``, ``time_limit``,
+        ``n_jobs``, ``random_state``, ``variance_bound``, ``verbose``).
+
+    Returns
+    -------
+    explanation : Explanation
+    """
+    steps, final = _split(estimator)
+    if not steps or all(_is_identity(s) for _, s in steps):
+        if not is_classifier(final) and target is None:
+            target = 0
+        return final.explain(
+            X, gamma, features=features, target=target, epsilon=epsilon, domain=domain, method=method, **kwargs
+        )
+    if method != "bounds":
+        raise ValueError(f"Pipelines support method='bounds' only, got {method!r}.")
+    pre = _Preprocessing(steps, final)
+    X = _validate_raw(pre, X)
+    n, d = X.shape
+    lo, hi = make_boxes(X, gamma, domain=domain, feature_names=pre.feature_names)
+    feats = np.flatnonzero(resolve_features(features, d, pre.feature_names))
+    if is_classifier(final):
+        classes = list(final.classes_)
+        if target is None:
+            labels = np.asarray(estimator.predict(pre.raw_frame(X)))
+        else:
+            labels = np.asarray(target, dtype=final.classes_.dtype if np.ndim(target) else None)
+            labels = np.broadcast_to(labels, (n,)) if labels.ndim == 0 else labels
+        if labels.shape != (n,):
+            raise ValueError(f"target must be one label or one per row ({n}), got shape {labels.shape}.")
+        unknown = sorted({str(t) for t in labels.tolist() if t not in classes})
+        if unknown:
+            raise ValueError(f"target labels {unknown} are not in classes_ {final.classes_.tolist()}.")
+        cols = np.array([classes.index(t) for t in labels.tolist()])
+    else:
+        target = 0 if target is None else target
+        if not isinstance(target, numbers.Integral) or isinstance(target, bool) or target < 0:
+            raise ValueError(f"target must be an output index, got {target!r}.")
+        cols = np.full(n, int(target))
+        labels = cols.copy()
+    k = len(feats)
+    # (4 statistics, side, n, k): min_lower, min_upper, max_lower, max_upper.
+    ranges = np.empty((4, 2, n, k))
+    converged = np.ones((n, k), dtype=bool)
+    start = time.perf_counter()
+    for jj, j in enumerate(feats):
+        for side, edge in enumerate((hi[:, j], lo[:, j])):
+            half = 0.5 * np.abs(edge - X[:, j])
+            centres = X.copy()
+            centres[:, j] = 0.5 * (X[:, j] + edge)
+            for h in np.unique(half):  # rows sharing a half-width share a call
+                rows = np.flatnonzero(half == h)
+                g = np.zeros(d)
+                g[j] = h
+                r = prediction_range(estimator, centres[rows], g, epsilon=epsilon, **kwargs)
+                c = cols[rows]
+                if np.any(c >= r.min_lower.shape[1]):
+                    raise ValueError(f"target output {int(c.max())} does not exist ({r.min_lower.shape[1]} outputs).")
+                sel = (np.arange(len(rows)), c)
+                for s, name in enumerate(("min_lower", "min_upper", "max_lower", "max_upper")):
+                    ranges[s, side, rows, jj] = getattr(r, name)[sel]
+                converged[rows, jj] &= r.converged[sel]
+    values, low, high = delta_from_ranges(tuple(ranges[:, 0]), tuple(ranges[:, 1]))
+    names = pre.feature_names if pre.feature_names is not None else np.array([f"x{j}" for j in range(d)], dtype=object)
+    gam = np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy()
+    elapsed = (time.perf_counter() - start) / max(n, 1)
+    return Explanation(
+        values, low, high, converged, feats, np.asarray(names, dtype=object)[feats], labels, gam, np.full(n, elapsed)
+    )
+
+
 # --------------------------------------------------------------------------
 # A Pipeline with the methods
 # --------------------------------------------------------------------------
@@ -645,11 +748,12 @@ def _final_has(attr):
 
 
 class Pipeline(_SkPipeline):
-    """A :class:`sklearn.pipeline.Pipeline` with ``certify`` and ``prediction_range``.
+    """A :class:`sklearn.pipeline.Pipeline` with ``certify``, ``prediction_range`` and ``explain``.
 
-    Same parameters and behaviour as scikit-learn's Pipeline; the two extra
-    methods are :func:`skgprobust.pipeline.certify` and
-    :func:`skgprobust.pipeline.prediction_range` applied to ``self``, with the
+    Same parameters and behaviour as scikit-learn's Pipeline; the extra
+    methods are :func:`skgprobust.pipeline.certify`,
+    :func:`skgprobust.pipeline.prediction_range` and
+    :func:`skgprobust.pipeline.explain` applied to ``self``, with the
     perturbation given in raw input units.
 
     Examples
@@ -673,6 +777,11 @@ class Pipeline(_SkPipeline):
     def prediction_range(self, X, gamma, **kwargs):
         """See :func:`skgprobust.pipeline.prediction_range`."""
         return prediction_range(self, X, gamma, **kwargs)
+
+    @available_if(_final_has("explain"))
+    def explain(self, X, gamma, **kwargs):
+        """See :func:`skgprobust.pipeline.explain`."""
+        return explain(self, X, gamma, **kwargs)
 
 
 def make_pipeline(*steps, **kwargs):

@@ -32,6 +32,7 @@ from skgprobust.pipeline import (
     RoundTripWarning,
     UnsupportedStepError,
     certify,
+    explain,
     make_pipeline,
     prediction_range,
 )
@@ -488,3 +489,66 @@ def test_classifier_proba_range_through_pipeline(data):
             for pt, val in ((r.argmin[i, j], r.min_upper[i, j]), (r.argmax[i, j], r.max_lower[i, j])):
                 assert np.all((pt >= lo[i]) & (pt <= hi[i]))
                 assert abs(pipe.predict_proba(pt[None])[0, -k:][j] - val) <= TOL
+
+
+# --------------------------------------------------------------------------
+# explain through pipelines
+# --------------------------------------------------------------------------
+
+
+def _segment_extremes(fn, x, j, a, b, n=401):
+    t = np.linspace(a, b, n)
+    P = np.repeat(x[None], n, 0)
+    P[:, j] = x[j] + t
+    v = fn(P)
+    return v.min(), v.max()
+
+
+@pytest.mark.parametrize("name", ["standard", "duplicate_column", "minmax_clip"])
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_explain_through_pipeline_contains_dense_delta(data, name, kind):
+    X, y, t, X_test = data
+    pipe = _steps(name, _clf() if kind == "classifier" else _reg())
+    pipe.fit(X, y if kind == "classifier" else t)
+    rows = X_test[:3]
+    ex = quiet(explain, pipe, rows, GAMMA, epsilon=1e-3, random_state=0)
+    assert ex.values.shape == (3, 3) and ex.feature_names.tolist() == ["x0", "x1", "x2"]
+    assert np.all((ex.lower <= ex.values + 1e-12) & (ex.values <= ex.upper + 1e-12))
+    for r in range(len(rows)):
+        if kind == "classifier":
+            c = list(pipe.classes_).index(ex.target[r])
+
+            def fn(P):
+                return pipe.predict_proba(P)[:, c]
+
+        else:
+
+            def fn(P):
+                return pipe.predict(P)
+
+        for j in range(3):
+            pmin, pmax = _segment_extremes(fn, rows[r], j, 0.0, GAMMA[j])
+            mmin, mmax = _segment_extremes(fn, rows[r], j, -GAMMA[j], 0.0)
+            # A 401-point grid of these smooth 1-D segments is exact to ~1e-8.
+            delta = (pmax - mmax) + (pmin - mmin)
+            assert ex.lower[r, j] - 1e-7 <= delta <= ex.upper[r, j] + 1e-7
+
+
+def test_explain_pipeline_matches_prescaled_model_and_method(data):
+    X, y, _, X_test = data
+    pipe = make_pipeline(StandardScaler(), _clf()).fit(X, y)
+    scaled = clone(_clf()).fit(pipe[0].transform(X), y)
+    ex_p = quiet(pipe.explain, X_test[:2], GAMMA, features=[0, 1], epsilon=1e-4, random_state=0)
+    ex_m = scaled.explain(pipe[0].transform(X_test[:2]), GAMMA / pipe[0].scale_, features=[0, 1], epsilon=1e-4,
+                          random_state=0)
+    assert np.allclose(ex_p.values, ex_m.values, atol=5e-4)
+    assert ex_p.features.tolist() == [0, 1] and np.array_equal(ex_p.target, ex_m.target)
+    with pytest.raises(ValueError, match="method='bounds'"):
+        explain(pipe, X_test[:1], GAMMA, method="search")
+    with pytest.raises(ValueError, match="not in classes_"):
+        explain(pipe, X_test[:1], GAMMA, target=9)
+    # A bare estimator goes straight to its own explain.
+    assert np.array_equal(explain(scaled, pipe[0].transform(X_test[:1]), 0.1, random_state=0).values,
+                          scaled.explain(pipe[0].transform(X_test[:1]), 0.1, random_state=0).values)
+    with pytest.raises(UnsupportedStepError):
+        explain(sk_make_pipeline(PCA(2), _clf()).fit(X, y), X_test[:1], GAMMA)
