@@ -33,6 +33,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import sklearn  # noqa: E402
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
@@ -55,9 +56,16 @@ def load_spambase(path=DATA):
     return pd.DataFrame(data[:, :-1], columns=names), data[:, -1].astype(int)
 
 
+def _l1_logistic(C):
+    # sklearn >= 1.8 spells the l1 penalty as l1_ratio=1 (penalty= is deprecated).
+    major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
+    kw = {"l1_ratio": 1.0} if (major, minor) >= (1, 8) else {"penalty": "l1"}
+    return LogisticRegression(solver="liblinear", C=C, max_iter=2000, **kw)
+
+
 def select_l1(X, y, k=11):
     for C in np.geomspace(1e-3, 10, 60):
-        w = LogisticRegression(penalty="l1", solver="liblinear", C=C, max_iter=2000).fit(X, y).coef_[0]
+        w = _l1_logistic(C).fit(X, y).coef_[0]
         if np.count_nonzero(w) >= k:
             return np.sort(np.argsort(-np.abs(w))[:k]), C
     raise RuntimeError("no C on the grid selects enough features")
