@@ -9,6 +9,8 @@ corners of the (mu, var) box, at mixed corners and at random interior
 points.
 """
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,7 +25,9 @@ from skgprobust.softmax import softmax_gaussian_bounds, softmax_gaussian_mc
 TOL = 1e-9
 
 FAST = settings(deadline=None, max_examples=30, derandomize=True, print_blob=True)
-SLOW = settings(deadline=None, max_examples=300, print_blob=True)
+SLOW = settings(
+    deadline=None, max_examples=int(os.environ.get("SKGPROBUST_SWEEP_EXAMPLES", "200")), print_blob=True
+)
 
 #: Largest latent variance drawn where Gauss-Hermite is the reference.
 GH_MAX_VAR = 1.2
@@ -504,7 +508,8 @@ GH_ENGINE_NODES, GH_ENGINE_TOL = 14, 1e-8
 def _softmax_model(m=3, seed=0):
     """m independent latent GPs (the per-class latent functions of a
     one-vs-rest GPC with a fixed unit-amplitude kernel, so latent variances
-    stay <= 1 and a 14-node Gauss-Hermite rule is accurate to 1e-8) combined by a softmax.
+    stay <= 1 and a 14-node Gauss-Hermite rule is accurate to 1e-8), combined
+    by a softmax.
     Returns the SoftmaxProbabilities and the model's own proba(X)."""
     import warnings
 
