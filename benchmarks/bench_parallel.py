@@ -21,9 +21,11 @@ Table 1 -- wall time of the workload and speed-up over ``n_jobs=1``:
 * joblib's ``"dask"`` backend on a ``dask.distributed.LocalCluster`` of two
   single-threaded worker processes, ``n_jobs=-1`` (skipped if distributed
   is not installed): once with Dask's default worker environment and once
-  without the ``MALLOC_TRIM_THRESHOLD_=65536`` that Dask's nanny sets (it
-  makes the many temporary arrays of the bound computations about 4x more
-  expensive).
+  without the ``MALLOC_TRIM_THRESHOLD_=65536`` that Dask's nanny sets
+  (before workers tuned glibc's allocator themselves, see
+  ``skgprobust._common._keep_freed_memory``, that setting made the many
+  temporary arrays of the bound computations about 4x more expensive; the
+  two rows should now agree).
 
 Table 2 -- fixed overhead per call: the same configurations on 8 easy rows
 (gamma=0.01, decided at the root box), where the parallel run is pure

@@ -1,5 +1,7 @@
 """Plumbing shared by the robust estimators: argument checks, row mapping."""
 
+import ctypes
+import multiprocessing
 import numbers
 import sys
 import time
@@ -51,7 +53,36 @@ def row_seeds(random_state, n):
     return [np.random.default_rng(s) for s in np.random.SeedSequence(base).spawn(n)]
 
 
-def _run_chunk(func, shared, rows):
+_MALLOC_TUNED = False
+
+
+def _keep_freed_memory():
+    """In a worker process (glibc only): keep freed memory instead of giving
+    it back to the kernel. The bound computations allocate and free many
+    large temporaries; with glibc's defaults each one is a fresh mmap whose
+    pages are faulted in and zeroed again, and two workers doing that at once
+    were ~25% slower per row than one (n_jobs=2 gave 1.5x instead of 1.85x
+    on 2 cores). Thresholds: temporaries up to 32 MiB stay on the heap, and
+    up to 256 MiB of free heap is kept."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED or not sys.platform.startswith("linux"):
+        return
+    if multiprocessing.parent_process() is None:
+        # Threading backend (or a worker that is not a child process): this
+        # is the user's own process, whose allocator we leave alone.
+        return
+    _MALLOC_TUNED = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: leave the allocator alone
+        pass
+
+
+def _run_chunk(func, shared, rows, worker=False):
+    if worker:
+        _keep_freed_memory()
     return [func(shared, *row) for row in rows]
 
 
@@ -106,7 +137,7 @@ def map_rows(func, shared, rows, n_jobs, verbose=0, label="rows"):
     n_chunks = min(len(rows), 4 * n_workers)
     chunks = [c for c in np.array_split(np.arange(len(rows)), n_chunks) if len(c)]
     out = Parallel(n_jobs=n_jobs, verbose=10 * verbose)(
-        delayed(_run_chunk)(func, shared, [rows[i] for i in c]) for c in chunks
+        delayed(_run_chunk)(func, shared, [rows[i] for i in c], True) for c in chunks
     )
     return list(chain.from_iterable(out))
 
