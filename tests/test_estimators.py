@@ -147,3 +147,26 @@ def test_results_to_frame(models):
     fc = c.to_frame()
     np.testing.assert_array_equal(fc["status"], c.status)
     assert len(c) == len(X_test) and len(r) == len(X_test)
+
+
+def _allocator_tuned(_):
+    from skgprobust import _common
+
+    _common._keep_freed_memory()
+    return _common._MALLOC_TUNED
+
+
+def test_allocator_tuning_only_in_worker_processes():
+    # Worker processes tune glibc's allocator for speed; the user's own
+    # process (n_jobs=1 or the threading backend) must be left alone.
+    import sys
+
+    from joblib import Parallel, delayed, parallel_backend
+
+    from skgprobust import _common
+
+    with parallel_backend("threading"):
+        assert Parallel(n_jobs=2)(delayed(_allocator_tuned)(i) for i in range(2)) == [False, False]
+    assert _common._MALLOC_TUNED is False
+    if sys.platform.startswith("linux"):
+        assert Parallel(n_jobs=2)(delayed(_allocator_tuned)(i) for i in range(2)) == [True, True]
