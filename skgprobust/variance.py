@@ -27,6 +27,9 @@ Soundness margin: the bounds are exact in real arithmetic for the matrix A;
 rounding in A, in sklearn's own triangular solve and in the sums is covered
 by ``margin_rtol(N, d) * kappa * scale``, kappa an upper estimate of the
 condition number of sklearn's triangular factor (see :meth:`LatentVariance.margin`).
+That holds because q(r0), its gradient and point values are computed with
+triangular solves, as sklearn does; the explicit S (condition kappa^2) is used
+only for its spectrum, widened by a computed bound on its error (``s_err``).
 """
 
 from dataclasses import dataclass
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from .bounds import affine_lower, margin_rtol
+from .bounds import _U, affine_lower, margin_rtol
 
 # Work per box that the spectral split may spend (m * N * d).
 _SPECTRAL_BUDGET = 2e5
@@ -92,9 +95,11 @@ class LatentVariance:
         self.adapter = adapter
         L = np.asarray(L, dtype=np.float64)
         N = L.shape[0]
+        self.L = L
+        self.col_scale = None if col_scale is None else np.asarray(col_scale, dtype=np.float64)
         A = solve_triangular(L, np.eye(N), lower=True, check_finite=False)
-        if col_scale is not None:
-            A = A * np.asarray(col_scale, dtype=np.float64)[None, :]
+        if self.col_scale is not None:
+            A = A * self.col_scale[None, :]
         self.A = A
         self.S = A.T @ A
         lam, V = np.linalg.eigh(self.S)
@@ -108,7 +113,38 @@ class LatentVariance:
             N,
         )
         self.kappa = max(1.0, norm_L * norm_Linv)
-        self.lam_max = float(lam[0]) * (1 + 1e-10) if N else 0.0
+        # The explicit S (used only for its spectrum) squares the condition
+        # number: it differs from the exact (L^-1 D)^T (L^-1 D) by s_err in
+        # norm, which is added to every eigenvalue bound below. Near-noise-free
+        # regressors (alpha = 1e-10, lambda_max ~ 1e10) need this; q(r0) and
+        # its gradient are computed with triangular solves, as sklearn does.
+        self.s_err = self._s_error(A, norm_Linv) if N else 0.0
+        self.lam_max = (float(lam[0]) + self.s_err) * (1 + 1e-10) if N else 0.0
+
+    def _s_error(self, A, norm_Linv):
+        """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
+        N = A.shape[0]
+        D = np.ones(N) if self.col_scale is None else self.col_scale
+        absL, absA = np.abs(self.L), np.abs(A)
+        # ||A - L^-1 D|| <= ||L^-1|| ||L A - D||; the residual is computed in
+        # float, so add its own rounding, (N + 2) u || |L| |A| ||.
+        res = np.linalg.norm(self.L @ A - np.diag(D)) + (N + 2) * _U * np.linalg.norm(absL @ absA)
+        dA = norm_Linv * res
+        nA = np.linalg.norm(A)
+        gam = (N + 2) * _U
+        return float(2.0 * dA * nA + dA * dA + gam * np.linalg.norm(absA.T @ absA) + 1e-300)
+
+    def _apply_A(self, R):
+        """``A R^T`` for rows R (n, N), by a triangular solve as sklearn does."""
+        Rs = R if self.col_scale is None else R * self.col_scale
+        return solve_triangular(self.L, Rs.T, lower=True, check_finite=False)
+
+    def _grad_q(self, W):
+        """``2 S r`` given ``W = A r^T`` (N, n): rows (n, N)."""
+        G = solve_triangular(self.L, W, lower=True, trans="T", check_finite=False).T
+        if self.col_scale is not None:
+            G = G * self.col_scale
+        return 2.0 * G
 
     @property
     def n_support(self):
@@ -119,15 +155,20 @@ class LatentVariance:
         """var(x) per row of X (n,), in the same form sklearn computes it."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         R = self.adapter.values(X)
-        Z = R @ self.A.T
-        return self.adapter.diag(X) - np.einsum("ij,ij->i", Z, Z)
+        if self.n_support == 0:
+            return self.adapter.diag(X)
+        Z = self._apply_A(R)
+        return self.adapter.diag(X) - np.einsum("ij,ij->j", Z, Z)
 
     def value_and_grad(self, X):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         R, dR = self.adapter.value_and_grad(X)
-        SR = R @ self.S
-        q = np.einsum("ij,ij->i", R, SR)
-        dq = 2.0 * np.einsum("nid,ni->nd", dR, SR)
+        if self.n_support == 0:
+            q, dq = np.zeros(len(X)), np.zeros_like(X)
+        else:
+            W = self._apply_A(R)
+            q = np.einsum("ij,ij->j", W, W)
+            dq = np.einsum("nid,ni->nd", dR, self._grad_q(W))
         kd = self.adapter.diag(X)
         # d/dx k(x, x) is 0 for stationary kernels; DotProduct-like diagonals
         # are handled by a central difference (only the local search uses it).
@@ -155,9 +196,12 @@ class LatentVariance:
         N = self.n_support
         centre = 0.5 * (lo + hi)
         r0 = self.adapter.values(centre)  # (B, N)
-        Sr0 = r0 @ self.S
-        q0 = np.einsum("bi,bi->b", r0, Sr0)
-        g = 2.0 * Sr0
+        if N == 0:
+            q0, g = np.zeros(B), np.zeros((B, 0))
+        else:
+            W0 = self._apply_A(r0)  # (N, B)
+            q0 = np.einsum("ib,ib->b", W0, W0)
+            g = self._grad_q(W0)
         g_r0 = np.einsum("bi,bi->b", g, r0)
         klo, khi = self.adapter.interval(lo, hi)
         dlo, dhi = self.adapter.diag_interval(lo, hi)
@@ -177,9 +221,12 @@ class LatentVariance:
             e = np.minimum(e, self._spectral(lo, hi, r0, dr2, m))
         q_upper = q0 - g_r0 + gmax + e
 
+        rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
         scale = (
             np.abs(q0)
-            + np.einsum("bi,bi->b", np.abs(g), np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi)))
+            + np.einsum("bi,bi->b", np.abs(g), rmax)
+            # the solve's error in g is bounded in 2-norm: |dg . dr| <= ||dg|| ||dr||
+            + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
             + np.abs(dhi)
             + e
         )
@@ -195,7 +242,7 @@ class LatentVariance:
         if N == 0 or self.lam_max == 0:
             return 0
         m = int(min(N, _SPECTRAL_BUDGET // max(1, N * d)))
-        rest = self.lam[m] if m < len(self.lam) else 0.0
+        rest = (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
         return m if rest <= _SPECTRAL_MAX_REST * self.lam_max else 0
 
     def _spectral(self, lo, hi, r0, dr2, m):
@@ -210,5 +257,7 @@ class LatentVariance:
         zmin, zmax = bb[:, 0], -bb[:, 1]
         z0 = r0 @ self.V[:, :m]
         dz = np.maximum(np.maximum(zmax - z0, z0 - zmin), 0.0)
-        rest = self.lam[m] if m < len(self.lam) else 0.0
+        # ||A dr||^2 <= dr^T fl(S) dr + s_err ||dr||^2, fl(S) = V diag(lam) V^T
+        # up to eigh's backward error (inside s_err's rounding term scale).
+        rest = (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
         return (self.lam[:m] * dz * dz).sum(-1) * (1 + 1e-12) + rest * dr2

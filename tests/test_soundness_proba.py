@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.linalg import solve_triangular
 from scipy.special import expit
+from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
@@ -382,3 +383,36 @@ def test_std_range_brackets_dense_grid():
         G = np.stack([m.ravel() for m in np.meshgrid(*axes)], axis=1)
         s = gpr_std(reg, G)[:, 0]
         assert r.min_lower[i, 0] <= s.min() + TOL and r.max_upper[i, 0] >= s.max() - TOL
+
+
+@pytest.mark.parametrize("kernel", [RBF(1.0), ConstantKernel(1e4) * RBF(0.3)], ids=["rbf", "amp1e4"])
+def test_variance_bounds_near_noise_free_regressor(kernel):
+    # sklearn's default alpha=1e-10 makes lambda_max(S) ~ 1e10: forming
+    # r^T S r with the explicit S once lost ~1e-6 absolute (20x the margin)
+    # and gave variance bounds that excluded sklearn's own values.
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-2, 2, (30, 1))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 0] ** 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(kernel=kernel, optimizer=None, alpha=1e-10).fit(X, y)
+        from skgprobust.latent import from_regressor
+
+        V = from_regressor(reg).variance()
+        centres = np.vstack([X[:3], rng.uniform(-2, 2, (3, 1))])
+        for h in (1e-1, 1e-3, 1e-5, 1e-7):
+            vb = V.bounds(centres - h, centres + h)
+            for b, c in enumerate(centres):
+                P = c + np.linspace(-h, h, 2001)[:, None]
+                _, s = GaussianProcessRegressor.predict(reg, P, return_std=True)
+                var = s**2
+                assert var.min() >= vb.lower[b], (h, b, var.min(), vb.lower[b])
+                assert var.max() <= vb.upper[b], (h, b, var.max(), vb.upper[b])
+                # point values are computed as sklearn computes them
+                np.testing.assert_allclose(V.value(P[:5]), var[:5], rtol=1e-9, atol=1e-15)
+        r = reg.prediction_range(centres, 1e-3, statistic="std", epsilon=1e-4, max_iter=200)
+    for b, c in enumerate(centres):
+        P = c + np.linspace(-1e-3, 1e-3, 4001)[:, None]
+        _, s = GaussianProcessRegressor.predict(reg, P, return_std=True)
+        assert s.min() >= r.min_lower[b, 0] - TOL
+        assert s.max() <= r.max_upper[b, 0] + TOL
