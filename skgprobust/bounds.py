@@ -104,6 +104,8 @@ def affine_lower(adapter, W, c, lo, hi):
     B, d = lo.shape
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
     rtol = margin_rtol(W.shape[-1], d)
+    # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
+    absolute = np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
     rel, tm = adapter.linearise(lo, hi, W)
     h = 0.5 * (hi - lo)
     qmin, u = minimise_separable(rel.alpha, rel.beta, h)
@@ -115,7 +117,7 @@ def affine_lower(adapter, W, c, lo, hi):
         use_t = lower_t > lower
         argmin = np.where(use_t[:, None], np.clip(0.5 * (lo + hi) + u_t, lo, hi), argmin)
         lower = np.maximum(lower, lower_t)
-    lower = c + lower - 1e-300
+    lower = c + lower - absolute - 1e-300
     lower = np.where(np.isnan(lower), -np.inf, lower)
     return BoxBound(lower, argmin, rel.score)
 

@@ -230,12 +230,22 @@ class LatentVariance:
             + np.abs(dhi)
             + e
         )
-        mg = self.margin(scale, d)
+        mg = self.margin(scale, d) + self.input_rounding(lo, hi, dhi)
         lower = dlo - q_upper - mg
         upper = dhi - q_lower + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
         upper = np.where(np.isfinite(upper), upper, np.inf)
         return VarianceBound(lower, upper, both.argmin[B:], both.argmin[:B], both.score[:B])
+
+    def input_rounding(self, lo, hi, dhi):
+        """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
+        input-rounding error of :meth:`KernelAdapter.rounding` (|dr| <= E):
+        ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= k(x, x)``."""
+        if self.n_support == 0:
+            return np.zeros(len(lo))
+        nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
+        a = np.sqrt(self.lam_max) * nE
+        return 2.0 * np.sqrt(np.maximum(dhi, 0.0)) * a + a * a
 
     def _n_top(self, B, d):
         N = self.n_support

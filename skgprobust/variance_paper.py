@@ -536,6 +536,7 @@ class PaperLatentVariance(LatentVariance):
         lower, upper = default.lower.copy(), default.upper.copy()
         arg_min, arg_max = default.arg_min.copy(), default.arg_max.copy()
         lam = self.lam
+        from_lp, from_qp = np.zeros(B, bool), np.zeros(B, bool)
         for b in range(B):
 
             def warn(msg):
@@ -553,6 +554,7 @@ class PaperLatentVariance(LatentVariance):
                          f"objective {obj:.6g} (inaccurate duals); the better valid bound is used")
                     up = min(up, default.upper[b])
                 upper[b], arg_max[b] = up, x
+                from_qp[b] = True
             except _Failure as f:
                 warn(f"box {b}: Prop. 5 QP failed ({f}); default upper bound used")
             # Lower bound of var (Prop. 6).
@@ -565,8 +567,14 @@ class PaperLatentVariance(LatentVariance):
                          f"objective {obj:.6g} (inaccurate duals); the better valid bound is used")
                     low = max(low, default.lower[b])
                 lower[b], arg_min[b] = low, x
+                from_lp[b] = True
             except _Failure as f:
                 warn(f"box {b}: Prop. 6 LP failed ({f}); default lower bound used")
+        # The paper's bounds are for exact kernel values; sklearn's carry
+        # input rounding (large feature offsets), as in the default bounds.
+        rnd = self.input_rounding(lo, hi, dhi)
+        lower = np.where(from_lp, lower - rnd, lower)
+        upper = np.where(from_qp, upper + rnd, upper)
         lower = np.where(np.isnan(lower), default.lower, lower)
         upper = np.where(np.isnan(upper), default.upper, upper)
         return VarianceBound(lower, upper, arg_min, arg_max, default.score)

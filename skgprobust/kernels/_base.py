@@ -26,6 +26,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: Unit roundoff of float64.
+_U = 2.0**-53
+
+
+def input_rounding(amax, Xs, scale):
+    """(B, N): ``u (||amax_b / scale|| + ||x_i / scale||)``, the bound on the
+    error of the (scaled) Euclidean distance between a point of box b and
+    x_i caused by rounding the inputs and their differences; ``amax`` (B, d)
+    is the largest |coordinate| over each box."""
+    a = np.linalg.norm(amax / scale, axis=-1)
+    b = np.linalg.norm(np.asarray(Xs) / scale, axis=-1)
+    return _U * (a[:, None] + b[None, :])
+
 
 @dataclass
 class Relaxation:
@@ -160,6 +173,20 @@ class KernelAdapter:
         v = float(np.asarray(self.kernel.diag(lo[:1]), dtype=np.float64)[0]) if len(lo) else 0.0
         full = np.full(len(lo), v)
         return full, full.copy()
+
+    def rounding(self, lo, hi):
+        """(B, N) bounds E with |k~(x, x_i) - k(x, x_i)| <= E[b, i] for x in box b.
+
+        k~ is the kernel value as float64 code computes it from *rounded
+        inputs*: sklearn rounds ``x / length_scale`` (and the coordinate
+        differences) before the distance, which errs by about
+        ``u (|x| + |x_i|) / length_scale``, far beyond any relative margin when
+        features carry a large offset (e.g. timestamps). The bounds add
+        ``sum_i |w_i| E[b, i]`` to their margin. The relative rounding of the
+        value itself is covered elsewhere (``mag``). The default, zero, is
+        right for kernels computed without such cancellation.
+        """
+        return np.zeros((len(lo), len(self.Xs)))
 
     # -- optional -------------------------------------------------------
     def relax(self, lo, hi, w):

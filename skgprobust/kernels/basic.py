@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
+from ._base import _U, KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
 
 
 class ConstantAdapter(KernelAdapter):
@@ -72,6 +72,13 @@ class DotProductAdapter(KernelAdapter):
         sq_hi = np.maximum(lo * lo, hi * hi)
         return self.s2 + sq_lo.sum(-1), self.s2 + sq_hi.sum(-1)
 
+    def rounding(self, lo, hi):
+        # The inner product errs by <= d u sum_j |x_j| |x_ij| (any order), which
+        # cancellation can make large next to |k| itself.
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        d = self.Xs.shape[1]
+        return (d + 2) * _U * (amax @ np.abs(self.Xs).T + self.s2)
+
     def relax(self, lo, hi, w):
         center = 0.5 * (lo + hi)
         v = w @ self.Xs  # (B, d)
@@ -109,6 +116,12 @@ class ExpSineSquaredAdapter(KernelAdapter):
         dk_dd = K * (-2.0 / self.ls**2) * np.sin(2 * arg) * (np.pi / self.p)
         unit = (X[:, None, :] - self.Xs[None]) / np.where(d > 0, d, 1.0)[:, :, None]
         return K, (dk_dd * (d > 0))[:, :, None] * unit
+
+    def rounding(self, lo, hi):
+        # |dk/dd| <= 2 pi / (p l^2); d errs by <= 3u (||x|| + ||x_i||) and
+        # fl(pi d / p) by 2u of itself, i.e. as if d erred by 2u d more.
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        return 6.0 * (2.0 * np.pi / (self.p * self.ls**2)) * input_rounding(amax, self.Xs, 1.0)
 
     def interval(self, lo, hi):
         center, h = 0.5 * (lo + hi), 0.5 * (hi - lo)

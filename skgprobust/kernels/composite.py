@@ -33,6 +33,9 @@ class SumAdapter(KernelAdapter):
         l2, h2 = self.k2.interval(lo, hi)
         return l1 + l2, h1 + h2
 
+    def rounding(self, lo, hi):
+        return self.k1.rounding(lo, hi) + self.k2.rounding(lo, hi)
+
     def diag(self, X):
         return self.k1.diag(X) + self.k2.diag(X)
 
@@ -85,6 +88,16 @@ class ProductAdapter(KernelAdapter):
         l1, h1 = self.k1.interval(lo, hi)
         l2, h2 = self.k2.interval(lo, hi)
         return _interval_product(l1, h1, l2, h2)
+
+    def rounding(self, lo, hi):
+        if self.const is not None:
+            return abs(self.const) * self.other.rounding(lo, hi)
+        # |a~ b~ - a b| <= |a~| |b~ - b| + |b| |a~ - a|
+        e1, e2 = self.k1.rounding(lo, hi), self.k2.rounding(lo, hi)
+        l1, h1 = self.k1.interval(lo, hi)
+        l2, h2 = self.k2.interval(lo, hi)
+        m1, m2 = np.maximum(np.abs(l1), np.abs(h1)), np.maximum(np.abs(l2), np.abs(h2))
+        return (m1 + e1) * e2 + m2 * e1
 
     def diag(self, X):
         return self.k1.diag(X) * self.k2.diag(X)
@@ -153,6 +166,14 @@ class ExponentiationAdapter(KernelAdapter):
         with np.errstate(divide="ignore", invalid="ignore"):
             dK = np.where(K != 0, self.e * K ** (self.e - 1), 0.0 if self.e > 1 else np.inf)
         return K**self.e, np.nan_to_num(dK)[:, :, None] * G
+
+    def rounding(self, lo, hi):
+        e = self.base.rounding(lo, hi)
+        if self.e < 1:  # |a^e - b^e| <= |a - b|^e for a, b >= 0
+            return e**self.e
+        l, h = self.base.interval(lo, hi)
+        m = np.maximum(np.abs(l), np.abs(h)) + e
+        return self.e * m ** (self.e - 1) * e
 
     def diag(self, X):
         return self.base.diag(X) ** self.e

@@ -13,7 +13,7 @@ psi(phi_0) - b * phi_0, the paper's App. A.1 has a typo there).
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
+from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
 _TINY = 1e-200
@@ -46,6 +46,23 @@ class StationaryAdapter(KernelAdapter):
 
     def dpsi(self, phi):
         raise NotImplementedError
+
+    def lipschitz_r(self):
+        """sup over r >= 0 of |d psi(r^2) / dr| (unit amplitude), from a dense
+        logarithmic grid with 25% headroom (every psi here is smooth and
+        its r-derivative unimodal)."""
+        if getattr(self, "_lip", None) is None:
+            r = np.concatenate([np.geomspace(1e-8, 1e3, 20001), np.linspace(0.0, 20.0, 20001)[1:]])
+            with np.errstate(all="ignore"):
+                g = np.abs(2.0 * r * self.dpsi(r * r))
+            self._lip = 1.25 * float(np.nanmax(g))
+        return self._lip
+
+    def rounding(self, lo, hi):
+        # |delta r| <= ||delta z||: 2u (|a| + |b|) per scaled coordinate from
+        # sklearn's rounding, as much again from ours; 5u for headroom.
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        return 5.0 * self.lipschitz_r() * input_rounding(amax, self.Xs, self.length_scale)
 
     def _phi(self, X):
         return cdist(np.asarray(X, dtype=np.float64) / self.length_scale, self.Zs, "sqeuclidean")

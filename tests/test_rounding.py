@@ -1,0 +1,125 @@
+"""Input rounding: features with a large offset (timestamps, ids) make
+sklearn's kernel values err by ~ u |x| / length_scale, far beyond a relative
+margin. The adapters bound that error (KernelAdapter.rounding) and every
+bound widens by it; these tests check both against sklearn's own numbers."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    DotProduct,
+    ExpSineSquared,
+    Matern,
+    RationalQuadratic,
+)
+
+from skgprobust import RobustGaussianProcessRegressor
+from skgprobust.kernels import make_adapter
+
+KERNELS = {
+    "rbf-aniso": RBF([0.3, 1.0]),
+    "matern0.5": Matern([0.6, 0.9], nu=0.5),
+    "matern1.5": Matern(0.7, nu=1.5),
+    "matern2.5": Matern([0.65, 0.96], nu=2.5),
+    "rq": RationalQuadratic(0.8, 2.0),
+    "expsine": ExpSineSquared(1.0, 3.0),
+    "dot": DotProduct(1.0),
+    "c*rbf+c*dot": ConstantKernel(3.0) * RBF(0.5) + ConstantKernel(1e-20) * DotProduct(0.1),
+    "rbf**2": RBF(0.5) ** 2,
+    "rbf*matern": RBF(0.8) * Matern(1.2, nu=1.5),
+}
+
+
+def _exact_kernel(name, kernel, X, Y):
+    """Kernel values from exact coordinate differences (long double), the
+    rest in float64: the reference sklearn's values are compared with."""
+    D = X.astype(np.longdouble)[:, None, :] - Y.astype(np.longdouble)[None, :, :]
+    if name == "dot" or name == "c*rbf+c*dot":
+        return None  # no difference form; checked through the bounds below
+    if name == "expsine":
+        d = np.sqrt((D**2).sum(-1)).astype(np.float64)
+        return np.exp(-2 * (np.sin(np.pi * d / 3.0) / 1.0) ** 2)
+
+    def stationary(k, D):
+        ls = np.broadcast_to(np.asarray(k.length_scale, dtype=np.float64), (X.shape[1],))
+        r = np.sqrt(((D / ls.astype(np.longdouble)) ** 2).sum(-1)).astype(np.float64)
+        if isinstance(k, Matern):
+            s = {0.5: r, 1.5: np.sqrt(3) * r, 2.5: np.sqrt(5) * r}[k.nu]
+            return {0.5: np.exp(-s), 1.5: (1 + s) * np.exp(-s), 2.5: (1 + s + s**2 / 3) * np.exp(-s)}[k.nu]
+        if isinstance(k, RationalQuadratic):
+            return (1 + r**2 / (2 * k.alpha)) ** -k.alpha
+        return np.exp(-0.5 * r**2)
+
+    if name == "rbf**2":
+        return stationary(kernel.kernel, D) ** 2
+    if name == "rbf*matern":
+        return stationary(kernel.k1, D) * stationary(kernel.k2, D)
+    return stationary(kernel, D)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("offset", [0.0, 3.2e9, 1.4e11])
+def test_rounding_bounds_cover_sklearn_kernel_values(name, offset):
+    rng = np.random.default_rng(0)
+    kernel = KERNELS[name]
+    Xs = np.column_stack([offset + rng.uniform(0, 6, 25), rng.uniform(0, 6, 25)])
+    X = np.column_stack([offset + rng.uniform(0, 6, 200), rng.uniform(0, 6, 200)])
+    ad = make_adapter(kernel, Xs)
+    E = ad.rounding(X, X)
+    assert E.shape == (200, 25) and np.all(E >= 0)
+    ref = _exact_kernel(name, kernel, X, Xs)
+    if ref is None:
+        return
+    K = kernel(X, Xs)
+    err = np.abs(K - ref)
+    # relative rounding of the value itself is covered by the relative margin
+    assert np.all(err <= E + 1e-13 * np.abs(ref) + 1e-300), (name, float((err - E).max()))
+    if offset >= 1e9 and name in ("rbf-aniso", "matern2.5", "rbf*matern"):
+        # the error is real (x / length_scale rounds); RQ and ExpSineSquared
+        # subtract raw inputs (exact here, Sterbenz), length scale 0.5 is exact
+        assert err.max() > 1e-9
+
+
+def _scan_faces(reg, lo, hi, n=20001):
+    """sklearn's predictions on a dense grid of every edge of a 2-D box."""
+    t0, t1 = np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n)
+    P = np.vstack([np.column_stack([np.full(n, a), t1]) for a in (lo[0], hi[0])]
+                  + [np.column_stack([t0, np.full(n, b)]) for b in (lo[1], hi[1])])
+    return P
+
+
+def _offset_case(trial):
+    """The random configurations of the adversarial sweep that found the bug
+    (converged mean ranges excluded sklearn's predictions by 1.2e-7 and 2.6e-6)."""
+    rng = np.random.default_rng(5)
+    for t in range(trial + 1):
+        off = 10 ** rng.uniform(9, 13)
+        ls = rng.uniform(0.3, 1.5, 2)
+        kernel = [RBF(ls), Matern(ls, nu=2.5), Matern(ls, nu=1.5), RationalQuadratic(ls[0], 2.0)][t % 4]
+        X = np.column_stack([off + rng.uniform(0, 6, 30), rng.uniform(0, 6, 30)])
+        y = np.sin(2 * (X[:, 0] - off)) + (X[:, 1] - 3) ** 2 / 3
+        x0 = np.column_stack([off + rng.uniform(1, 5, 4), rng.uniform(1, 5, 4)])
+        g = np.array([rng.uniform(0.05, 0.5), rng.uniform(0.2, 1.0)])
+    return kernel, X, y, x0[:1], g
+
+
+@pytest.mark.parametrize("trial", [8, 9])
+def test_mean_and_std_ranges_hold_for_offset_features(trial):
+    kernel, X, y, x0, g = _offset_case(trial)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(kernel=kernel, optimizer=None, alpha=1e-4).fit(X, y)
+        rm = reg.prediction_range(x0, g, epsilon=1e-9, max_iter=2000)
+        rs = reg.prediction_range(x0, g, statistic="std", epsilon=1e-6, max_iter=300)
+    lo, hi = x0[0] - g, x0[0] + g
+    P = np.vstack([_scan_faces(reg, lo, hi, 100001), lo + rng.uniform(size=(20000, 2)) * (hi - lo)])
+    mu, sd = GaussianProcessRegressor.predict(reg, P, return_std=True)
+    assert mu.min() >= rm.min_lower[0, 0] - 1e-9
+    assert mu.max() <= rm.max_upper[0, 0] + 1e-9
+    assert sd.min() >= rs.min_lower[0, 0] - 1e-9
+    assert sd.max() <= rs.max_upper[0, 0] + 1e-9
