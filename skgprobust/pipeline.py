@@ -415,6 +415,11 @@ def _push(pre, X, gamma, features, domain):
     """
     X = _validate_raw(pre, X)
     lo, hi = make_boxes(X, gamma, features=features, domain=domain, feature_names=pre.feature_names)
+    return _push_boxes(pre, X, lo, hi)
+
+
+def _push_boxes(pre, X, lo, hi):
+    """As :func:`_push`, for given raw boxes ``[lo, hi]`` containing the rows of X."""
     n = len(X)
     pre.check_map(X[0])
     Z = pre.transform(np.vstack([X, lo, hi]))
@@ -595,6 +600,11 @@ def prediction_range(estimator, X, gamma, **kwargs):
     pre = _Preprocessing(steps, final)
     features, domain = kwargs.pop("features", None), kwargs.pop("domain", None)
     p = _push(pre, X, gamma, features, domain)
+    return _range_pushed(pre, final, p, kwargs)
+
+
+def _range_pushed(pre, final, p, kwargs):
+    """prediction_range over the pushed raw boxes ``p`` (see :func:`prediction_range`)."""
     res = _call_groups(final.prediction_range, pre, p, **kwargs)
     n, d = p.X.shape
     k = res.min_lower.shape[1]
@@ -636,10 +646,9 @@ def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, do
     estimator or a Pipeline ending in one, with the boxes in raw units.
 
     Each one-sided raw box ``[x, x + gamma e_i]`` (and ``[x - gamma e_i, x]``)
-    is the box of half-width ``gamma / 2`` around its midpoint, whose range
-    :func:`prediction_range` certifies through the preprocessing; Delta and
-    its bounds follow as in the estimator's ``explain``. Up to rounding of the
-    midpoint (an ulp), the boxes are the one-sided boxes.
+    is mapped through the preprocessing exactly as :func:`prediction_range`
+    maps its boxes (the raw box itself, not a float midpoint and half-width);
+    Delta and its bounds follow as in the estimator's ``explain``.
 
     Parameters
     ----------
@@ -707,21 +716,21 @@ def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, do
     start = time.perf_counter()
     for jj, j in enumerate(feats):
         for side, edge in enumerate((hi[:, j], lo[:, j])):
-            half = 0.5 * np.abs(edge - X[:, j])
+            # The exact one-sided raw boxes (a float midpoint +- half-width
+            # could miss x or overshoot the edge by an ulp, which the model's
+            # slope in scaled units can turn into a large error).
+            LO, HI = X.copy(), X.copy()
+            LO[:, j], HI[:, j] = np.minimum(X[:, j], edge), np.maximum(X[:, j], edge)
             centres = X.copy()
-            centres[:, j] = 0.5 * (X[:, j] + edge)
-            for h in np.unique(half):  # rows sharing a half-width share a call
-                rows = np.flatnonzero(half == h)
-                g = np.zeros(d)
-                g[j] = h
-                r = prediction_range(estimator, centres[rows], g, epsilon=epsilon, **kwargs)
-                c = cols[rows]
-                if np.any(c >= r.min_lower.shape[1]):
-                    raise ValueError(f"target output {int(c.max())} does not exist ({r.min_lower.shape[1]} outputs).")
-                sel = (np.arange(len(rows)), c)
-                for s, name in enumerate(("min_lower", "min_upper", "max_lower", "max_upper")):
-                    ranges[s, side, rows, jj] = getattr(r, name)[sel]
-                converged[rows, jj] &= r.converged[sel]
+            centres[:, j] = np.clip(0.5 * (LO[:, j] + HI[:, j]), LO[:, j], HI[:, j])
+            r = _range_pushed(pre, final, _push_boxes(pre, centres, LO, HI), dict(kwargs, epsilon=epsilon))
+            c = cols
+            if np.any(c >= r.min_lower.shape[1]):
+                raise ValueError(f"target output {int(c.max())} does not exist ({r.min_lower.shape[1]} outputs).")
+            sel = (np.arange(n), c)
+            for s, name in enumerate(("min_lower", "min_upper", "max_lower", "max_upper")):
+                ranges[s, side, :, jj] = getattr(r, name)[sel]
+            converged[:, jj] &= r.converged[sel]
     values, low, high = delta_from_ranges(tuple(ranges[:, 0]), tuple(ranges[:, 1]))
     names = pre.feature_names if pre.feature_names is not None else np.array([f"x{j}" for j in range(d)], dtype=object)
     gam = np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy()

@@ -182,7 +182,10 @@ def make_robustness_scorer(
     if metric == "delta_robust_rate" and delta is None:
         raise ValueError("metric='delta_robust_rate' needs delta, the allowed change of the predictive mean.")
     if metric == "certified_accuracy" and delta is not None:
-        raise ValueError("delta applies to regressors; metric='certified_accuracy' is for classifiers.")
+        raise ValueError(
+            "delta applies to regressors, but metric='certified_accuracy' (the default) is for classifiers: "
+            "pass metric='delta_robust_rate' (or 'robustness_rate') with delta for a regressor."
+        )
     if delta is not None and (not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0):
         raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
     if norm not in (1, 2, np.inf):

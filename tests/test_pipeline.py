@@ -552,3 +552,29 @@ def test_explain_pipeline_matches_prescaled_model_and_method(data):
                           scaled.explain(pipe[0].transform(X_test[:1]), 0.1, random_state=0).values)
     with pytest.raises(UnsupportedStepError):
         explain(sk_make_pipeline(PCA(2), _clf()).fit(X, y), X_test[:1], GAMMA)
+
+
+def test_explain_pipeline_exact_one_sided_boxes_at_ulp_scale():
+    # A raw feature near 1e8 with a tiny spread: one raw ulp is 0.0055 standard
+    # deviations. The one-sided boxes of gamma = 3 ulp hold 4 representable
+    # values each, so Delta is exact; a float midpoint +- half-width box once
+    # missed x or overshot the edge and the certified Delta was off by 0.075.
+    from skgprobust.pipeline import explain
+
+    u = np.spacing(1e8)
+    rng = np.random.default_rng(0)
+    k = rng.integers(-300, 300, 60)
+    X = np.column_stack([1e8 + k * u, rng.normal(size=60)])
+    y = (k + 40 * X[:, 1] > 0).astype(int)
+    pipe = sk_make_pipeline(StandardScaler(), RobustGaussianProcessClassifier(kernel=1.0 * RBF([1.0, 1.0]), random_state=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+    for m in (-40, -13, 5, 20, 38):
+        x = np.array([[1e8 + m * u, 0.0]])
+        ex = explain(pipe, x, np.array([3 * u, 0.1]), features=[0], epsilon=1e-6, max_iter=300, random_state=0)
+        P = np.column_stack([x[0, 0] + np.arange(-3, 4) * u, np.zeros(7)])
+        p = pipe.predict_proba(P)[:, list(pipe.classes_).index(ex.target[0])]
+        plus, minus = p[3:], p[:4]
+        delta = (plus.max() - minus.max()) + (plus.min() - minus.min())
+        assert ex.lower[0, 0] - 1e-9 <= delta <= ex.upper[0, 0] + 1e-9, (m, delta, ex.lower[0, 0], ex.upper[0, 0])
