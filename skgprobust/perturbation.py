@@ -5,12 +5,18 @@ import numbers
 import numpy as np
 
 
-def _check_finite_array(value, name, d):
-    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
+def _check_finite_array(value, name, d, allow_inf=0.0):
+    """Validated (d,) float array; ``allow_inf`` = -inf or +inf admits that
+    infinity (an unbounded side of a domain), never NaN or the other one."""
+    try:
+        arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
+    except (TypeError, ValueError):
+        arr = None
     if arr is None or arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
         raise ValueError(f"{name} must be a scalar or an array of length n_features={d}, got {value!r}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {value!r}.")
+    if not np.all(np.isfinite(arr) | (arr == allow_inf)):
+        what = "finite" if allow_inf == 0.0 else f"finite or {allow_inf}"
+        raise ValueError(f"{name} must be {what}, got {value!r}.")
     return np.broadcast_to(arr, (d,)).astype(np.float64)
 
 
@@ -55,7 +61,8 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
         Half-width of the l_inf box per feature, in the units of X; >= 0.
     features : see :func:`resolve_features`
     domain : tuple (low, high), optional
-        Valid input range (scalars or arrays of length d); the box is
+        Valid input range (scalars or arrays of length d; None for an
+        unbounded side, -inf / +inf for an unbounded feature); the box is
         intersected with it. Every row must lie inside the domain.
     """
     n, d = X.shape
@@ -71,8 +78,8 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
             low, high = domain
         except (TypeError, ValueError):
             raise ValueError(f"domain must be a pair (low, high), got {domain!r}.") from None
-        low = _check_finite_array(low, "domain low", d) if low is not None else np.full(d, -np.inf)
-        high = _check_finite_array(high, "domain high", d) if high is not None else np.full(d, np.inf)
+        low = _check_finite_array(low, "domain low", d, -np.inf) if low is not None else np.full(d, -np.inf)
+        high = _check_finite_array(high, "domain high", d, np.inf) if high is not None else np.full(d, np.inf)
         if np.any(low > high):
             raise ValueError("domain low must be <= high for every feature.")
         outside = np.any((X < low) | (X > high), axis=1)

@@ -217,13 +217,25 @@ def test_bad_variance_bound_name():
         (0.0,),  # not a pair
         ([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0]),  # wrong length
         (np.nan, 1.0),
+        (np.inf, 1.0),  # +inf is no lower bound
+        (-1.0, [1.0, -np.inf]),  # -inf is no upper bound
     ],
-    ids=["below", "above", "one_feature_outside", "low_gt_high", "not_a_pair", "wrong_length", "nan"],
+    ids=["below", "above", "one_feature_outside", "low_gt_high", "not_a_pair", "wrong_length", "nan", "low_inf",
+         "high_minus_inf"],
 )
 def test_bad_domain_raises_value_error(methods, name, domain):
     method, kw = _get(methods, name)
     with pytest.raises(ValueError):
         method(np.zeros((1, 2)), 0.1, domain=domain, **kw)
+
+
+def test_domain_infinite_side_per_feature(fitted_reg):
+    # -inf / +inf mark one feature unbounded on that side (None: all features).
+    X = np.array([[0.0, 0.0], [0.95, -0.5]])
+    a = fitted_reg.prediction_range(X, 0.2, domain=([-0.05, -np.inf], [np.inf, 0.02]), epsilon=1e-3, random_state=0)
+    b = fitted_reg.prediction_range(X, 0.2, domain=([-0.05, -10.0], [10.0, 0.02]), epsilon=1e-3, random_state=0)
+    np.testing.assert_array_equal(a.min_lower, b.min_lower)
+    np.testing.assert_array_equal(a.max_upper, b.max_upper)
 
 
 def test_domain_clips_the_box(fitted_reg):
