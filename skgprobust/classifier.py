@@ -6,7 +6,7 @@ from sklearn.utils._available_if import available_if
 
 from ._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
 from .bounds import AffineMean
-from .explain import Explanation, explain_rows, feature_names_of
+from .explain import Explanation, class_targets, explain_rows, feature_names_of
 from .latent import from_classifier
 from .perturbation import resolve_features
 from .objectives import MarginObjective, ProbaObjective, _ClassProbabilities
@@ -373,18 +373,8 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
         n, d = X.shape
         feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
-        classes = list(self.classes_)
-        if target is None:
-            labels = self.base_estimator_.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
-        else:
-            labels = np.asarray(target, dtype=self.classes_.dtype if np.ndim(target) else None)
-            labels = np.broadcast_to(labels, (n,)) if labels.ndim == 0 else labels
-            if labels.shape != (n,):
-                raise ValueError(f"target must be one label or one per row ({n}), got shape {labels.shape}.")
-            unknown = sorted({str(t) for t in labels.tolist() if t not in classes})
-            if unknown:
-                raise ValueError(f"target labels {unknown} are not in classes_ {self.classes_.tolist()}.")
-        idx = [classes.index(t) for t in labels.tolist()]
+        labels, idx = class_targets(self.classes_, target, n, lambda: self.base_estimator_.predict(X))
+        idx = idx.tolist()
         probs = self._probabilities(variance_bound)
         pairs = {c: (ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0)) for c in set(idx)}
 

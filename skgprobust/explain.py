@@ -228,6 +228,26 @@ def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max
     return values, low, high, converged, np.array([o[4] for o in outs])
 
 
+def class_targets(classes_, target, n, predict):
+    """Labels explained per row and their column in ``classes_``.
+
+    ``target`` None: ``predict()`` (the model's predicted labels); one label
+    or one per row otherwise, each checked against ``classes_``.
+    """
+    classes = list(classes_)
+    if target is None:
+        labels = np.asarray(predict()) if n else np.empty(0, dtype=classes_.dtype)
+    else:
+        labels = np.asarray(target, dtype=classes_.dtype if np.ndim(target) else None)
+        labels = np.broadcast_to(labels, (n,)) if labels.ndim == 0 else labels
+        if labels.shape != (n,):
+            raise ValueError(f"target must be one label or one per row ({n}), got shape {labels.shape}.")
+        unknown = sorted({str(t) for t in labels.tolist() if t not in classes})
+        if unknown:
+            raise ValueError(f"target labels {unknown} are not in classes_ {classes_.tolist()}.")
+    return labels, np.array([classes.index(t) for t in labels.tolist()], dtype=int)
+
+
 def delta_from_ranges(plus, minus):
     """Delta's estimate and certified interval from the ranges over T+ and T-.
 

@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 
-def _check_finite_array(value, name, d, allow_inf=0.0):
+def _check_finite_array(value, name, d, allow_inf=None):
     """Validated (d,) float array; ``allow_inf`` = -inf or +inf admits that
     infinity (an unbounded side of a domain), never NaN or the other one."""
     try:
@@ -14,8 +14,9 @@ def _check_finite_array(value, name, d, allow_inf=0.0):
         arr = None
     if arr is None or arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
         raise ValueError(f"{name} must be a scalar or an array of length n_features={d}, got {value!r}.")
-    if not np.all(np.isfinite(arr) | (arr == allow_inf)):
-        what = "finite" if allow_inf == 0.0 else f"finite or {allow_inf}"
+    ok = np.isfinite(arr) if allow_inf is None else np.isfinite(arr) | (arr == allow_inf)
+    if not np.all(ok):
+        what = "finite" if allow_inf is None else f"finite or {allow_inf}"
         raise ValueError(f"{name} must be {what}, got {value!r}.")
     return np.broadcast_to(arr, (d,)).astype(np.float64)
 

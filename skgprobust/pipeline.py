@@ -47,7 +47,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .exceptions import BudgetExhaustedWarning
-from .explain import Explanation, delta_from_ranges
+from .explain import Explanation, class_targets, delta_from_ranges
 from .perturbation import make_boxes, resolve_features
 from .results import CertificationResult, RangeResult
 
@@ -691,18 +691,7 @@ def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, do
     lo, hi = make_boxes(X, gamma, domain=domain, feature_names=pre.feature_names)
     feats = np.flatnonzero(resolve_features(features, d, pre.feature_names))
     if is_classifier(final):
-        classes = list(final.classes_)
-        if target is None:
-            labels = np.asarray(estimator.predict(pre.raw_frame(X)))
-        else:
-            labels = np.asarray(target, dtype=final.classes_.dtype if np.ndim(target) else None)
-            labels = np.broadcast_to(labels, (n,)) if labels.ndim == 0 else labels
-        if labels.shape != (n,):
-            raise ValueError(f"target must be one label or one per row ({n}), got shape {labels.shape}.")
-        unknown = sorted({str(t) for t in labels.tolist() if t not in classes})
-        if unknown:
-            raise ValueError(f"target labels {unknown} are not in classes_ {final.classes_.tolist()}.")
-        cols = np.array([classes.index(t) for t in labels.tolist()])
+        labels, cols = class_targets(final.classes_, target, n, lambda: estimator.predict(pre.raw_frame(X)))
     else:
         target = 0 if target is None else target
         if not isinstance(target, numbers.Integral) or isinstance(target, bool) or target < 0:

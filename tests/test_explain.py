@@ -102,7 +102,8 @@ def test_target_class_and_complement(binary):
     assert np.all(e1.target == 1) and np.all(e0.target == 0)
     # p0 = 1 - p1 swaps max and min: Delta(p0) = -Delta(p1).
     assert np.allclose(e0.values, -e1.values, atol=4e-3)
-    assert np.all(e0.lower <= -e1.lower + 1e-9) or np.all(-e1.upper <= e0.upper + 1e-9)
+    # the certified intervals of Delta(p0) and -Delta(p1) overlap
+    assert np.all(e0.lower <= -e1.lower + 1e-9) and np.all(-e1.upper <= e0.upper + 1e-9)
     per_row = clf.explain(X[:2], gamma=0.3, target=[0, 1], random_state=0)
     assert per_row.target.tolist() == [0, 1]
 

@@ -75,7 +75,8 @@ def test_plot_explanation_bars_and_heatmap(clf):
     model, X = clf
     ex = model.explain(X[:3], gamma=0.3)
     ax = plot_explanation(ex, row=0)
-    assert len(ax.patches) == 2 and [t.get_text() for t in ax.get_yticklabels()]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(ax.patches) == 2 and sorted(labels) == sorted(str(f) for f in ex.feature_names)
     ax = plot_explanation(ex, top=1)
     assert len(ax.patches) == 1 and ax.get_title() == "mean over rows"
     ax = plot_explanation_heatmap(ex, (1, 2), row=None)

@@ -436,7 +436,11 @@ def test_verbose_progress_bar(capsys):
     reg = RobustGaussianProcessRegressor().fit(X, X[:, 0])
     reg.prediction_range(X[:2], gamma=0.01, statistic="std", verbose=1)
     assert "2/2 rows" in capsys.readouterr().err
-    reg.certify(X[:2], gamma=0.01, delta=0.1, verbose=1, n_jobs=2)  # joblib's messages
+    serial = reg.certify(X[:2], gamma=0.01, delta=0.1)
+    capsys.readouterr()
+    par = reg.certify(X[:2], gamma=0.01, delta=0.1, verbose=1, n_jobs=2)  # joblib's messages
+    assert "Parallel" in capsys.readouterr().err
+    assert np.array_equal(serial.status, par.status)
     for bad in (-1, 0.5, "yes"):
         with pytest.raises(ValueError, match="verbose"):
             clf.certify(X[:1], gamma=0.01, verbose=bad)
