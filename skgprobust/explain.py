@@ -248,6 +248,26 @@ def class_targets(classes_, target, n, predict):
     return labels, np.array([classes.index(t) for t in labels.tolist()], dtype=int)
 
 
+def _ordered_features(features, d, feature_names=None):
+    """Column indices in the order given (weights align with it); a boolean
+    mask gives its columns in order. Validated like ``resolve_features``."""
+    from .perturbation import resolve_features
+
+    if features is None:
+        return np.arange(d)
+    f = np.atleast_1d(np.asarray(features))
+    mask = resolve_features(f, d, feature_names)  # raises on bad input
+    if f.dtype == bool:
+        return np.flatnonzero(mask)
+    if f.dtype.kind in "US" or f.dtype == object:
+        names = [str(n) for n in feature_names]
+        f = np.array([names.index(str(n)) for n in f.tolist()])
+    f = f.astype(int)
+    if len(np.unique(f)) != len(f):
+        raise ValueError(f"features has duplicate entries: {features!r}.")
+    return f
+
+
 def delta_from_ranges(plus, minus):
     """Delta's estimate and certified interval from the ranges over T+ and T-.
 
@@ -337,7 +357,7 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
         raise TypeError("adversarial_gap_curve needs a fitted classifier with predict_proba.")
     x = validate_row(estimator, x)
     d = len(x)
-    feats = np.arange(d) if features is None else np.asarray(features, dtype=int).reshape(-1)
+    feats = _ordered_features(features, d, getattr(estimator, "feature_names_in_", None))
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
     if w.shape != feats.shape:
         raise ValueError(f"weights has {w.size} entries for {feats.size} features.")

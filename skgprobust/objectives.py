@@ -271,18 +271,29 @@ class SoftmaxProbabilities:
 
     def p_box(self, lo, hi):
         """Certified (p_lo, p_hi), each (B, m), over each box; also the latent boxes."""
-        from .softmax import softmax_gaussian_bounds
+        from .softmax import _MAX_ABS_MEAN, _MAX_VAR, softmax_gaussian_bounds
 
         key = (lo.shape, lo.tobytes(), hi.tobytes())
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
+        cache = self._cache  # read once: threads may replace it meanwhile
+        if cache is not None and cache[0] == key:
+            return cache[1]
         boxes = [latent_box(m, v, lo, hi, output=j) for m, j, v in self.outputs]
         mu_lo = np.column_stack([b.mu_lo for b in boxes])
         mu_hi = np.column_stack([b.mu_hi for b in boxes])
         # Variance bounds can dip below zero by rounding: the true variance is >= 0.
         v_lo = np.maximum(np.column_stack([b.v_lo for b in boxes]), 0.0)
         v_hi = np.maximum(np.column_stack([b.v_hi for b in boxes]), v_lo)
-        p_lo, p_hi = softmax_gaussian_bounds(mu_lo, mu_hi, v_lo, v_hi, **self.softmax_options)
+        # Boxes whose latent bounds are unbounded or beyond the discretisation's
+        # range get the trivial (still valid) [0, 1]; splitting tightens them.
+        ok = (
+            np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1)
+            & np.all((np.abs(mu_lo) <= _MAX_ABS_MEAN) & (np.abs(mu_hi) <= _MAX_ABS_MEAN) & (v_hi <= _MAX_VAR), axis=1)
+        )
+        p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
+        if ok.any():
+            p_lo[ok], p_hi[ok] = softmax_gaussian_bounds(
+                mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], **self.softmax_options
+            )
         result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
         self._cache = (key, result)
         return result

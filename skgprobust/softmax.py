@@ -466,7 +466,7 @@ def _bounds_chunk(mu_lo, mu_hi, var_lo, var_hi, n_cells, n_lse, tail_sigmas):
 
     lower = np.empty((B, m))
     upper = np.empty((B, m))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         inv_left = 1.0 / left_lo  # in (0, inf]: inf where z underflowed or at -inf (corner value 0)
     inv_right = 1.0 / right_hi  # in [0, 1 / _TINY]: 0 for the +inf cell (corner value 1)
     for c in range(m):

@@ -233,3 +233,17 @@ def test_empty_input_is_refused_like_predict(binary):
     clf, X = binary
     with pytest.raises(ValueError, match="0 sample"):
         clf.explain(X[:0], gamma=0.1)
+
+
+def test_gap_curve_features_keep_order_and_are_validated(binary):
+    from skgprobust.explain import adversarial_gap_curve
+
+    clf, X = binary
+    x = X[0]
+    a = adversarial_gap_curve(clf, x, 0.3, [2.0, 1.0], features=[1, 0])
+    b = adversarial_gap_curve(clf, x, 0.3, [1.0, 2.0], features=[0, 1])
+    np.testing.assert_allclose(a.gaps, b.gaps)
+    mask = adversarial_gap_curve(clf, x, 0.3, [1.0, 2.0], features=np.array([True, True]))
+    np.testing.assert_allclose(mask.gaps, b.gaps)
+    with pytest.raises(ValueError, match="duplicate"):
+        adversarial_gap_curve(clf, x, 0.3, [1.0, 2.0], features=[1, 1])

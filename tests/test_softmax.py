@@ -607,3 +607,15 @@ def test_softmax_probabilities_validation():
     bad = SoftmaxProbabilities(probs.outputs, lambda X: np.zeros((len(X), 2)))
     with pytest.raises(ValueError, match="proba returned shape"):
         bad.p(np.zeros((3, 2)))
+
+
+def test_softmax_engine_unbounded_latent_box_gives_trivial_probabilities():
+    # A huge box drives the latent mean/variance bounds beyond the
+    # discretisation's range (or to inf): [0, 1] is returned, no exception.
+    probs, X = _softmax_model()
+    lo = np.vstack([X[:1] - 1e200, X[:1] - 0.01])
+    hi = np.vstack([X[:1] + 1e200, X[:1] + 0.01])
+    p_lo, p_hi, _ = probs.p_box(lo, hi)
+    assert np.all(p_lo[0] <= 0.0) and np.all(p_hi[0] >= 1.0)
+    p = probs.p(X[:1])[0]
+    assert np.all(p_lo[1] <= p) and np.all(p <= p_hi[1]) and np.all(p_hi[1] - p_lo[1] < 0.5)
