@@ -55,8 +55,8 @@ from sklearn.preprocessing import StandardScaler
 
 import skgprobust
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier
-from skgprobust.bounds import AffineMean
-from skgprobust.latent import from_binary_classifier
+from skgprobust._bounds._mean import AffineMean
+from skgprobust._engine._latent import from_binary_classifier
 
 warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
 

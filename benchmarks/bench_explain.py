@@ -117,7 +117,7 @@ def main():
                 f"{ex.converged.mean():.0%}", f"{np.mean(ex.upper - ex.lower):.4f}"]
         per_feature = None
         if not args.no_lime:
-            from skgprobust.compare import compare_with_lime
+            from skgprobust.inspection import compare_with_lime
 
             t0 = time.perf_counter()
             comp = compare_with_lime(clf, sub, rows, gamma, explanation=ex, num_samples=args.lime_samples,

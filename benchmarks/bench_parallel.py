@@ -23,7 +23,7 @@ Table 1 -- wall time of the workload and speed-up over ``n_jobs=1``:
   is not installed): once with Dask's default worker environment and once
   without the ``MALLOC_TRIM_THRESHOLD_=65536`` that Dask's nanny sets
   (before workers tuned glibc's allocator themselves, see
-  ``skgprobust._common._keep_freed_memory``, that setting made the many
+  ``skgprobust._engine._common._keep_freed_memory``, that setting made the many
   temporary arrays of the bound computations about 4x more expensive; the
   two rows should now agree).
 

@@ -105,7 +105,7 @@ def rounding_margin(reg, X):
     attributes). The floating-point margin bounds.py subtracts from each lower
     bound is margin_rtol times a magnitude that includes at least these terms,
     so a row whose value here exceeds epsilon is not expected to converge."""
-    from skgprobust.bounds import margin_rtol
+    from skgprobust._bounds._mean import margin_rtol
 
     N, d = reg.X_train_.shape
     w = np.asarray(reg.alpha_, dtype=float).reshape(-1) * float(np.ravel(reg._y_train_std)[0])

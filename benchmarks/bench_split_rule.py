@@ -23,10 +23,10 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.preprocessing import StandardScaler
 
 from skgprobust import RobustGaussianProcessClassifier
-from skgprobust.bnb import BranchAndBound
-from skgprobust.bounds import AffineMean
-from skgprobust.latent import from_binary_classifier
-from skgprobust.search import local_search
+from skgprobust._engine._bnb import BranchAndBound
+from skgprobust._bounds._mean import AffineMean
+from skgprobust._engine._latent import from_binary_classifier
+from skgprobust._engine._search import local_search
 
 
 class _Widest(BranchAndBound):

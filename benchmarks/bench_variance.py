@@ -70,8 +70,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel  # noqa: E402
 
 import skgprobust  # noqa: E402
 from skgprobust.kernels import make_adapter  # noqa: E402
-from skgprobust.variance import LatentVariance  # noqa: E402
-from skgprobust.variance_paper import PaperLatentVariance  # noqa: E402
+from skgprobust._bounds._variance import LatentVariance  # noqa: E402
+from skgprobust._bounds._variance_paper import PaperLatentVariance  # noqa: E402
 
 WIDTHS = (0.05, 0.2)
 TOL = 1e-9

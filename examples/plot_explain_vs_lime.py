@@ -30,9 +30,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skgprobust import RobustGaussianProcessClassifier
-from skgprobust.compare import compare_with_lime
-from skgprobust.explain import adversarial_gap_curve
-from skgprobust.plotting import plot_explanation
+from skgprobust.inspection import compare_with_lime
+from skgprobust.inspection import adversarial_gap_curve
+from skgprobust.inspection import plot_explanation
 
 data = load_breast_cancer()
 features = ["mean radius", "mean texture", "mean smoothness", "mean concave points", "mean symmetry"]
@@ -79,7 +79,7 @@ plt.tight_layout()
 # %%
 # LIME on the same rows
 # ---------------------
-# :func:`~skgprobust.compare.compare_with_lime` runs LIME (continuous
+# :func:`~skgprobust.inspection.compare_with_lime` runs LIME (continuous
 # features, not discretised) on the same rows and class, and aligns its
 # weights with our Delta. The two live in different units (LIME: per training
 # standard deviation; Delta: change of probability over the box), so they are
@@ -103,7 +103,7 @@ else:
 # %%
 # Which ranking finds adversarial examples? (paper Fig. 6)
 # --------------------------------------------------------
-# For a row predicted benign, :func:`~skgprobust.explain.adversarial_gap_curve`
+# For a row predicted benign, :func:`~skgprobust.inspection.adversarial_gap_curve`
 # moves its ``beta`` most important features (by ``|weight|``) by ``gamma``
 # against the sign of their weight and reads ``pi_gap = P(benign) -
 # P(malignant)`` from ``predict_proba``: a negative gap is an adversarial

@@ -9,7 +9,7 @@ robust GP estimator, with the box given in **raw input units**: the box is
 mapped through the scalers (exactly, per feature), and counterexamples come
 back as raw points, re-checked with ``pipe.predict``.
 
-:func:`~skgprobust.scoring.make_robustness_scorer` turns this into a scorer
+:func:`~skgprobust.make_robustness_scorer` turns this into a scorer
 for :class:`~sklearn.model_selection.GridSearchCV`. Here a grid search over
 the RBF length scale picks the model with the best *certified accuracy*
 (correct **and** proven robust) rather than the best plain accuracy.
@@ -25,7 +25,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skgprobust import RobustGaussianProcessClassifier
 from skgprobust.pipeline import certify
-from skgprobust.scoring import make_robustness_scorer
+from skgprobust import make_robustness_scorer
 
 data = load_breast_cancer()
 features = ["mean radius", "mean texture", "mean smoothness"]

@@ -15,7 +15,7 @@ certified intervals for
 * ``pi_max`` -- the largest one.
 
 Drawn over a grid of radii, with the probability that an attack (multi-start
-projected gradient descent, :func:`~skgprobust.attacks.pgd`) reaches, this is
+projected gradient descent, :func:`~skgprobust.inspection.pgd`) reaches, this is
 the paper's Fig. 2. An attack only shows how low the probability *can* be
 pushed; the lower edge of the ``pi_min`` band is a *proof* that no point of
 the box goes lower.
@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgprobust import RobustGaussianProcessClassifier
-from skgprobust.plotting import plot_decision_map, plot_robustness_curve, robustness_curve
+from skgprobust.inspection import plot_decision_map, plot_robustness_curve, robustness_curve
 
 SHIFT = 1.5  # as in benchmarks/bench_proba.py
 
@@ -54,7 +54,7 @@ print("test accuracy:", clf.score(X_test, y_test))
 # -------------------------------------
 # Two test points: a close call (the model gives its class about 65%) and a
 # more confident one (about 85%). ``robustness_curve`` returns the numbers that
-# :func:`~skgprobust.plotting.plot_robustness_curve` draws: for each gamma,
+# :func:`~skgprobust.inspection.plot_robustness_curve` draws: for each gamma,
 # ``min_lower <= pi_min <= min_upper`` and ``max_lower <= pi_max <= max_upper``
 # (proven; ``min_upper`` and ``max_lower`` are values the model attains in
 # the box), refined until each interval is narrower than ``epsilon``.
@@ -92,7 +92,7 @@ plt.tight_layout()
 # -----------------------------------------
 # ``certify`` answers the yes/no question for every test point: robust
 # (proof), not robust (a counterexample re-checked with ``predict``) or
-# unknown (budget). :func:`~skgprobust.plotting.plot_decision_map` draws the
+# unknown (budget). :func:`~skgprobust.inspection.plot_decision_map` draws the
 # answers, with each point's box, over the model's probability map.
 
 gamma = 0.3

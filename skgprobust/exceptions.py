@@ -1,4 +1,12 @@
-"""Exceptions raised by skgprobust."""
+"""Every exception and warning skgprobust raises (as ``sklearn.exceptions``)."""
+
+__all__ = [
+    "UnsupportedKernelError",
+    "UnsupportedModelError",
+    "UnsupportedStepError",
+    "BudgetExhaustedWarning",
+    "RoundTripWarning",
+]
 
 
 class UnsupportedKernelError(TypeError):
@@ -16,3 +24,20 @@ class BudgetExhaustedWarning(UserWarning):
     Their results are still valid bounds; only the answer is less precise
     ("unknown" status or ``converged`` False).
     """
+
+
+class UnsupportedModelError(TypeError):
+    """The estimator (or its fitted state) is not a model skgprobust can bound,
+    e.g. a one-vs-one multi-class classifier asked for probabilities."""
+
+
+class UnsupportedStepError(TypeError, ValueError):
+    """A pipeline step cannot be mapped soundly from input boxes to model-input boxes.
+
+    Subclass of both ``TypeError`` and ``ValueError``.
+    """
+
+
+class RoundTripWarning(UserWarning):
+    """A counterexample found in the model's input space did not survive the
+    mapping back to raw inputs; the row is reported as ``"unknown"``."""

@@ -46,10 +46,10 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .exceptions import BudgetExhaustedWarning
-from .explain import Explanation, class_targets, delta_from_ranges
-from .perturbation import make_boxes, resolve_features
-from .results import CertificationResult, RangeResult
+from .exceptions import BudgetExhaustedWarning, RoundTripWarning, UnsupportedStepError
+from ._engine._delta import Explanation, class_targets, delta_from_ranges
+from ._engine._perturbation import make_boxes, resolve_features
+from ._engine._results import CertificationResult, RangeResult
 
 __all__ = [
     "certify",
@@ -73,18 +73,6 @@ SUPPORTED_STEPS = (
     "(dense output, positive transformer_weights)",
     "a nested Pipeline of supported steps",
 )
-
-
-class UnsupportedStepError(TypeError, ValueError):
-    """A pipeline step cannot be mapped soundly from input boxes to model-input boxes.
-
-    Subclass of both ``TypeError`` and ``ValueError``.
-    """
-
-
-class RoundTripWarning(UserWarning):
-    """A counterexample found in the model's input space did not survive the
-    mapping back to raw inputs; the row is reported as ``"unknown"``."""
 
 
 def _unsupported(name, step, why=""):

@@ -13,7 +13,7 @@ from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
-from skgprobust.attacks import attack_succeeded, gpfgs, gpjm, pgd
+from skgprobust.inspection import attack_succeeded, gpfgs, gpjm, pgd
 
 from .conftest import gpc_latent, gpr_predict
 

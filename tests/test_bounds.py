@@ -18,7 +18,7 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from skgprobust.bounds import AffineMean, margin_rtol, minimise_separable, taylor_lower
+from skgprobust._bounds._mean import AffineMean, margin_rtol, minimise_separable, taylor_lower
 from skgprobust.kernels import make_adapter
 from skgprobust.kernels.stationary import StationaryAdapter
 

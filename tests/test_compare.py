@@ -9,8 +9,8 @@ import pytest
 from sklearn.datasets import make_blobs, make_moons
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
-from skgprobust.compare import compare_with_lime
-from skgprobust.explain import adversarial_gap_curve
+from skgprobust.inspection import compare_with_lime
+from skgprobust.inspection import adversarial_gap_curve
 
 
 @pytest.fixture(scope="module")

@@ -150,7 +150,7 @@ def test_results_to_frame(models):
 
 
 def _allocator_tuned(_):
-    from skgprobust import _common
+    from skgprobust._engine import _common
 
     _common._keep_freed_memory()
     return _common._MALLOC_TUNED
@@ -163,7 +163,7 @@ def test_allocator_tuning_only_in_worker_processes():
 
     from joblib import Parallel, delayed, parallel_backend
 
-    from skgprobust import _common
+    from skgprobust._engine import _common
 
     with parallel_backend("threading"):
         assert Parallel(n_jobs=2)(delayed(_allocator_tuned)(i) for i in range(2)) == [False, False]

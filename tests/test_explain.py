@@ -236,7 +236,7 @@ def test_empty_input_is_refused_like_predict(binary):
 
 
 def test_gap_curve_features_keep_order_and_are_validated(binary):
-    from skgprobust.explain import adversarial_gap_curve
+    from skgprobust.inspection import adversarial_gap_curve
 
     clf, X = binary
     x = X[0]

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import make_blobs, make_moons
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
-from skgprobust.plotting import (
+from skgprobust.inspection import (
     plot_decision_map,
     plot_explanation,
     plot_explanation_heatmap,

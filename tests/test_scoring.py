@@ -1,4 +1,4 @@
-"""skgprobust.scoring.make_robustness_scorer in model selection."""
+"""skgprobust.make_robustness_scorer in model selection."""
 
 import pickle
 import warnings
@@ -13,7 +13,8 @@ from sklearn.preprocessing import StandardScaler
 
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust.pipeline import certify
-from skgprobust.scoring import RobustnessScorer, make_robustness_scorer
+from skgprobust import make_robustness_scorer
+from skgprobust.scoring import RobustnessScorer
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Certified softmax probability bounds (skgprobust.softmax).
+"""Certified softmax probability bounds (skgprobust._bounds._softmax).
 
 References never come from the module itself: m = 2 against scipy's quad
 of the 1-D integral E[sigmoid(f_1 - f_2)], m <= 4 against a product
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.special import expit, logsumexp
 
-from skgprobust import softmax as sm
-from skgprobust.softmax import softmax_gaussian_bounds, softmax_gaussian_mc
+from skgprobust._bounds import _softmax as sm
+from skgprobust._bounds._softmax import softmax_gaussian_bounds, softmax_gaussian_mc
 
 #: Reference accuracy (quad / Gauss-Hermite) plus the documented margin.
 TOL = 1e-9
@@ -516,8 +516,8 @@ def _softmax_model(m=3, seed=0):
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF
 
-    from skgprobust.latent import from_classifier
-    from skgprobust.objectives import SoftmaxProbabilities
+    from skgprobust._engine._latent import from_classifier
+    from skgprobust._engine._objectives import SoftmaxProbabilities
 
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(m, 2)) * 1.5
@@ -559,8 +559,8 @@ def test_softmax_engine_gauss_hermite_model_is_accurate():
 
 
 def test_softmax_engine_range_and_certify_are_sound():
-    from skgprobust.objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
-    from skgprobust.solve import Budget, solve_range, solve_sign
+    from skgprobust._engine._objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
+    from skgprobust._engine._solve import Budget, solve_range, solve_sign
 
     from .conftest import attack
 
@@ -597,7 +597,7 @@ def test_softmax_engine_range_and_certify_are_sound():
 
 
 def test_softmax_probabilities_validation():
-    from skgprobust.objectives import SoftmaxProbabilities
+    from skgprobust._engine._objectives import SoftmaxProbabilities
 
     probs, _ = _softmax_model()
     with pytest.raises(ValueError, match="m >= 2"):

@@ -16,8 +16,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust.kernels import make_adapter
-from skgprobust.links import FiveErfLink, LogisticLink, ProbitLink, verify_five_erf_shape
-from skgprobust.variance import LatentVariance
+from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink, verify_five_erf_shape
+from skgprobust._bounds._variance import LatentVariance
 
 from .conftest import (
     FAST,
@@ -291,7 +291,7 @@ def test_spectral_split_used_only_where_it_pays_and_sound(case, monkeypatch):
         base = GaussianProcessClassifier(ConstantKernel(3000.0) * RBF(3.0), optimizer=None).fit(X, y).base_estimator_
         lv = LatentVariance(make_adapter(base.kernel_, base.X_train_), base.L_, base.W_sr_)
         # A budget of m = 10 < N directions: the remainder lam_10 is still near lam_max.
-        monkeypatch.setattr("skgprobust.variance._SPECTRAL_BUDGET", 10 * 80 * 3)
+        monkeypatch.setattr("skgprobust._bounds._variance._SPECTRAL_BUDGET", 10 * 80 * 3)
         assert lv.lam[10] > 0.05 * lv.lam_max
 
         def var(P):
@@ -396,7 +396,7 @@ def test_variance_bounds_near_noise_free_regressor(kernel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reg = RobustGaussianProcessRegressor(kernel=kernel, optimizer=None, alpha=1e-10).fit(X, y)
-        from skgprobust.latent import from_regressor
+        from skgprobust._engine._latent import from_regressor
 
         V = from_regressor(reg).variance()
         centres = np.vstack([X[:3], rng.uniform(-2, 2, (3, 1))])

@@ -22,8 +22,8 @@ from sklearn.gaussian_process.kernels import (
 )
 
 from skgprobust.kernels import make_adapter
-from skgprobust.variance import LatentVariance
-from skgprobust.variance_paper import PaperLatentVariance
+from skgprobust._bounds._variance import LatentVariance
+from skgprobust._bounds._variance_paper import PaperLatentVariance
 
 TOL = 1e-9
 N_SAMPLES = 2000

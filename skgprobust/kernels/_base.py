@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Unit roundoff of float64.
-_U = 2.0**-53
+from .._fp import UNIT_ROUNDOFF as _U
 
 
 def input_rounding(amax, Xs, scale):

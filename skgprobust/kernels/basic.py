@@ -3,7 +3,8 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import _U, KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
+from .._fp import UNIT_ROUNDOFF as _U
+from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
 
 
 class ConstantAdapter(KernelAdapter):

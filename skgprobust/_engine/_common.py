@@ -14,9 +14,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import BudgetExhaustedWarning
-from .perturbation import make_boxes
-from .results import CertificationResult, RangeResult
+from ..exceptions import BudgetExhaustedWarning
+from ._perturbation import make_boxes
+from ._results import CertificationResult, RangeResult
 
 
 def check_budget(max_iter, time_limit):

@@ -86,13 +86,13 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
-from .bounds import margin_rtol
-from .kernels.basic import WhiteAdapter
-from .kernels.composite import ProductAdapter, SumAdapter
-from .kernels.stationary import StationaryAdapter
-from .variance import LatentVariance, VarianceBound
+from .._fp import margin_rtol
+from ..kernels.basic import WhiteAdapter
+from ..kernels.composite import ProductAdapter, SumAdapter
+from ..kernels.stationary import StationaryAdapter
+from ._variance import LatentVariance, VarianceBound
 
-_U = 2.0**-53
+from .._fp import UNIT_ROUNDOFF as _U
 # psi(phi) below this phi-range is treated as a point (as the adapters do).
 _TINY = 1e-200
 # Relative gap between the solver's objective and the certificate above which

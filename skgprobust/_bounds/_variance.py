@@ -37,7 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from .bounds import _U, affine_lower, margin_rtol
+from .._fp import UNIT_ROUNDOFF as _U
+from .._fp import margin_rtol
+from ._mean import affine_lower
 
 # Work per box that the spectral split may spend (m * N * d).
 _SPECTRAL_BUDGET = 2e5

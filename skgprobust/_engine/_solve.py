@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bnb import BranchAndBound
-from .search import local_search, random_starts
+from ._bnb import BranchAndBound
+from ._search import local_search, random_starts
 
 DEFAULT_MAX_ITER = 5000
 N_RANDOM_STARTS = 6

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kernels import make_adapter
+from ..kernels import make_adapter
 
 
 @dataclass
@@ -67,11 +67,11 @@ class LatentModel:
             raise ValueError("This latent model has no variance factor.")
         if self._variance is None or getattr(self._variance, "method", "default") != method:
             if method == "default":
-                from .variance import LatentVariance
+                from .._bounds._variance import LatentVariance
 
                 self._variance = LatentVariance(self.adapter, self.L, self.col_scale)
             elif method == "paper":
-                from .variance_paper import PaperLatentVariance
+                from .._bounds._variance_paper import PaperLatentVariance
 
                 self._variance = PaperLatentVariance(self.adapter, self.L, self.col_scale)
             else:

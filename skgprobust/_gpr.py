@@ -6,13 +6,13 @@ import warnings
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
-from ._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
-from .bounds import AffineMean
-from .explain import Explanation, explain_rows, feature_names_of
-from .latent import from_regressor
-from .perturbation import resolve_features
-from .objectives import StdObjective
-from .solve import Budget, solve_deviation, solve_range
+from ._engine._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
+from ._bounds._mean import AffineMean
+from ._engine._delta import Explanation, explain_rows, feature_names_of
+from ._engine._latent import from_regressor
+from ._engine._perturbation import resolve_features
+from ._engine._objectives import StdObjective
+from ._engine._solve import Budget, solve_deviation, solve_range
 
 _NORMS = (1, 2, np.inf)
 

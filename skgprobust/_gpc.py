@@ -4,13 +4,13 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.utils._available_if import available_if
 
-from ._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
-from .bounds import AffineMean
-from .explain import Explanation, class_targets, explain_rows, feature_names_of
-from .latent import from_classifier
-from .perturbation import resolve_features
-from .objectives import MarginObjective, ProbaObjective, _ClassProbabilities
-from .solve import Budget, DecisionOutcome, solve_range, solve_sign
+from ._engine._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
+from ._bounds._mean import AffineMean
+from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
+from ._engine._latent import from_classifier
+from ._engine._perturbation import resolve_features
+from ._engine._objectives import MarginObjective, ProbaObjective, _ClassProbabilities
+from ._engine._solve import Budget, DecisionOutcome, solve_range, solve_sign
 
 
 def _certify_row(shared, x0, lo, hi, label, rng):

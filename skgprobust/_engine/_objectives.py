@@ -1,0 +1,346 @@
+"""Objectives built on latent mean and variance bounds, for the branch and bound.
+
+Each objective has ``value(X)``, ``value_and_grad(X)`` (local search) and
+``bound(lo, hi) -> BoxBound`` (a certified lower bound over each box), like
+:class:`~skgprobust.bounds.AffineMean`:
+
+* :class:`StdObjective`: +-sqrt(var) of one latent model (regressor std);
+* :class:`ProbaObjective`: +-P(class c) of a binary or one-vs-rest classifier,
+  through a :class:`~skgprobust.links.Link` (sklearn's five-erf by default);
+* :class:`MarginObjective`: p_c*(x) - max_{k != c*} p_k(x) of a one-vs-rest
+  classifier (its ``predict`` is the argmax of the unnormalised p_k);
+* :class:`SoftmaxProbaObjective` and :class:`SoftmaxMarginObjective`: the same
+  for a softmax multi-class model with m independent latent outputs
+  (:class:`SoftmaxProbabilities`, bounds from :mod:`skgprobust.softmax`).
+
+Bounds flow one way: kernel adapters -> mean / variance intervals per box
+-> link ranges -> the statistic's interval.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._bounds._mean import BoxBound, affine_lower
+from .._bounds._links import FiveErfLink
+
+
+@dataclass
+class LatentBox:
+    """Intervals of one latent model's mean and variance over B boxes."""
+
+    mu_lo: np.ndarray
+    mu_hi: np.ndarray
+    v_lo: np.ndarray
+    v_hi: np.ndarray
+    arg_mu_min: np.ndarray
+    arg_mu_max: np.ndarray
+    arg_v_min: np.ndarray
+    arg_v_max: np.ndarray
+    score: np.ndarray
+
+
+def latent_box(model, variance, lo, hi, output=0):
+    """Mean and variance intervals of one output of a latent model; the
+    variance is ``scale[output]**2`` times the (unscaled) ``variance``."""
+    B = len(lo)
+    w, c = model.weights[:, output], float(model.offset[output])
+    W = np.broadcast_to(w, (B, len(w)))
+    bb = affine_lower(
+        model.adapter, np.vstack([W, -W]), np.r_[np.full(B, c), np.full(B, -c)], np.vstack([lo, lo]), np.vstack([hi, hi])
+    )
+    vb = variance.bounds(lo, hi)
+    s2 = float(model.scale[output]) ** 2
+    return LatentBox(
+        bb.lower[:B], -bb.lower[B:], s2 * vb.lower, s2 * vb.upper,
+        bb.argmin[:B], bb.argmin[B:], vb.arg_min, vb.arg_max,
+        bb.score[:B] + vb.score,
+    )
+
+
+class _LatentPoint:
+    """Mean, variance and their gradients of one binary latent model at points."""
+
+    def __init__(self, model, variance, output=0):
+        self.model, self.variance = model, variance
+        self.w, self.c = model.weights[:, output], float(model.offset[output])
+        self.s2 = float(model.scale[output]) ** 2
+
+    def values(self, X):
+        mu = self.model.adapter.values(X) @ self.w + self.c
+        return mu, self.s2 * self.variance.value(X)
+
+    def values_and_grads(self, X):
+        K, dK = self.model.adapter.value_and_grad(X)
+        mu, dmu = K @ self.w + self.c, np.einsum("nid,i->nd", dK, self.w)
+        v, dv = self.variance.value_and_grad(X)
+        return mu, dmu, self.s2 * v, self.s2 * dv
+
+
+class StdObjective:
+    """``sign * sqrt(max(var(x), 0))`` of one latent model (unit output scale)."""
+
+    def __init__(self, variance, sign):
+        self.variance, self.sign = variance, float(sign)
+
+    def value(self, X):
+        return self.sign * np.sqrt(np.maximum(self.variance.value(X), 0.0))
+
+    def value_and_grad(self, X):
+        v, dv = self.variance.value_and_grad(X)
+        sd = np.sqrt(np.maximum(v, 0.0))
+        g = dv / (2.0 * np.maximum(sd, 1e-150))[:, None]
+        return self.sign * sd, self.sign * g
+
+    def bound(self, lo, hi):
+        vb = self.variance.bounds(lo, hi)
+        if self.sign > 0:
+            return BoxBound(np.sqrt(np.maximum(vb.lower, 0.0)), vb.arg_min, vb.score)
+        return BoxBound(-np.sqrt(np.maximum(vb.upper, 0.0)), vb.arg_max, vb.score)
+
+
+class _ClassProbabilities:
+    """Per-class probabilities of a binary (one latent model) or one-vs-rest
+    (one per class) GPC, their gradients and their intervals over boxes."""
+
+    def __init__(self, models, variances, link=None):
+        self.points = [_LatentPoint(m, v) for m, v in zip(models, variances)]
+        self.models, self.variances = models, variances
+        self.link = link if link is not None else FiveErfLink()
+        self.binary = len(models) == 1
+
+    def p(self, X):
+        """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class."""
+        return np.column_stack([self.link.value(*pt.values(X)) for pt in self.points])
+
+    def p_and_grad(self, X):
+        ps, gs = [], []
+        for pt in self.points:
+            mu, dmu, v, dv = pt.values_and_grads(X)
+            gm, gv = self.link.grad(mu, v)
+            ps.append(self.link.value(mu, v))
+            gs.append(gm[:, None] * dmu + gv[:, None] * dv)
+        return np.column_stack(ps), np.stack(gs, axis=1)  # (n, K), (n, K, d)
+
+    def p_box(self, lo, hi):
+        boxes = [latent_box(m, v, lo, hi) for m, v in zip(self.models, self.variances)]
+        lows, highs = zip(*[self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) for b in boxes])
+        return np.column_stack(lows), np.column_stack(highs), boxes
+
+
+def _proba(P, cls, binary):
+    """predict_proba column ``cls`` from unnormalised p (n, K)."""
+    if binary:
+        return P[:, 0] if cls == 1 else 1.0 - P[:, 0]
+    return P[:, cls] / P.sum(axis=1)
+
+
+class ProbaObjective:
+    """``sign * predict_proba(x)[:, cls]`` as sklearn computes it."""
+
+    def __init__(self, probs, cls, sign):
+        self.probs, self.cls, self.sign = probs, int(cls), float(sign)
+
+    def value(self, X):
+        return self.sign * _proba(self.probs.p(X), self.cls, self.probs.binary)
+
+    def value_and_grad(self, X):
+        P, G = self.probs.p_and_grad(X)
+        if self.probs.binary:
+            s = 1.0 if self.cls == 1 else -1.0
+            return self.sign * _proba(P, self.cls, True), self.sign * s * G[:, 0]
+        tot = P.sum(axis=1)
+        pc = P[:, self.cls]
+        gc = G[:, self.cls] / tot[:, None] - (pc / tot**2)[:, None] * G.sum(axis=1)
+        return self.sign * pc / tot, self.sign * gc
+
+    def bound(self, lo, hi):
+        plo, phi, boxes = self.probs.p_box(lo, hi)
+        c, m = self.cls, self.probs.link.margin
+        if self.probs.binary:
+            b = boxes[0]
+            want_low = (self.sign > 0) == (c == 1)  # minimise p1?
+            if c == 1:
+                lo_c, hi_c = plo[:, 0], phi[:, 0]
+            else:
+                lo_c, hi_c = 1.0 - phi[:, 0], 1.0 - plo[:, 0]
+            arg = b.arg_mu_min if want_low else b.arg_mu_max
+            lower = lo_c if self.sign > 0 else -hi_c
+            return BoxBound(lower - m, arg, b.score)
+        # Normalised: increasing in p_c, decreasing in the others (p >= 0).
+        plo = np.maximum(plo, 0.0)
+        rest_lo = plo.sum(axis=1) - plo[:, c]
+        rest_hi = phi.sum(axis=1) - phi[:, c]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low = plo[:, c] / (plo[:, c] + rest_hi)
+            high = phi[:, c] / (phi[:, c] + rest_lo)
+        low = np.where(np.isfinite(low), low, 0.0)
+        high = np.where(np.isfinite(high), high, 1.0)
+        margin = 4 * len(boxes) * m
+        b = boxes[c]
+        score = sum(bx.score for bx in boxes)
+        if self.sign > 0:
+            return BoxBound(low - margin, b.arg_mu_min, score)
+        return BoxBound(-high - margin, b.arg_mu_max, score)
+
+
+class MarginObjective:
+    """``p_c*(x) - max_{k != c*} p_k(x)`` of a one-vs-rest model: the predicted
+    class c* stays the argmax wherever it is > 0 (ties go to the lower index
+    in sklearn; a tie is never counted as proven)."""
+
+    def __init__(self, probs, cls):
+        self.probs, self.cls = probs, int(cls)
+        self.others = np.array([k for k in range(len(probs.models)) if k != cls])
+
+    def value(self, X):
+        P = self.probs.p(X)
+        return P[:, self.cls] - P[:, self.others].max(axis=1)
+
+    def value_and_grad(self, X):
+        P, G = self.probs.p_and_grad(X)
+        k = self.others[np.argmax(P[:, self.others], axis=1)]
+        n = np.arange(len(X))
+        return P[:, self.cls] - P[n, k], G[:, self.cls] - G[n, k]
+
+    def bound(self, lo, hi):
+        plo, phi, boxes = self.probs.p_box(lo, hi)
+        lower = plo[:, self.cls] - phi[:, self.others].max(axis=1)
+        score = sum(bx.score for bx in boxes)
+        return BoxBound(lower - 2 * self.probs.link.margin, boxes[self.cls].arg_mu_min, score)
+
+
+class SoftmaxProbabilities:
+    """Class probabilities ``pi(x) = E[softmax(f(x))]`` of m independent
+    latent outputs ``f_j ~ N(mu_j(x), var_j(x))``: the interface a softmax
+    multi-class GP plugs into.
+
+    Parameters
+    ----------
+    outputs : sequence of (LatentModel, int, variance) of length m >= 2
+        Latent output j: a model, the index of its output (mean column,
+        ``scale``), and that output's unscaled variance object (e.g.
+        ``model.variance("default")``).
+    proba : callable
+        ``proba(X) -> (n, m)``: the probabilities the model itself reports
+        (its ``predict_proba``), used for incumbents, local search and
+        counterexamples. The engine never trusts it for bounds.
+    tolerance : float, default=0.0
+        Bound on ``|proba(x) - pi(x)|`` for the model's own numerical
+        integration (quadrature or sampling error). Box bounds are widened
+        by it, so certificates hold for what ``proba`` returns.
+    step : float, default=1e-6
+        Relative step of the central differences used for gradients.
+    **softmax_options
+        Passed to :func:`~skgprobust.softmax.softmax_gaussian_bounds`
+        (``n_cells``, ``n_lse``, ``tail_sigmas``, ``max_elements``).
+    """
+
+    def __init__(self, outputs, proba, tolerance=0.0, step=1e-6, **softmax_options):
+        if len(outputs) < 2:
+            raise ValueError(f"a softmax model needs m >= 2 latent outputs, got {len(outputs)}.")
+        if not (np.isfinite(tolerance) and tolerance >= 0):
+            raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}.")
+        self.outputs, self.proba, self.tolerance, self.step = list(outputs), proba, float(tolerance), float(step)
+        self.softmax_options = softmax_options
+        self._cache = None  # (key, result) of the last box batch: min/max objectives share it
+
+    @property
+    def n_classes(self):
+        return len(self.outputs)
+
+    def p(self, X):
+        P = np.asarray(self.proba(np.atleast_2d(X)), dtype=np.float64)
+        if P.shape != (len(np.atleast_2d(X)), self.n_classes):
+            raise ValueError(f"proba returned shape {P.shape}, expected ({len(X)}, {self.n_classes}).")
+        return P
+
+    def p_and_grad(self, X, lo=None, hi=None):
+        """Probabilities and central-difference gradients, shapes (n, m), (n, m, d)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        n, d = X.shape
+        h = self.step * np.maximum(1.0, np.abs(X))
+        E = np.zeros((d, 1, d))
+        E[np.arange(d), 0, np.arange(d)] = 1.0
+        Xp = (X[None] + E * h[None]).reshape(-1, d)
+        Xm = (X[None] - E * h[None]).reshape(-1, d)
+        P = self.p(np.vstack([X, Xp, Xm]))
+        P0, Pp, Pm = P[:n], P[n : n + n * d].reshape(d, n, -1), P[n + n * d :].reshape(d, n, -1)
+        G = (Pp - Pm) / (2.0 * h.T[:, :, None])  # (d, n, m)
+        return P0, np.transpose(G, (1, 2, 0))
+
+    def p_box(self, lo, hi):
+        """Certified (p_lo, p_hi), each (B, m), over each box; also the latent boxes."""
+        from .._bounds._softmax import _MAX_ABS_MEAN, _MAX_VAR, softmax_gaussian_bounds
+
+        key = (lo.shape, lo.tobytes(), hi.tobytes())
+        cache = self._cache  # read once: threads may replace it meanwhile
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        boxes = [latent_box(m, v, lo, hi, output=j) for m, j, v in self.outputs]
+        mu_lo = np.column_stack([b.mu_lo for b in boxes])
+        mu_hi = np.column_stack([b.mu_hi for b in boxes])
+        # Variance bounds can dip below zero by rounding: the true variance is >= 0.
+        v_lo = np.maximum(np.column_stack([b.v_lo for b in boxes]), 0.0)
+        v_hi = np.maximum(np.column_stack([b.v_hi for b in boxes]), v_lo)
+        # Boxes whose latent bounds are unbounded or beyond the discretisation's
+        # range get the trivial (still valid) [0, 1]; splitting tightens them.
+        ok = (
+            np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1)
+            & np.all((np.abs(mu_lo) <= _MAX_ABS_MEAN) & (np.abs(mu_hi) <= _MAX_ABS_MEAN) & (v_hi <= _MAX_VAR), axis=1)
+        )
+        p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
+        if ok.any():
+            p_lo[ok], p_hi[ok] = softmax_gaussian_bounds(
+                mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], **self.softmax_options
+            )
+        result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
+        self._cache = (key, result)
+        return result
+
+
+class SoftmaxProbaObjective:
+    """``sign * pi_c(x)`` of a :class:`SoftmaxProbabilities` model."""
+
+    def __init__(self, probs, cls, sign):
+        self.probs, self.cls, self.sign = probs, int(cls), float(sign)
+
+    def value(self, X):
+        return self.sign * self.probs.p(X)[:, self.cls]
+
+    def value_and_grad(self, X):
+        P, G = self.probs.p_and_grad(X)
+        return self.sign * P[:, self.cls], self.sign * G[:, self.cls]
+
+    def bound(self, lo, hi):
+        p_lo, p_hi, boxes = self.probs.p_box(lo, hi)
+        b = boxes[self.cls]
+        score = sum(bx.score for bx in boxes)
+        if self.sign > 0:
+            return BoxBound(p_lo[:, self.cls], b.arg_mu_min, score)
+        return BoxBound(-p_hi[:, self.cls], b.arg_mu_max, score)
+
+
+class SoftmaxMarginObjective:
+    """``pi_c(x) - max_{k != c} pi_k(x)`` of a :class:`SoftmaxProbabilities`
+    model: class c stays the argmax wherever it is > 0 (a tie is never
+    counted as proven)."""
+
+    def __init__(self, probs, cls):
+        self.probs, self.cls = probs, int(cls)
+        self.others = np.array([k for k in range(probs.n_classes) if k != cls])
+
+    def value(self, X):
+        P = self.probs.p(X)
+        return P[:, self.cls] - P[:, self.others].max(axis=1)
+
+    def value_and_grad(self, X):
+        P, G = self.probs.p_and_grad(X)
+        k = self.others[np.argmax(P[:, self.others], axis=1)]
+        n = np.arange(len(P))
+        return P[:, self.cls] - P[n, k], G[:, self.cls] - G[n, k]
+
+    def bound(self, lo, hi):
+        p_lo, p_hi, boxes = self.probs.p_box(lo, hi)
+        score = sum(bx.score for bx in boxes)
+        return BoxBound(p_lo[:, self.cls] - p_hi[:, self.others].max(axis=1), boxes[self.cls].arg_mu_min, score)
