@@ -15,7 +15,7 @@ from sklearn.gaussian_process.kernels import RBF
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust.inspection import attack_succeeded, gpfgs, gpjm, pgd
 
-from .conftest import gpc_latent, gpr_predict
+from ._helpers import gpc_latent, gpr_predict
 
 ATTACKS = [gpfgs, gpjm, pgd]
 

@@ -8,7 +8,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 
-from .conftest import TOL, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
+from ._helpers import TOL, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
 
 EPS = 1e-3
 

@@ -27,7 +27,7 @@ from sklearn.gaussian_process.kernels import (
 from skgprobust import UnsupportedKernelError
 from skgprobust.kernels import StationaryAdapter, make_adapter
 
-from .conftest import HEALTH, kernels
+from ._helpers import HEALTH, kernels
 
 #: Adapter-level agreement with sklearn's kernel values.
 VALUE_TOL = 1e-12

@@ -3,7 +3,6 @@ curve's numbers are consistent (attack inside the certified bounds)."""
 
 import warnings
 
-import matplotlib
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs, make_moons
@@ -17,7 +16,9 @@ from skgprobust.inspection import (
     robustness_curve,
 )
 
+matplotlib = pytest.importorskip("matplotlib")  # optional dependency: skip the module cleanly without it
 matplotlib.use("Agg")
+import matplotlib.axes  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 

@@ -562,7 +562,7 @@ def test_softmax_engine_range_and_certify_are_sound():
     from skgprobust._engine._objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
     from skgprobust._engine._solve import Budget, solve_range, solve_sign
 
-    from .conftest import attack
+    from ._helpers import attack
 
     probs, X = _softmax_model()
     rng = np.random.default_rng(3)

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 
-from .conftest import (
+from ._helpers import (
     FAST,
     SLOW,
     TOL,

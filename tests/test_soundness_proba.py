@@ -19,7 +19,7 @@ from skgprobust.kernels import make_adapter
 from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink, verify_five_erf_shape
 from skgprobust._bounds._variance import LatentVariance
 
-from .conftest import (
+from ._helpers import (
     FAST,
     SLOW,
     SWEEP_EXAMPLES,

@@ -15,7 +15,7 @@ from skgprobust import (
     UnsupportedKernelError,
 )
 
-from .conftest import TOL, attack, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
+from ._helpers import TOL, attack, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
 
 pd = pytest.importorskip("pandas")
 
