@@ -2,37 +2,36 @@
 
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
-from sklearn.utils._available_if import available_if
 
-from ._engine._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
-from ._bounds._mean import AffineMean
+from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
 from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
-from ._engine._latent import from_classifier
+from ._engine._driver import RangeProblem, certify_rows, range_result, range_rows
+from ._engine._latent import check_variance_bound, classifier_bound_model
+from ._engine._objectives import ProbaObjective
 from ._engine._perturbation import resolve_features
-from ._engine._objectives import MarginObjective, ProbaObjective, _ClassProbabilities
-from ._engine._solve import Budget, DecisionOutcome, solve_range, solve_sign
+from ._engine._solve import Budget, DecisionOutcome, solve_sign
 
 
 def _certify_row(shared, x0, lo, hi, label, rng):
     """Binary: the sign of the latent mean; one-vs-rest: the argmax margin."""
-    objective, clf, max_iter, time_limit = shared
+    bm, predict, variance_bound, max_iter, time_limit = shared
+    budget = Budget(max_iter, time_limit)
 
     def changes_decision(x):
-        return clf.base_estimator_.predict(x[None])[0] != label
+        return predict(x[None])[0] != label
 
-    g = objective(label)
-    return solve_sign(g, lo, hi, x0, Budget(max_iter, time_limit), rng, changes_decision)
+    return solve_sign(bm.margin(label, variance_bound), lo, hi, x0, budget, rng, changes_decision)
 
 
 def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     """One-vs-one: prove every pairwise latent sign constant on the box; then
     the votes, hence the (strict) vote winner, cannot change."""
-    pairs, clf, max_iter, time_limit = shared
+    bm, predict, _, max_iter, time_limit = shared
     budget = Budget(max_iter, time_limit)
     nan = np.full(len(x0), np.nan)
-    n_classes = len(clf.classes_)
+    pairs = bm.pairwise()
     signs = np.array([1.0 if f.value(x0[None])[0] > 0 else -1.0 for _, _, f in pairs])
-    votes = np.zeros(n_classes)
+    votes = np.zeros(len(bm.classes))
     for (i, j, _), s in zip(pairs, signs):
         votes[j if s > 0 else i] += 1
     if np.sum(votes == votes.max()) > 1:
@@ -40,7 +39,7 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
         return DecisionOutcome("unknown", -np.inf, nan, 0, budget.elapsed())
 
     def changes_decision(x):
-        return clf.base_estimator_.predict(x[None])[0] != label
+        return predict(x[None])[0] != label
 
     bound, n_iter, undecided = np.inf, 0, False
     for (_, _, f), s in zip(pairs, signs):
@@ -53,27 +52,30 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     return DecisionOutcome("unknown" if undecided else "robust", bound, nan, n_iter, budget.elapsed())
 
 
-def _range_row(shared, x0, lo, hi, rng):
-    objectives, epsilon, max_iter, time_limit = shared
-    return solve_range(objectives, lo, hi, x0, epsilon, Budget(max_iter, time_limit), rng)
+class _ProbaOnly:
+    """Like sklearn's ``available_if``: the method exists (``hasattr``) unless
+    the model is a one-vs-one model of more than two classes, and then
+    accessing it raises an AttributeError that says why and what to use."""
 
+    def __init__(self, fn):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
 
-class _BinaryMargin:
-    """Picklable factory: the latent mean signed towards the label."""
+    def __set_name__(self, owner, name):
+        self.name = name
 
-    def __init__(self, f, positive_label):
-        self.f, self.positive_label = f, positive_label
-
-    def __call__(self, label):
-        return self.f if label == self.positive_label else self.f.negated()
-
-
-class _OvrMargin:
-    def __init__(self, probs, classes):
-        self.probs, self.classes = probs, list(classes)
-
-    def __call__(self, label):
-        return MarginObjective(self.probs, self.classes.index(label))
+    def __get__(self, obj, owner=None):
+        if obj is not None and not _proba_available(obj):
+            raise AttributeError(
+                f"{type(obj).__name__}.{self.name} is not available: a one-vs-one multi-class model "
+                "(multi_class='one_vs_one') has no predict_proba, so its probabilities cannot be bounded. "
+                "Use certify() (one-vs-one decisions are certified through the pairwise votes), or fit with "
+                "multi_class='one_vs_rest' for probabilities, prediction_range and explain."
+            )
+        if obj is None:
+            return self.fn
+        return self.fn.__get__(obj, owner)
 
 
 def _proba_available(self):
@@ -84,7 +86,7 @@ def _proba_available(self):
     return getattr(self, "n_classes_", None) == 2
 
 
-class RobustGaussianProcessClassifier(GaussianProcessClassifier):
+class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier):
     """Gaussian process classifier with certified robustness.
 
     A drop-in subclass of :class:`sklearn.gaussian_process.GaussianProcessClassifier`
@@ -112,7 +114,7 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
 
     _fitted_attributes = ("base_estimator_", "classes_")
 
-    @available_if(_proba_available)
+    @_ProbaOnly
     def predict_proba(self, X):
         """Return probability estimates for the test vectors X.
 
@@ -130,9 +132,25 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         """
         return super().predict_proba(X)
 
-    def _probabilities(self, variance_bound="default"):
-        models = from_classifier(self)
-        return _ClassProbabilities(models, [m.variance(variance_bound) for m in models])
+    def _fit_token(self):
+        return self.base_estimator_
+
+    def _build_bound_model(self):
+        return classifier_bound_model(self)
+
+    def _proba_problem(self, variance_bound="default"):
+        """:class:`RangeProblem` of ``predict_proba``: p1 for two classes
+        (class 0 mirrors it), one column per class for one-vs-rest."""
+        probs = self._bound_model().probabilities(check_variance_bound(variance_bound))
+        binary = probs.binary
+        columns = [1] if binary else range(len(self.classes_))
+        pairs = [(ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0)) for c in columns]
+
+        def reference(P):
+            proba = self.base_estimator_.predict_proba(P)
+            return proba[:, 1:] if binary else proba
+
+        return RangeProblem(pairs, reference)
 
     def certify(
         self,
@@ -193,34 +211,20 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         if norm != np.inf:
             raise ValueError("norm applies to regressors' outputs; leave it at np.inf for a classifier.")
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        check_variance_bound(variance_bound)
         n, d = X.shape
         labels = self.base_estimator_.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
-        models = from_classifier(self)
-        if len(self.classes_) == 2:
-            f = AffineMean(models[0].adapter, models[0].weights[:, 0], 0.0)
-            func, shared = _certify_row, (_BinaryMargin(f, self.classes_[1]), self, max_iter, time_limit)
-        elif self.multi_class == "one_vs_rest":
-            probs = self._probabilities(variance_bound)
-            func, shared = _certify_row, (_OvrMargin(probs, self.classes_), self, max_iter, time_limit)
-        else:
-            pairs, k = [], 0
-            for i in range(len(self.classes_)):
-                for j in range(i + 1, len(self.classes_)):
-                    pairs.append((i, j, AffineMean(models[k].adapter, models[k].weights[:, 0], 0.0)))
-                    k += 1
-            func, shared = _certify_ovo_row, (pairs, self, max_iter, time_limit)
+        bm = self._bound_model()
+        func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
+        shared = (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
         rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
-        outs = map_rows(func, shared, rows, n_jobs, verbose, "certify")
-        # Re-check every counterexample with the model before reporting it.
-        flagged = [i for i, o in enumerate(outs) if o.status == "not_robust"]
-        if flagged:
-            preds = self.base_estimator_.predict(np.array([outs[i].counterexample for i in flagged]))
-            for i, p in zip(flagged, preds):
-                if p == labels[i]:
-                    outs[i].status, outs[i].counterexample = "unknown", np.full(d, np.nan)
-        return certification_result(outs, d)
 
-    @available_if(_proba_available)
+        def violates(idx, P):
+            return self.base_estimator_.predict(P) != labels[idx]
+
+        return certify_rows(func, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+
+    @_ProbaOnly
     def prediction_range(
         self,
         X,
@@ -265,59 +269,36 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
         if statistic not in ("proba", "latent_mean"):
             raise ValueError(f"statistic must be 'proba' or 'latent_mean', got {statistic!r}.")
         check_epsilon(epsilon)
+        check_variance_bound(variance_bound)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        n, d = X.shape
-        models = from_classifier(self)
-        binary = len(models) == 1
+        bm = self._bound_model()
         if statistic == "latent_mean":
-            objectives = []
-            for m in models:
-                f = AffineMean(m.adapter, m.weights[:, 0], 0.0)
-                objectives += [f, f.negated()]
-            ests = [self.base_estimator_] if binary else list(self.base_estimator_.estimators_)
+            ests = [self.base_estimator_] if bm.kind == "binary" else list(self.base_estimator_.estimators_)
 
             def reference(P):
                 return np.column_stack([e.latent_mean_and_variance(P)[0] for e in ests])
 
+            problem = RangeProblem(bm.mean_pairs(), reference)
         else:
-            probs = self._probabilities(variance_bound)
-            columns = [1] if binary else range(len(models))
-            objectives = [ProbaObjective(probs, c, s) for c in columns for s in (1.0, -1.0)]
-
-            def reference(P):
-                proba = self.base_estimator_.predict_proba(P)
-                return proba[:, 1:] if binary else proba
-
-        k = len(objectives) // 2
-        rows = list(zip(X, lo, hi, row_seeds(random_state, n)))
-        outs = map_rows(
-            _range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs, verbose,
-            "prediction_range",
+            problem = self._proba_problem(variance_bound)
+        res = range_rows(
+            {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+            n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
-        lower = np.array([o.lower for o in outs]).reshape(n, 2 * k)
-        points = np.array([o.argmin for o in outs]).reshape(n, 2 * k, d)
-        vals = reference(points.reshape(-1, d)).reshape(n, 2 * k, k) if n else np.empty((0, 2 * k, k))
-        idx = np.arange(k)
-        min_lo, min_up, max_lo, max_up = lower[:, 0::2], vals[:, 2 * idx, idx], vals[:, 2 * idx + 1, idx], -lower[:, 1::2]
-        # A lower bound may be lowered (never raised): absorb rounding of
-        # sklearn's value at the incumbent, which is the reported min_upper.
-        min_lo, max_up = np.minimum(min_lo, min_up), np.maximum(max_up, max_lo)
-        arg_min, arg_max = points[:, 0::2], points[:, 1::2]
-        if binary and statistic == "proba":
+        if bm.kind == "binary" and statistic == "proba":
             # Class 0 is 1 - p1: its range is the mirror of class 1's.
-            min_lo, min_up, max_lo, max_up = (
-                np.hstack([1.0 - max_up, min_lo]),
-                np.hstack([1.0 - max_lo, min_up]),
-                np.hstack([1.0 - min_up, max_lo]),
-                np.hstack([1.0 - min_lo, max_up]),
+            res = range_result(
+                np.hstack([1.0 - res.max_upper, res.min_lower]),
+                np.hstack([1.0 - res.max_lower, res.min_upper]),
+                np.concatenate([res.argmax, res.argmin], 1),
+                np.hstack([1.0 - res.min_upper, res.max_lower]),
+                np.hstack([1.0 - res.min_lower, res.max_upper]),
+                np.concatenate([res.argmin, res.argmax], 1),
+                epsilon, res.n_iter, res.time, warn=False,
             )
-            arg_min, arg_max = np.concatenate([arg_max, arg_min], 1), np.concatenate([arg_min, arg_max], 1)
-        return range_result(
-            min_lo, min_up, arg_min, max_lo, max_up, arg_max,
-            epsilon, [o.n_iter for o in outs], [o.time for o in outs],
-        )
+        return res
 
-    @available_if(_proba_available)
+    @_ProbaOnly
     def explain(
         self,
         X,
@@ -371,18 +352,21 @@ class RobustGaussianProcessClassifier(GaussianProcessClassifier):
             explained).
         """
         X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
+        check_variance_bound(variance_bound)
         n, d = X.shape
         feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
         labels, idx = class_targets(self.classes_, target, n, lambda: self.base_estimator_.predict(X))
-        idx = idx.tolist()
-        probs = self._probabilities(variance_bound)
-        pairs = {c: (ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0)) for c in set(idx)}
+        probs = self._bound_model().probabilities(variance_bound)
 
-        def reference(P, c):
-            return self.base_estimator_.predict_proba(P)[:, c]
+        def problem(c):
+            def reference(P):
+                return self.base_estimator_.predict_proba(P)[:, [c]]
 
+            return RangeProblem([(ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0))], reference)
+
+        problems = {c: problem(c) for c in sorted(set(idx.tolist()))}
         values, low, high, converged, times = explain_rows(
-            X, lo, hi, feats, idx, pairs, reference, epsilon=epsilon, max_iter=max_iter,
+            X, lo, hi, feats, idx.tolist(), problems, epsilon=epsilon, max_iter=max_iter,
             time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
         )
         return Explanation(

@@ -6,59 +6,28 @@ import warnings
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
-from ._engine._common import certification_result, check_epsilon, map_rows, prepare, range_result, row_seeds
-from ._bounds._mean import AffineMean
+from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
 from ._engine._delta import Explanation, explain_rows, feature_names_of
-from ._engine._latent import from_regressor
-from ._engine._perturbation import resolve_features
+from ._engine._driver import RangeProblem, certify_rows, range_rows
+from ._engine._latent import check_variance_bound, regressor_bound_model
 from ._engine._objectives import StdObjective
-from ._engine._solve import Budget, solve_deviation, solve_range
+from ._engine._perturbation import resolve_features
+from ._engine._solve import Budget, solve_deviation
 
 _NORMS = (1, 2, np.inf)
 
 
-def _model_std(gpr, X):
-    """sklearn's own predictive std, as (n, n_targets)."""
-    X = np.atleast_2d(X)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
-        _, std = GaussianProcessRegressor.predict(gpr, X, return_std=True)
-    return np.asarray(std, dtype=np.float64).reshape(len(X), -1)
-
-
-def _model_predict(gpr, X):
-    """sklearn's own predict, as (n, n_targets), for points given as arrays."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        y = GaussianProcessRegressor.predict(gpr, np.atleast_2d(X))
-    return np.asarray(y, dtype=np.float64).reshape(len(np.atleast_2d(X)), -1)
-
-
-def _mean_objectives(gpr):
-    model = from_regressor(gpr)
-    objs = []
-    for p in range(model.n_outputs):
-        f = AffineMean(model.adapter, model.weights[:, p], model.offset[p])
-        objs.append((f, f.negated()))
-    return objs
-
-
-def _range_row(shared, x0, lo, hi, rng):
-    objectives, epsilon, max_iter, time_limit = shared
-    return solve_range(objectives, lo, hi, x0, epsilon, Budget(max_iter, time_limit), rng)
-
-
 def _certify_row(shared, x0, lo, hi, center, rng):
     gpr, objectives, delta, norm, max_iter, time_limit = shared
+    budget = Budget(max_iter, time_limit)
 
     def deviation(x):
-        return float(np.linalg.norm(_model_predict(gpr, x)[0] - center, ord=norm))
+        return float(np.linalg.norm(gpr._predict_values(x[None])[0] - center, ord=norm))
 
-    return solve_deviation(objectives, center, lo, hi, x0, delta, norm, Budget(max_iter, time_limit), rng, deviation)
+    return solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation)
 
 
-class RobustGaussianProcessRegressor(GaussianProcessRegressor):
+class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
     """Gaussian process regressor with certified robustness bounds.
 
     A drop-in subclass of :class:`sklearn.gaussian_process.GaussianProcessRegressor`
@@ -83,6 +52,41 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
     """
 
     _fitted_attributes = ("X_train_", "alpha_")
+
+    def _fit_token(self):
+        return self.alpha_
+
+    def _build_bound_model(self):
+        return regressor_bound_model(self)
+
+    def _predict_values(self, X):
+        """sklearn's own ``predict`` as (n, n_targets), for arrays of points
+        (what every bound of the mean is checked against)."""
+        X = np.atleast_2d(X)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            y = GaussianProcessRegressor.predict(self, X)
+        return np.asarray(y, dtype=np.float64).reshape(len(X), -1)
+
+    def _predict_std_values(self, X):
+        """sklearn's own predictive std as (n, n_targets), for arrays of points."""
+        X = np.atleast_2d(X)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
+            _, std = GaussianProcessRegressor.predict(self, X, return_std=True)
+        return np.asarray(std, dtype=np.float64).reshape(len(X), -1)
+
+    def _range_problem(self, statistic="mean", variance_bound="default"):
+        """The :class:`RangeProblem` of a statistic: one column per target."""
+        bm = self._bound_model()
+        if statistic == "mean":
+            return RangeProblem(bm.mean_pairs(), self._predict_values)
+        # One unit-scale objective serves every target: std_p = s_p sqrt(var).
+        var = bm.variances(check_variance_bound(variance_bound))[0]
+        scale = bm.latents[0].scale
+        pair = (StdObjective(var, 1.0), StdObjective(var, -1.0))
+        return RangeProblem([pair], self._predict_std_values, columns=np.zeros(len(scale), dtype=int), scale=scale)
 
     def prediction_range(
         self,
@@ -143,57 +147,12 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         if statistic not in ("mean", "std"):
             raise ValueError(f"statistic must be 'mean' or 'std' for a regressor, got {statistic!r}.")
         check_epsilon(epsilon)
+        check_variance_bound(variance_bound)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        if statistic == "std":
-            return self._std_range(X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound,
-                                   verbose)
-        objectives = [f for pair in _mean_objectives(self) for f in pair]
-        P = len(objectives) // 2
-        rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
-        outs = map_rows(
-            _range_row, (objectives, epsilon, max_iter, time_limit), rows, n_jobs, verbose,
-            "prediction_range",
-        )
-        n, d = X.shape
-        lower = np.array([o.lower for o in outs]).reshape(n, 2 * P)
-        points = np.array([o.argmin for o in outs]).reshape(n, 2 * P, d)
-        vals = _model_predict(self, points.reshape(-1, d)).reshape(n, 2 * P, P) if n else np.empty((0, 2 * P, P))
-        idx = np.arange(P)
-        return range_result(
-            lower[:, 0::2],
-            vals[:, 2 * idx, idx],
-            points[:, 0::2],
-            vals[:, 2 * idx + 1, idx],
-            -lower[:, 1::2],
-            points[:, 1::2],
-            epsilon,
-            [o.n_iter for o in outs],
-            [o.time for o in outs],
-        )
-
-    def _std_range(self, X, lo, hi, epsilon, max_iter, time_limit, n_jobs, random_state, variance_bound, verbose=0):
-        # One unit-scale objective serves every target: std_p = s_p sqrt(var).
-        model = from_regressor(self)
-        var = model.variance(variance_bound)
-        scale = model.scale
-        objectives = [StdObjective(var, 1.0), StdObjective(var, -1.0)]
-        unit_eps = epsilon / max(float(scale.max()), 1e-300)
-        rows = list(zip(X, lo, hi, row_seeds(random_state, len(X))))
-        outs = map_rows(
-            _range_row, (objectives, unit_eps, max_iter, time_limit), rows, n_jobs, verbose,
-            "prediction_range",
-        )
-        n, d = X.shape
-        P = len(scale)
-        lower = np.array([o.lower for o in outs]).reshape(n, 2)
-        points = np.array([o.argmin for o in outs]).reshape(n, 2, d)
-        vals = _model_std(self, points.reshape(-1, d)).reshape(n, 2, P) if n else np.empty((0, 2, P))
-        min_lo = np.minimum(lower[:, :1] * scale, vals[:, 0])
-        max_up = np.maximum(-lower[:, 1:] * scale, vals[:, 1])
-        return range_result(
-            min_lo, vals[:, 0], np.repeat(points[:, :1], P, 1),
-            vals[:, 1], max_up, np.repeat(points[:, 1:], P, 1),
-            epsilon, [o.n_iter for o in outs], [o.time for o in outs],
+        problem = self._range_problem(statistic, variance_bound)
+        return range_rows(
+            {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+            n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
     def certify(
@@ -246,17 +205,15 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         # One predict per row, the same call that checks candidates: a batched
         # predict can differ in the last bits, enough to make x* itself look
         # like a counterexample when delta = 0.
-        centers = np.array([_model_predict(self, x)[0] for x in X]) if n else np.empty((0, 1))
-        shared = (self, _mean_objectives(self), float(delta), norm, max_iter, time_limit)
+        centers = np.array([self._predict_values(x[None])[0] for x in X]) if n else np.empty((0, 1))
+        shared = (self, self._bound_model().mean_pairs(), float(delta), norm, max_iter, time_limit)
         rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
-        outs = map_rows(_certify_row, shared, rows, n_jobs, verbose, "certify")
-        # Re-check every counterexample with the model before reporting it.
-        for i, o in enumerate(outs):
-            if o.status == "not_robust":
-                dev = np.linalg.norm(_model_predict(self, o.counterexample)[0] - centers[i], ord=norm)
-                if not dev > delta:
-                    o.status, o.counterexample = "unknown", np.full(d, np.nan)
-        return certification_result(outs, d)
+
+        def violates(idx, P):
+            dev = [np.linalg.norm(self._predict_values(p[None])[0] - centers[i], ord=norm) for i, p in zip(idx, P)]
+            return np.array(dev) > delta
+
+        return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
 
     def explain(
         self,
@@ -305,18 +262,18 @@ class RobustGaussianProcessRegressor(GaussianProcessRegressor):
         X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
         n, d = X.shape
         feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
-        objectives = _mean_objectives(self)
-        if not isinstance(target, numbers.Integral) or isinstance(target, bool) or not 0 <= target < len(objectives):
-            raise ValueError(f"target must be an output index in [0, {len(objectives) - 1}], got {target!r}.")
+        pairs = self._bound_model().mean_pairs()
+        if not isinstance(target, numbers.Integral) or isinstance(target, bool) or not 0 <= target < len(pairs):
+            raise ValueError(f"target must be an output index in [0, {len(pairs) - 1}], got {target!r}.")
         target = int(target)
 
-        def reference(P, p):
-            return _model_predict(self, P)[:, p]
+        def reference(P):
+            return self._predict_values(P)[:, [target]]
 
+        problems = {target: RangeProblem([pairs[target]], reference)}
         values, low, high, converged, times = explain_rows(
-            X, lo, hi, feats, [target] * n, {target: objectives[target]}, reference, epsilon=epsilon,
-            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method,
-            verbose=verbose,
+            X, lo, hi, feats, [target] * n, problems, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+            n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
         )
         return Explanation(
             values, low, high, converged, feats, feature_names_of(self, feats), np.full(n, target),

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
 from .exceptions import BudgetExhaustedWarning
-from .pipeline import _split, certify
+from .pipeline import certify, final_estimator
 
 __all__ = ["make_robustness_scorer", "RobustnessScorer", "METRICS"]
 
@@ -55,7 +55,7 @@ class RobustnessScorer:
         self.certify_kwargs = dict(certify_kwargs)
 
     def _kind(self, estimator):
-        _, final = _split(estimator)
+        final = final_estimator(estimator)
         if is_classifier(final):
             return "classifier"
         if is_regressor(final):

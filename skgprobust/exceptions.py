@@ -26,9 +26,10 @@ class BudgetExhaustedWarning(UserWarning):
     """
 
 
-class UnsupportedModelError(TypeError):
-    """The estimator (or its fitted state) is not a model skgprobust can bound,
-    e.g. a one-vs-one multi-class classifier asked for probabilities."""
+class UnsupportedModelError(TypeError, NotImplementedError):
+    """The estimator (or its fitted state) is not a model this operation can
+    bound, e.g. an attack on a one-vs-one multi-class classifier (no single
+    margin to descend). Subclass of ``TypeError`` and ``NotImplementedError``."""
 
 
 class UnsupportedStepError(TypeError, ValueError):

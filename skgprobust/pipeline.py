@@ -49,12 +49,13 @@ from sklearn.utils.validation import check_is_fitted
 from .exceptions import BudgetExhaustedWarning, RoundTripWarning, UnsupportedStepError
 from ._engine._delta import Explanation, class_targets, delta_from_ranges
 from ._engine._perturbation import make_boxes, resolve_features
-from ._engine._results import CertificationResult, RangeResult
+from ._engine._driver import certification_result, range_result, recheck
 
 __all__ = [
     "certify",
     "prediction_range",
     "explain",
+    "final_estimator",
     "Pipeline",
     "make_pipeline",
     "UnsupportedStepError",
@@ -264,6 +265,12 @@ def _step_map(name, step, n_in):
 
 def _is_identity(step):
     return step is None or (isinstance(step, str) and step == "passthrough")
+
+
+def final_estimator(estimator):
+    """The robust estimator at the end of a (nested) Pipeline, or ``estimator``
+    itself; TypeError when it has no ``certify``."""
+    return _split(estimator)[1]
 
 
 def _split(estimator, prefix=""):
@@ -511,30 +518,26 @@ def certify(estimator, X, gamma, **kwargs):
     res = _call_groups(final.certify, pre, p, **kwargs)
     n, d = p.X.shape
     status = np.asarray(res.status).astype(str).copy()
+    # Counterexamples found in the model's input space, mapped back into the
+    # raw boxes and re-checked with the pipeline's own predict on raw points.
     cex = np.full((n, d), np.nan)
     flagged = np.flatnonzero(status == "not_robust")
     if flagged.size:
-        cand = pre.to_raw(res.counterexample[flagged], p.X[flagged], p.lo[flagged], p.hi[flagged])
-        ok = _recheck(estimator, pre, kind, p.X[flagged], cand, kwargs)
-        ok &= np.all((cand >= p.lo[flagged]) & (cand <= p.hi[flagged]), axis=1)
-        cex[flagged[ok]] = cand[ok]
-        lost = flagged[~ok]
-        if lost.size:
-            status[lost] = "unknown"
-            warnings.warn(
-                f"{lost.size} counterexample(s) found in the model's input space did not change the pipeline's "
-                "prediction after mapping back to raw inputs (floating-point round trip); reported as 'unknown'.",
-                RoundTripWarning,
-                stacklevel=2,
-            )
-    return CertificationResult(
-        robust=status == "robust",
-        status=status,
-        counterexample=cex,
-        bound=np.asarray(res.bound, dtype=float),
-        n_iter=np.asarray(res.n_iter, dtype=int),
-        time=np.asarray(res.time, dtype=float),
-    )
+        cex[flagged] = pre.to_raw(res.counterexample[flagged], p.X[flagged], p.lo[flagged], p.hi[flagged])
+
+    def violates(rows, cand):
+        ok = _recheck(estimator, pre, kind, p.X[rows], cand, kwargs)
+        return ok & np.all((cand >= p.lo[rows]) & (cand <= p.hi[rows]), axis=1)
+
+    lost = recheck(status, cex, violates)
+    if lost.size:
+        warnings.warn(
+            f"{lost.size} counterexample(s) found in the model's input space did not change the pipeline's "
+            "prediction after mapping back to raw inputs (floating-point round trip); reported as 'unknown'.",
+            RoundTripWarning,
+            stacklevel=2,
+        )
+    return certification_result(status, cex, res.bound, res.n_iter, res.time, warn=False)
 
 
 def _recheck(estimator, pre, kind, centers, cand, kwargs):
@@ -612,20 +615,11 @@ def _range_pushed(pre, final, p, kwargs):
     j = np.arange(k)
     min_upper, max_lower = vals[:, j, j], vals[:, k + j, j]
     raw = raw.reshape(n, 2 * k, d)
-    # min_upper / max_lower are values attained in the raw box, so the min is
-    # <= min_upper: lowering min_lower to it (rounding) keeps it a lower bound.
-    min_lower = np.minimum(np.asarray(res.min_lower, float), min_upper)
-    max_upper = np.maximum(np.asarray(res.max_upper, float), max_lower)
-    return RangeResult(
-        min_lower=min_lower,
-        min_upper=min_upper,
-        max_lower=max_lower,
-        max_upper=max_upper,
-        converged=(min_upper - min_lower <= epsilon) & (max_upper - max_lower <= epsilon),
-        argmin=raw[:, :k],
-        argmax=raw[:, k:],
-        n_iter=np.asarray(res.n_iter, dtype=int),
-        time=np.asarray(res.time, dtype=float),
+    # min_upper / max_lower are values attained in the raw box: the driver's
+    # range assembly lowers min_lower to them where needed (never raises it).
+    return range_result(
+        res.min_lower, min_upper, raw[:, :k], max_lower, res.max_upper, raw[:, k:], epsilon, res.n_iter, res.time,
+        warn=False,
     )
 
 

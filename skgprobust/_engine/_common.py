@@ -4,8 +4,8 @@ import ctypes
 import multiprocessing
 import numbers
 import sys
+import threading
 import time
-import warnings
 from itertools import chain
 
 import numpy as np
@@ -14,9 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..exceptions import BudgetExhaustedWarning
 from ._perturbation import make_boxes
-from ._results import CertificationResult, RangeResult
 
 
 def check_budget(max_iter, time_limit):
@@ -35,16 +33,60 @@ def check_epsilon(epsilon):
 
 
 def prepare(estimator, X, gamma, features, domain, max_iter, time_limit):
-    """Validate X (float64, finite, right width and names) and build the boxes."""
+    """Check the estimator is fitted and boundable, validate X (float64,
+    finite, right width and names) and build the boxes.
+
+    The bound model is fetched (built once per fit) *before* X is validated,
+    so an unsupported kernel or model is refused by name
+    (UnsupportedKernelError) rather than by an error from input validation
+    (e.g. a string kernel's non-numeric training data).
+    """
     # sklearn's GPR is tagged requires_fit=False (it predicts from the prior),
     # so the check must name the attributes fit sets.
     check_is_fitted(estimator, estimator._fitted_attributes)
+    estimator._bound_model()
     check_budget(max_iter, time_limit)
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     lo, hi = make_boxes(
         X, gamma, features=features, domain=domain, feature_names=getattr(estimator, "feature_names_in_", None)
     )
     return X, lo, hi
+
+
+def bound_model_of(estimator):
+    """The (cached) :class:`~skgprobust._engine._latent.BoundModel` of a fitted
+    robust estimator."""
+    return estimator._bound_model()
+
+
+class BoundModelMixin:
+    """Keeps the estimator's :class:`~skgprobust._engine._latent.BoundModel`
+    (built lazily, once per fit) and leaves it out of pickles.
+
+    Subclasses define ``_build_bound_model()`` and ``_fit_token()``: an object
+    that a refit replaces (e.g. ``alpha_``), so a refit invalidates the cache.
+    """
+
+    def _bound_model(self):
+        token = self._fit_token()
+        cached = self.__dict__.get("_skgp_bound_model")
+        if cached is not None and cached[0] is token:
+            return cached[1]
+        with _CACHE_LOCK:
+            cached = self.__dict__.get("_skgp_bound_model")
+            if cached is not None and cached[0] is token:
+                return cached[1]
+            model = self._build_bound_model()
+            self.__dict__["_skgp_bound_model"] = (token, model)
+            return model
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop("_skgp_bound_model", None)
+        return state
+
+
+_CACHE_LOCK = threading.RLock()
 
 
 def row_seeds(random_state, n):
@@ -140,52 +182,3 @@ def map_rows(func, shared, rows, n_jobs, verbose=0, label="rows"):
         delayed(_run_chunk)(func, shared, [rows[i] for i in c], True) for c in chunks
     )
     return list(chain.from_iterable(out))
-
-
-def certification_result(outcomes, d):
-    status = np.array([o.status for o in outcomes], dtype=object).astype(str)
-    if len(outcomes) == 0:
-        status = np.empty(0, dtype="<U10")
-    cex = np.array([o.counterexample for o in outcomes]).reshape(-1, d)
-    res = CertificationResult(
-        robust=status == "robust",
-        status=status,
-        counterexample=cex,
-        bound=np.array([o.bound for o in outcomes], dtype=float),
-        n_iter=np.array([o.n_iter for o in outcomes], dtype=int),
-        time=np.array([o.time for o in outcomes], dtype=float),
-    )
-    n_unknown = int(np.sum(res.status == "unknown"))
-    if n_unknown:
-        warnings.warn(
-            f"{n_unknown} of {len(res)} rows are 'unknown': the budget (max_iter/time_limit) ran out "
-            "before a proof or a counterexample was found.",
-            BudgetExhaustedWarning,
-            stacklevel=3,
-        )
-    return res
-
-
-def range_result(lower_min, upper_min, arg_min, lower_max, upper_max, arg_max, epsilon, n_iter, times):
-    """Assemble a RangeResult from (n, k) arrays; ``upper_min``/``lower_max`` are
-    the model's own values at ``arg_min``/``arg_max``."""
-    res = RangeResult(
-        min_lower=lower_min,
-        min_upper=upper_min,
-        max_lower=lower_max,
-        max_upper=upper_max,
-        converged=(upper_min - lower_min <= epsilon) & (upper_max - lower_max <= epsilon),
-        argmin=arg_min,
-        argmax=arg_max,
-        n_iter=np.asarray(n_iter, dtype=int),
-        time=np.asarray(times, dtype=float),
-    )
-    n_open = int(np.sum(~res.converged))
-    if n_open:
-        warnings.warn(
-            f"{n_open} of {res.converged.size} ranges did not reach epsilon={epsilon} within the budget; "
-            "their bounds are valid but wider.",
-            BudgetExhaustedWarning,
-            stacklevel=3,
-        )
-    return res

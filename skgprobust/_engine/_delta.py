@@ -18,14 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import check_epsilon, map_rows, row_seeds
-from ._search import local_search, random_starts
-from ._solve import Budget, solve_range
+from ._common import check_epsilon, row_seeds
+from ._driver import METHODS, range_rows
 
-METHODS = ("bounds", "search")
-
-#: Random starts of the local search per one-sided box (method="search").
-N_SEARCH_STARTS = 4
 
 
 @dataclass
@@ -151,32 +146,15 @@ def one_sided_boxes(X, lo, hi, features):
     return blo, bhi
 
 
-def _delta_row(shared, x0, blo, bhi, target, rng):
-    """Min and max of the statistic over each one-sided box of one row."""
-    pairs, epsilon, max_iter, time_limit, method = shared
-    f_min, f_max = pairs[target]
-    budget = Budget(max_iter, time_limit)
-    n_box, d = blo.shape
-    lower = np.full((n_box, 2), np.nan)
-    points = np.empty((n_box, 2, d))
-    converged = np.zeros(n_box, dtype=bool)
-    n_iter = 0
-    for b in range(n_box):
-        if method == "bounds":
-            # Each one-sided box gets the full budget: they are independent problems.
-            out = solve_range([f_min, f_max], blo[b], bhi[b], x0, epsilon, Budget(max_iter, time_limit), rng)
-            lower[b], points[b], converged[b] = out.lower, out.argmin, out.converged.all()
-            n_iter += out.n_iter
-        else:
-            starts = np.vstack([x0[None], random_starts(blo[b], bhi[b], N_SEARCH_STARTS, rng)])
-            for s, f in enumerate((f_min, f_max)):
-                points[b, s] = local_search(f, blo[b], bhi[b], starts)[0]
-    return lower, points, converged, n_iter, budget.elapsed()
-
-
-def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max_iter, time_limit, n_jobs,
+def explain_rows(X, lo, hi, features, targets, problems, *, epsilon, max_iter, time_limit, n_jobs,
                  random_state, method, verbose=0):
     """Delta for every row and explained feature.
+
+    Every one-sided box of every row is one row of the driver
+    (:func:`~skgprobust._engine._driver.range_rows`): ``max_iter`` and
+    ``time_limit`` apply to each box, boxes of all rows share the workers, and
+    the range assembly (the model's own values at the incumbents) is the
+    driver's.
 
     Parameters
     ----------
@@ -184,48 +162,46 @@ def explain_rows(X, lo, hi, features, targets, pairs, reference, *, epsilon, max
         Rows and their full (gamma, domain-clipped) boxes.
     features : ndarray of int, shape (k,)
     targets : sequence of length n
-        Key into ``pairs`` per row.
-    pairs : dict
-        target -> (objective of the statistic, its negation).
-    reference : callable
-        ``reference(P, target) -> (m,)``: the model's own statistic at P.
+        Key into ``problems`` per row.
+    problems : dict
+        target -> :class:`~skgprobust._engine._driver.RangeProblem` of the
+        explained statistic (one column).
 
     Returns
     -------
     values, lower, upper : ndarray of shape (n, k)
     converged : ndarray of bool, shape (n, k)
     times : ndarray of shape (n,)
+        Seconds per row (all its boxes).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     check_epsilon(epsilon)
     n, d = X.shape
     k = len(features)
-    blo, bhi = one_sided_boxes(X, lo, hi, features)
-    rows = list(zip(X, blo, bhi, targets, row_seeds(random_state, n)))
-    outs = map_rows(
-        _delta_row, (pairs, epsilon, max_iter, time_limit, method), rows, n_jobs, verbose, "explain"
-    )
     if n == 0 or k == 0:
         empty = np.empty((n, k))
-        return empty, empty.copy(), empty.copy(), np.zeros((n, k), dtype=bool), np.array([o[4] for o in outs])
-    lower = np.array([o[0] for o in outs])  # (n, 2k, 2)
-    points = np.array([o[1] for o in outs])  # (n, 2k, 2, d)
-    vals = np.empty((n, 2 * k, 2))
-    for r in range(n):
-        vals[r] = reference(points[r].reshape(-1, d), targets[r]).reshape(2 * k, 2)
-    min_up, max_lo = vals[..., 0], vals[..., 1]
-    # Lower bounds may be lowered (never raised) to absorb the rounding of the
-    # model's value at the incumbent.
-    min_lo = np.minimum(lower[..., 0], min_up)
-    max_up = np.maximum(-lower[..., 1], max_lo)
-    p, m = slice(0, None, 2), slice(1, None, 2)  # T+ and T- boxes
-    values, low, high = delta_from_ranges(
-        (min_lo[:, p], min_up[:, p], max_lo[:, p], max_up[:, p]), (min_lo[:, m], min_up[:, m], max_lo[:, m], max_up[:, m])
+        return empty, empty.copy(), empty.copy(), np.zeros((n, k), dtype=bool), np.zeros(n)
+    blo, bhi = one_sided_boxes(X, lo, hi, features)  # (n, 2k, d)
+    # One independent stream per box: results do not depend on n_jobs.
+    seeds = row_seeds(random_state, n * 2 * k)
+    res = range_rows(
+        problems, np.repeat(np.asarray(targets, dtype=object), 2 * k).tolist(), np.repeat(X, 2 * k, axis=0),
+        blo.reshape(-1, d), bhi.reshape(-1, d), epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+        n_jobs=n_jobs, verbose=verbose, label="explain", method=method, seeds=seeds, warn=False,
     )
-    conv = np.array([o[2] for o in outs])
+
+    def per_box(a):
+        return np.asarray(a).reshape(n, 2 * k)
+
+    ranges = [per_box(getattr(res, name)[:, 0]) for name in ("min_lower", "min_upper", "max_lower", "max_upper")]
+    p, m = slice(0, None, 2), slice(1, None, 2)  # T+ and T- boxes
+    values, low, high = delta_from_ranges([r[:, p] for r in ranges], [r[:, m] for r in ranges])
+    conv = per_box(res.converged[:, 0])
     converged = conv[:, p] & conv[:, m]
-    return values, low, high, converged, np.array([o[4] for o in outs])
+    if method == "search":
+        converged[:] = False
+    return values, low, high, converged, per_box(res.time).sum(axis=1)
 
 
 def class_targets(classes_, target, n, predict):

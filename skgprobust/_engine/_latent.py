@@ -1,25 +1,73 @@
-"""Latent models: what the bounds need from a fitted sklearn GP.
+"""The latent-model protocol: what a GP model family provides for sound bounds.
 
-Every model here has the inference form of the paper (Eq. 1-2)::
+Every model bounded here has the inference form of the paper (Eq. 1-2): one
+or more *latent* Gaussian processes, each with P outputs, whose predictive
+moments at an input x are ::
 
     mean_p(x) = offset_p + k(x, Xs) @ weights[:, p]
-    var_p(x)  = scale_p**2 * (k(x, x) - k(x, Xs) @ S @ k(Xs, x))
+    var_p(x)  = scale_p**2 * (k(x, x) - ||A k(Xs, x)||^2),   A = L^-1 diag(col_scale)
 
-read off the fitted estimator exactly as ``shared/notes/sklearn-gp-internals.md``
-gives it. Later model types (EP, sparse, multi-output) plug in by building
-the same object.
+(S = A^T A in the paper's notation). A model family plugs into the engine by
+writing ONE module that reads these numbers off its fitted estimator and
+returns a :class:`BoundModel`; nothing in the bounds, the branch and bound or
+the driver changes. The contract, per latent GP (:class:`LatentModel`):
+
+* ``X_support`` (N, d): the support inputs the kernel is evaluated against
+  (training inputs; inducing inputs for sparse models);
+* ``weights`` (N, P) and ``offset`` (P,): the mean's weights per output, with
+  any output scaling (``normalize_y``) already applied, so that ``mean_p``
+  above is *exactly* the model's own predictive (or latent) mean;
+* ``scale`` (P,): the output standard-deviation scaling of the variance;
+* ``L`` (N, N) lower-triangular and ``col_scale`` (N,) or None: the factor
+  the model itself solves with for the variance (``L_`` and ``W_sr_`` for
+  sklearn's models), so that ``var_p`` above is exactly its variance; None
+  when the family has no variance (then only mean questions are answered);
+* ``kernel``: the fitted sklearn kernel; its adapter is looked up in
+  :mod:`skgprobust.kernels` (UnsupportedKernelError when there is none).
+
+and per model (:class:`BoundModel`): how the latent outputs make the
+decision and the probabilities (``kind``: a regressor's mean; a binary
+classifier's latent sign and link; one-vs-rest argmax of per-class links;
+one-vs-one pairwise votes), the link (a :class:`~skgprobust._bounds._links.Link`
+whose monotonicity in (mu, v) is proven) and the class labels.
+
+Soundness of the whole chain rests on the two formulas above reproducing the
+model's own ``predict`` / ``predict_proba`` up to the documented rounding
+margins; each reader (``from_regressor``, ``from_classifier``) follows
+``shared/notes/sklearn-gp-internals.md`` and is tested against sklearn's
+own numbers.
+
+Caching: a :class:`BoundModel` is built once per fit (the estimators keep it
+until the next ``fit``) and holds everything that does not depend on the
+question: adapters, factors, the variance precomputations (triangular
+inverse, eigen-decomposition, condition estimates) and the objectives built
+from them. It is read-only after construction, so threads and joblib
+workers share it (workers receive it pickled once per chunk of rows).
 """
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._bounds._links import FiveErfLink
+from .._bounds._mean import AffineMean
 from ..kernels import make_adapter
+
+VARIANCE_BOUNDS = ("default", "paper")
+
+_BUILD_LOCK = threading.RLock()
+
+
+def check_variance_bound(method):
+    if method not in VARIANCE_BOUNDS:
+        raise ValueError(f"variance_bound must be 'default' or 'paper', got {method!r}.")
+    return method
 
 
 @dataclass
 class LatentModel:
-    """Support inputs, kernel and output maps of a GP's latent outputs.
+    """Support inputs, kernel and output maps of one latent GP (see module doc).
 
     Attributes
     ----------
@@ -32,7 +80,7 @@ class LatentModel:
     kernel : sklearn Kernel
         The fitted kernel.
     L : ndarray of shape (N, N) or None
-        Lower-triangular factor sklearn solves with for the variance.
+        Lower-triangular factor the model solves with for the variance.
     col_scale : ndarray of shape (N,) or None
         Column scaling D of A = L^-1 D (``W_sr_`` for the Laplace GPC), so
         that var(x) = k(x, x) - ||A k(Xs, x)||^2.
@@ -46,7 +94,7 @@ class LatentModel:
     L: np.ndarray = field(default=None, repr=False)
     col_scale: np.ndarray = field(default=None, repr=False)
     adapter: object = field(default=None, repr=False)
-    _variance: object = field(default=None, repr=False)
+    _variances: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self.X_support = np.asarray(self.X_support, dtype=np.float64)
@@ -61,27 +109,147 @@ class LatentModel:
         return self.weights.shape[1]
 
     def variance(self, method="default"):
-        """The :class:`~skgprobust.variance.LatentVariance` of this model
-        (unscaled: multiply by ``scale**2``), built once."""
+        """The variance bounds object of this model (unscaled: multiply by
+        ``scale**2``), built once per method."""
+        check_variance_bound(method)
         if self.L is None:
             raise ValueError("This latent model has no variance factor.")
-        if self._variance is None or getattr(self._variance, "method", "default") != method:
-            if method == "default":
-                from .._bounds._variance import LatentVariance
-
-                self._variance = LatentVariance(self.adapter, self.L, self.col_scale)
-            elif method == "paper":
-                from .._bounds._variance_paper import PaperLatentVariance
-
-                self._variance = PaperLatentVariance(self.adapter, self.L, self.col_scale)
-            else:
-                raise ValueError(f"variance_bound must be 'default' or 'paper', got {method!r}.")
-            self._variance.method = method
-        return self._variance
+        var = self._variances.get(method)
+        if var is None:
+            with _BUILD_LOCK:
+                var = self._variances.get(method)
+                if var is None:
+                    if method == "default":
+                        from .._bounds._variance import LatentVariance as cls
+                    else:
+                        from .._bounds._variance_paper import PaperLatentVariance as cls
+                    var = cls(self.adapter, self.L, self.col_scale)
+                    var.method = method
+                    self._variances[method] = var
+        return var
 
     def mean(self, X):
         """Latent means, shape (n, P), computed from the adapter (float64)."""
         return self.adapter.values(X) @ self.weights + self.offset
+
+    def mean_objective(self, output=0):
+        """The :class:`~skgprobust._bounds._mean.AffineMean` of one output."""
+        return AffineMean(self.adapter, self.weights[:, output], self.offset[output])
+
+
+class BoundModel:
+    """The bound state of one fitted estimator, built once per fit.
+
+    Parameters
+    ----------
+    kind : {"regression", "binary", "one_vs_rest", "one_vs_one"}
+    latents : list of LatentModel
+        One for a regressor (P outputs) or a binary classifier, one per
+        class (one-vs-rest) or per pair i < j in lexicographic order
+        (one-vs-one).
+    classes : ndarray or None
+        The class labels of a classifier (``classes_``).
+    link : Link, optional
+        Two-class link of a classifier (sklearn's five-erf by default).
+
+    Everything returned is cached on the object: repeated calls (and the
+    rows of one call) share the adapters, factors and objectives.
+    """
+
+    KINDS = ("regression", "binary", "one_vs_rest", "one_vs_one")
+
+    def __init__(self, kind, latents, classes=None, link=None):
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}.")
+        self.kind = kind
+        self.latents = list(latents)
+        self.classes = None if classes is None else np.asarray(classes)
+        self.link = link if link is not None else (None if kind == "regression" else FiveErfLink())
+        self._cache = {}
+
+    def _cached(self, key, build):
+        value = self._cache.get(key)
+        if value is None:
+            with _BUILD_LOCK:
+                value = self._cache.get(key)
+                if value is None:
+                    value = build()
+                    self._cache[key] = value
+        return value
+
+    @property
+    def n_features(self):
+        return self.latents[0].X_support.shape[1] if self.latents else 0
+
+    # -- means ---------------------------------------------------------------
+    def mean_pairs(self):
+        """``[(f, -f)]``: the mean objectives of a regressor's outputs, or each
+        binary latent mean of a classifier (one per latent model)."""
+
+        def build():
+            if self.kind == "regression":
+                m = self.latents[0]
+                fs = [m.mean_objective(p) for p in range(m.n_outputs)]
+            else:
+                fs = [m.mean_objective(0) for m in self.latents]
+            return [(f, f.negated()) for f in fs]
+
+        return self._cached("mean_pairs", build)
+
+    # -- variances and probabilities ----------------------------------------
+    def variances(self, method="default"):
+        """Unscaled variance objects, one per latent model."""
+        check_variance_bound(method)
+        return self._cached(("variances", method), lambda: [m.variance(method) for m in self.latents])
+
+    def probabilities(self, method="default"):
+        """Per-class probabilities (binary or one-vs-rest) as objectives use them."""
+        from ._objectives import ClassProbabilities
+
+        if self.kind not in ("binary", "one_vs_rest"):
+            raise ValueError(f"A {self.kind} model has no per-class probabilities to bound.")
+        return self._cached(
+            ("probabilities", method), lambda: ClassProbabilities(self.latents, self.variances(method), self.link)
+        )
+
+    # -- decisions -------------------------------------------------------------
+    def margin(self, label, method="default"):
+        """The objective that is > 0 exactly where ``predict`` keeps ``label``
+        (binary: the latent mean signed towards the label; one-vs-rest: the
+        argmax margin of the per-class probabilities)."""
+        from ._objectives import MarginObjective
+
+        idx = self.class_index(label)
+        if self.kind == "binary":
+            f, neg = self.mean_pairs()[0]
+            return f if idx == 1 else neg
+        if self.kind == "one_vs_rest":
+            return self._cached(("margin", method, idx), lambda: MarginObjective(self.probabilities(method), idx))
+        raise ValueError(f"A {self.kind} model has no single decision margin.")
+
+    def pairwise(self):
+        """One-vs-one: ``[(i, j, f)]`` with f the latent mean of the pair (i, j),
+        positive where it votes for class j."""
+        if self.kind != "one_vs_one":
+            raise ValueError("pairwise() is for one-vs-one models.")
+
+        def build():
+            n, out, k = len(self.classes), [], 0
+            for i in range(n):
+                for j in range(i + 1, n):
+                    out.append((i, j, self.mean_pairs()[k][0]))
+                    k += 1
+            return out
+
+        return self._cached("pairwise", build)
+
+    def class_index(self, label):
+        return int(np.flatnonzero(self.classes == label)[0])
+
+
+# ---------------------------------------------------------------------------
+# sklearn's GaussianProcessRegressor and (Laplace) GaussianProcessClassifier
+# ---------------------------------------------------------------------------
 
 
 def from_regressor(gpr):
@@ -107,3 +275,20 @@ def from_classifier(gpc):
     if hasattr(base, "estimators_"):
         return [from_binary_classifier(e) for e in base.estimators_]
     return [from_binary_classifier(base)]
+
+
+def regressor_bound_model(gpr):
+    """The :class:`BoundModel` of a fitted GaussianProcessRegressor."""
+    return BoundModel("regression", [from_regressor(gpr)])
+
+
+def classifier_bound_model(gpc):
+    """The :class:`BoundModel` of a fitted (Laplace) GaussianProcessClassifier."""
+    latents = from_classifier(gpc)
+    if len(gpc.classes_) == 2:
+        kind = "binary"
+    elif gpc.multi_class == "one_vs_rest":
+        kind = "one_vs_rest"
+    else:
+        kind = "one_vs_one"
+    return BoundModel(kind, latents, classes=gpc.classes_)

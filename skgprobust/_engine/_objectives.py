@@ -99,7 +99,7 @@ class StdObjective:
         return BoxBound(-np.sqrt(np.maximum(vb.upper, 0.0)), vb.arg_max, vb.score)
 
 
-class _ClassProbabilities:
+class ClassProbabilities:
     """Per-class probabilities of a binary (one latent model) or one-vs-rest
     (one per class) GPC, their gradients and their intervals over boxes."""
 

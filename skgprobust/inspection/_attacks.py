@@ -26,12 +26,11 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._engine._common import prepare, row_seeds
-from .._bounds._mean import AffineMean
-from .._gpc import RobustGaussianProcessClassifier, _BinaryMargin, _OvrMargin
-from .._engine._latent import from_classifier
-from .._gpr import RobustGaussianProcessRegressor, _mean_objectives, _model_predict
+from .._engine._common import bound_model_of, prepare, row_seeds
 from .._engine._search import local_search, random_starts
+from .._gpc import RobustGaussianProcessClassifier
+from .._gpr import RobustGaussianProcessRegressor
+from ..exceptions import UnsupportedModelError
 
 __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
 
@@ -56,6 +55,15 @@ def _as_rows(X):
     if hasattr(X, "to_frame"):  # a pandas Series: one row, keeping the feature names
         return X.to_frame().T, True
     return np.asarray(X).reshape(1, -1), True
+
+
+def _own_predict(estimator, X):
+    """The regressor's own ``predict`` as (n, n_targets), for arrays of points."""
+    X = np.atleast_2d(X)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        y = estimator.predict(X)
+    return np.asarray(y, dtype=np.float64).reshape(len(X), -1)
 
 
 def _check_int(value, name, minimum):
@@ -98,7 +106,7 @@ class _Problem:
             self.target = None
             self.columns = [self._margins()]
         else:
-            pairs = _mean_objectives(estimator)
+            pairs = bound_model_of(estimator).mean_pairs()
             if target is not None and (
                 not isinstance(target, numbers.Integral) or isinstance(target, bool) or not 0 <= target < len(pairs)
             ):
@@ -111,18 +119,14 @@ class _Problem:
     def _margins(self):
         clf = self.estimator
         self.labels = clf.base_estimator_.predict(self.X)
-        if len(clf.classes_) == 2:
-            model = from_classifier(clf)[0]
-            factory = _BinaryMargin(AffineMean(model.adapter, model.weights[:, 0], 0.0), clf.classes_[1])
-        elif clf.multi_class == "one_vs_rest":
-            factory = _OvrMargin(clf._probabilities(), clf.classes_)
-        else:
-            raise NotImplementedError(
+        bm = bound_model_of(clf)
+        if bm.kind == "one_vs_one":
+            raise UnsupportedModelError(
                 "Attacks on one-vs-one multi-class classifiers are not supported: their decision is a vote "
                 "of pairwise models, with no single margin to descend. Use multi_class='one_vs_rest'."
             )
         keys = np.searchsorted(clf.classes_, self.labels)
-        return {k: factory(clf.classes_[k]) for k in np.unique(keys)}, keys
+        return {k: bm.margin(clf.classes_[k]) for k in np.unique(keys)}, keys
 
     def grad(self, column, rows, X):
         """Gradients (len(rows), d) of the column's objectives at X (the points
@@ -141,7 +145,7 @@ class _Problem:
 
     def deviation(self, rows, X):
         """|change of predict| at X relative to the rows: max over targets, or the target's."""
-        dev = np.abs(_model_predict(self.estimator, X) - _model_predict(self.estimator, self.X[rows]))
+        dev = np.abs(_own_predict(self.estimator, X) - _own_predict(self.estimator, self.X[rows]))
         return dev.max(axis=1) if self.target is None else dev[:, self.target]
 
     def best(self, candidates):
@@ -364,7 +368,7 @@ def attack_succeeded(estimator, X, X_adv, *, delta=None):
     if isinstance(estimator, RobustGaussianProcessClassifier):
         out = estimator.base_estimator_.predict(X_adv) != estimator.base_estimator_.predict(X)
     else:
-        dev = np.abs(_model_predict(estimator, X_adv) - _model_predict(estimator, X)).max(axis=1)
+        dev = np.abs(_own_predict(estimator, X_adv) - _own_predict(estimator, X)).max(axis=1)
         # An unmoved point never counts (a batched predict may differ in the last bits).
         out = (dev > delta) & np.any(X_adv != X, axis=1)
     return out[0] if single else out
