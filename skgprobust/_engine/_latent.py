@@ -52,6 +52,7 @@ import numpy as np
 
 from .._bounds._links import FiveErfLink
 from .._bounds._mean import AffineMean
+from ..exceptions import UnsupportedKernelError
 from ..kernels import make_adapter
 
 VARIANCE_BOUNDS = ("default", "paper")
@@ -97,7 +98,17 @@ class LatentModel:
     _variances: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        self.X_support = np.asarray(self.X_support, dtype=np.float64)
+        try:
+            X = np.asarray(self.X_support, dtype=np.float64)
+        except (TypeError, ValueError):
+            # Non-numeric inputs (e.g. a string kernel): name the kernel, not
+            # the conversion. make_adapter raises UnsupportedKernelError for
+            # any kernel (or part of one) without an adapter.
+            make_adapter(self.kernel, np.empty((0, 0)))
+            raise UnsupportedKernelError(
+                f"Kernel {self.kernel!r} is applied to non-numeric inputs; box bounds need numeric features."
+            ) from None
+        self.X_support = X
         self.weights = np.asarray(self.weights, dtype=np.float64).reshape(len(self.X_support), -1)
         self.offset = np.asarray(self.offset, dtype=np.float64).reshape(-1)
         self.scale = np.asarray(self.scale, dtype=np.float64).reshape(-1)

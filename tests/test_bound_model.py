@@ -1,0 +1,213 @@
+"""The per-fit bound model: built once, shared by every call, invalidated by a
+refit, left out of pickles; clear refusals of unsupported kernels and models."""
+
+import pickle
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_blobs, make_friedman1
+from sklearn.gaussian_process.kernels import RBF, GenericKernelMixin, Hyperparameter, Kernel, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgprobust import (
+    BudgetExhaustedWarning,
+    RobustGaussianProcessClassifier,
+    RobustGaussianProcessRegressor,
+    UnsupportedKernelError,
+)
+from skgprobust._bounds import _variance
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        yield
+
+
+@pytest.fixture(scope="module")
+def ovr():
+    X, y = make_blobs(90, n_features=2, centers=3, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = RobustGaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None).fit(X, y)
+    return clf, X
+
+
+@pytest.fixture(scope="module")
+def reg():
+    X, y = make_friedman1(n_samples=80, n_features=5, noise=0.3, random_state=0)
+    r = RobustGaussianProcessRegressor(C(1.0) * RBF(np.ones(5)) + WhiteKernel(0.1), optimizer=None).fit(X, y)
+    return r, X
+
+
+def _count_variance_builds(monkeypatch):
+    calls = []
+    init = _variance.LatentVariance.__init__
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(_variance.LatentVariance, "__init__", counting)
+    return calls
+
+
+def test_variance_precomputation_once_per_fit(monkeypatch, ovr):
+    clf, X = ovr
+    clf = clone(clf).fit(X, clf.base_estimator_.estimators_[0].y_train_ * 0 + np.repeat([0, 1, 2], 30))
+    calls = _count_variance_builds(monkeypatch)
+    r1 = clf.prediction_range(X[:2], 0.05, max_iter=20, random_state=0)
+    assert len(calls) == 3  # one per class, first call
+    r2 = clf.prediction_range(X[:2], 0.05, max_iter=20, random_state=0)
+    clf.certify(X[:3], 0.05, max_iter=20, random_state=0)
+    clf.explain(X[:1], 0.05, max_iter=5, random_state=0)
+    assert len(calls) == 3  # reused by every later call
+    np.testing.assert_array_equal(r1.min_lower, r2.min_lower)
+    np.testing.assert_array_equal(r1.max_upper, r2.max_upper)
+
+
+def test_refit_invalidates(reg):
+    r, X = reg
+    r = clone(r).fit(X, np.sin(X[:, 0]))
+    a = r.prediction_range(X[:2], 0.05, max_iter=50, random_state=0)
+    y2 = np.cos(3 * X[:, 1])
+    r.fit(X, y2)
+    b = r.prediction_range(X[:2], 0.05, max_iter=50, random_state=0)
+    fresh = clone(r).fit(X, y2).prediction_range(X[:2], 0.05, max_iter=50, random_state=0)
+    np.testing.assert_array_equal(b.min_lower, fresh.min_lower)
+    np.testing.assert_array_equal(b.max_upper, fresh.max_upper)
+    assert not np.array_equal(a.min_lower, b.min_lower)
+    # The refitted model's bounds contain its own predictions.
+    pred = r.predict(X[:2])
+    assert np.all(b.min_lower[:, 0] <= pred) and np.all(pred <= b.max_upper[:, 0])
+
+
+def test_pickle_small_and_identical(reg):
+    r, X = reg
+    r = clone(r).fit(X, np.sin(X[:, 0]))
+    size_before = len(pickle.dumps(r))
+    res = r.prediction_range(X[:2], 0.05, statistic="std", max_iter=30, random_state=0)
+    assert "_skgp_bound_model" in r.__dict__
+    blob = pickle.dumps(r)
+    assert len(blob) <= size_before + 64  # the cache is not pickled
+    r2 = pickle.loads(blob)
+    assert "_skgp_bound_model" not in r2.__dict__
+    res2 = r2.prediction_range(X[:2], 0.05, statistic="std", max_iter=30, random_state=0)
+    for name in ("min_lower", "min_upper", "max_lower", "max_upper"):
+        np.testing.assert_array_equal(getattr(res, name), getattr(res2, name))
+
+
+def test_threads_share_one_model(monkeypatch, ovr):
+    clf, X = ovr
+    clf = clone(clf).fit(X, np.repeat([0, 1, 2], 30))
+    calls = _count_variance_builds(monkeypatch)
+    out = [None] * 4
+
+    def work(i):
+        out[i] = clf.certify(X[:3], 0.05, max_iter=30, random_state=0)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 3
+    for o in out[1:]:
+        np.testing.assert_array_equal(o.status, out[0].status)
+        np.testing.assert_array_equal(o.bound, out[0].bound)
+
+
+def test_parallel_rows_equal_serial_with_cached_model(reg):
+    r, X = reg
+    r = clone(r).fit(X, np.sin(X[:, 0]))
+    a = r.certify(X[:6], 0.05, delta=0.05, max_iter=30, random_state=1, n_jobs=1)
+    b = r.certify(X[:6], 0.05, delta=0.05, max_iter=30, random_state=1, n_jobs=2)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.bound, b.bound)
+
+
+# -- clear refusals ----------------------------------------------------------
+
+
+class SequenceKernel(GenericKernelMixin, Kernel):
+    """scikit-learn's gallery string kernel (plot_gpr_on_structured_data)."""
+
+    def __init__(self, baseline_similarity=0.5, baseline_similarity_bounds=(1e-5, 1)):
+        self.baseline_similarity = baseline_similarity
+        self.baseline_similarity_bounds = baseline_similarity_bounds
+
+    @property
+    def hyperparameter_baseline_similarity(self):
+        return Hyperparameter("baseline_similarity", "numeric", self.baseline_similarity_bounds)
+
+    def _f(self, s1, s2):
+        return sum(1.0 if c1 == c2 else self.baseline_similarity for c1 in s1 for c2 in s2)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        K = np.array([[self._f(x, y) for y in Y] for x in X])
+        if eval_gradient:
+            return K, np.zeros(K.shape + (1,))
+        return K
+
+    def diag(self, X):
+        return np.array([self._f(x, x) for x in X])
+
+    def is_stationary(self):
+        return False
+
+    def clone_with_theta(self, theta):
+        cloned = clone(self)
+        cloned.theta = theta
+        return cloned
+
+
+SEQ = np.array(["AGCT", "AGC", "AACT", "TAA", "AAA", "GAACA"])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.certify(SEQ[:2], 0.1, delta=0.1),
+        lambda m: m.prediction_range(SEQ[:2], 0.1),
+        lambda m: m.explain(SEQ[:2], 0.1),
+    ],
+)
+def test_string_kernel_regressor_refused_by_name(call):
+    gp = RobustGaussianProcessRegressor(kernel=SequenceKernel(), optimizer=None).fit(SEQ, np.arange(6.0))
+    with pytest.raises(UnsupportedKernelError, match="SequenceKernel"):
+        call(gp)
+
+
+def test_string_kernel_classifier_refused_by_name():
+    gp = RobustGaussianProcessClassifier(kernel=SequenceKernel(), optimizer=None).fit(SEQ, [0, 0, 1, 1, 0, 1])
+    with pytest.raises(UnsupportedKernelError, match="SequenceKernel"):
+        gp.certify(SEQ[:2], 0.1)
+    with pytest.raises(UnsupportedKernelError, match="SequenceKernel"):
+        gp.prediction_range(SEQ[:2], 0.1)
+
+
+def test_unsupported_kernel_part_named_in_sum():
+    X = np.linspace(0, 1, 8)[:, None]
+    from sklearn.gaussian_process.kernels import PairwiseKernel
+
+    gp = RobustGaussianProcessRegressor(kernel=PairwiseKernel() + WhiteKernel(), optimizer=None).fit(X, X[:, 0])
+    with pytest.raises(UnsupportedKernelError, match="PairwiseKernel"):
+        gp.certify(X[:1], 0.1, delta=0.1)
+
+
+def test_one_vs_one_probabilities_refused_with_reason():
+    X, y = make_blobs(45, n_features=2, centers=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = RobustGaussianProcessClassifier(multi_class="one_vs_one", optimizer=None).fit(X, y)
+    for name in ("prediction_range", "predict_proba", "explain"):
+        assert not hasattr(clf, name)
+        with pytest.raises(AttributeError, match="one-vs-one.*certify"):
+            getattr(clf, name)
+    # Certification itself works.
+    assert clf.certify(X[:2], 0.01, max_iter=20).status.shape == (2,)
