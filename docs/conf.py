@@ -70,6 +70,51 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
 }
 
+
+
+# Several objects are exported under two public paths (``skgprobust.certify``
+# and ``skgprobust.pipeline.certify``); api.rst describes each once. A
+# reference to another public path of a described object (the summary tables
+# of api.rst, the user guide) is resolved to that description.
+def _import_path(path):
+    import importlib
+
+    modname, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(modname), name)
+    except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def _resolve_public_alias(app, env, node, contnode):
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if not target.startswith("skgprobust."):  # relative to the current module
+        module = node.get("py:module")
+        if not module or not module.startswith("skgprobust"):
+            return None
+        target = f"{module}.{target}"
+    obj = _import_path(target)
+    if obj is None or isinstance(obj, (str, int, float, tuple)):
+        return None
+    py = env.get_domain("py")
+    for name, entry in py.objects.items():
+        if (
+            name != target
+            and not entry.aliased
+            and entry.objtype != "module"
+            and not any(part.startswith("_") for part in name.split("."))
+            and _import_path(name) is obj
+        ):
+            return py.resolve_xref(env, node["refdoc"], app.builder, "obj", name, node, contnode)
+    return None
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_public_alias)
+
+
 # Examples run with small budgets; budget warnings are expected and harmless.
 warnings.filterwarnings("ignore", category=UserWarning, message=".*budget.*")
 warnings.filterwarnings("ignore", message="Matplotlib is currently using agg")

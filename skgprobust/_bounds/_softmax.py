@@ -77,9 +77,10 @@ import numbers
 import numpy as np
 from scipy.special import expit, ndtr, ndtri
 
-__all__ = ["softmax_gaussian_bounds", "softmax_gaussian_mc"]
-
 from .._fp import UNIT_ROUNDOFF as _U
+
+__all__ = ["softmax_gaussian_bounds", "softmax_gaussian_mc", "MAX_ABS_MEAN", "MAX_VAR"]
+
 _SQRT2PI = float(np.sqrt(2.0 * np.pi))
 
 #: Absolute part of the outward floating-point margin.
@@ -89,9 +90,14 @@ MARGIN_ABS = 1e-12
 #: few times 16 MiB).
 _CHUNK_ELEMENTS = 2**21
 
-#: Latent magnitudes accepted (beyond these, grid edges could overflow).
-_MAX_ABS_MEAN = 1e100
-_MAX_VAR = 1e200
+#: Latent magnitudes accepted (beyond these, grid edges could overflow);
+#: callers check them to answer [0, 1] instead of raising.
+MAX_ABS_MEAN = 1e100
+MAX_VAR = 1e200
+# Old private names, still imported by _engine/_objectives.py; remove them
+# once it imports MAX_ABS_MEAN / MAX_VAR.
+_MAX_ABS_MEAN = MAX_ABS_MEAN
+_MAX_VAR = MAX_VAR
 
 
 # --------------------------------------------------------------------------
@@ -127,8 +133,8 @@ def _check_intervals(mu_lo, mu_hi, var_lo, var_hi):
         raise ValueError("var_lo has negative entries: variances must be >= 0.")
     if np.any(vlo > vhi):
         raise ValueError("var_lo > var_hi for some entries: each variance interval must have lo <= hi.")
-    if np.any(np.abs(lo) > _MAX_ABS_MEAN) or np.any(np.abs(hi) > _MAX_ABS_MEAN) or np.any(vhi > _MAX_VAR):
-        raise ValueError(f"latent means beyond +-{_MAX_ABS_MEAN:g} or variances beyond {_MAX_VAR:g} are not supported.")
+    if np.any(np.abs(lo) > MAX_ABS_MEAN) or np.any(np.abs(hi) > MAX_ABS_MEAN) or np.any(vhi > MAX_VAR):
+        raise ValueError(f"latent means beyond +-{MAX_ABS_MEAN:g} or variances beyond {MAX_VAR:g} are not supported.")
     return arrs
 
 

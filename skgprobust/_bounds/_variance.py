@@ -12,7 +12,7 @@ method needs no LP/QP:
   plane at r0 = r(centre) lies below it everywhere,
   ``q(r) >= q0 + g.(r - r0)`` with ``g = 2 S r0``; the minimum of
   ``g . r(x)`` over the box is a mean-type bound (Prop. 2 / Taylor model,
-  :func:`~skgprobust.bounds.affine_lower`). The error is the dropped
+  :func:`~skgprobust._bounds._mean.affine_lower`). The error is the dropped
   ``||A (r - r0)||^2``, O(h^2) in the box width.
 * lower bound of var (upper bound of q): ``q(r) = q0 + g.(r - r0) +
   ||A (r - r0)||^2`` exactly. The linear part is bounded like the mean; the

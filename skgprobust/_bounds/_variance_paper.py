@@ -4,7 +4,7 @@
 Patane et al. (JMLR 2022, Sec. 4.2) solved with cvxpy + ECOS, one box at a
 time. It is slow (a convex QP, up to 2N range LPs and one more LP per box)
 and is kept as the reference the fast default
-(:class:`~skgprobust.variance.LatentVariance`) is compared with.
+(:class:`~skgprobust._bounds._variance.LatentVariance`) is compared with.
 
 Model. ``var(x) = k(x, x) - q(x)``, ``q(x) = ||A r(x)||^2 = r^T S r``,
 ``r_i(x) = c psi(phi_i(x))``, ``phi_i(x) = sum_j phi_ij(x_j)``,
@@ -82,17 +82,18 @@ and the better of it and the default bound is used (both are valid).
 
 import warnings
 
-import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
+from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..kernels.basic import WhiteAdapter
 from ..kernels.composite import ProductAdapter, SumAdapter
 from ..kernels.stationary import StationaryAdapter
 from ._variance import LatentVariance, VarianceBound
 
-from .._fp import UNIT_ROUNDOFF as _U
+# cvxpy (and the ECOS solver) are imported where the problems are built and
+# solved, not here: importing this module stays cheap and solver-free.
 # psi(phi) below this phi-range is treated as a point (as the adapters do).
 _TINY = 1e-200
 # Relative gap between the solver's objective and the certificate above which
@@ -135,7 +136,7 @@ class PaperLatentVariance(LatentVariance):
     Parameters
     ----------
     adapter, L, col_scale
-        As :class:`~skgprobust.variance.LatentVariance`.
+        As :class:`~skgprobust._bounds._variance.LatentVariance`.
     solver : str or callable, default="ECOS"
         A cvxpy solver name, or a callable ``solver(problem, **solver_opts)``
         that solves the cvxpy problem in place (tests use it to inject
@@ -197,6 +198,8 @@ class PaperLatentVariance(LatentVariance):
 
     def _build(self):
         """The three cvxpy problems (DPP: built once, re-solved per box)."""
+        import cvxpy as cp
+
         N, d = self.Xs_shape
         Tp, Tf = self.psi_tangents, self.phi_tangents
         u = cp.Variable(d, name="u")
@@ -305,6 +308,8 @@ class PaperLatentVariance(LatentVariance):
     # -- solving ---------------------------------------------------------
     def _solve(self, prob):
         """Solve; raise _Failure with a reason unless the status is optimal."""
+        import cvxpy as cp
+
         try:
             with warnings.catch_warnings():
                 # cvxpy's own "may be inaccurate" warning: the status is checked below.

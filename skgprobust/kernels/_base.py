@@ -18,8 +18,9 @@ An adapter wraps one fitted sklearn kernel together with the support inputs
   minimum is taken jointly.
 
 Every bound is exact in real arithmetic; rounding is covered by a relative
-margin applied once, in :mod:`skgprobust.bounds`, proportional to ``mag``
-(the sum of absolute values of the terms the relaxation added up).
+margin applied once, by the posterior-mean bounds (``margin_rtol``),
+proportional to ``mag`` (the sum of absolute values of the terms the
+relaxation added up).
 """
 
 from dataclasses import dataclass
@@ -174,9 +175,9 @@ class KernelAdapter:
         return full, full.copy()
 
     def rounding(self, lo, hi):
-        """(B, N) bounds E with |k~(x, x_i) - k(x, x_i)| <= E[b, i] for x in box b.
+        """(B, N) bounds E with ``|k~(x, x_i) - k(x, x_i)| <= E[b, i]`` for x in box b.
 
-        k~ is the kernel value as float64 code computes it from *rounded
+        ``k~`` is the kernel value as float64 code computes it from *rounded
         inputs*: sklearn rounds ``x / length_scale`` (and the coordinate
         differences) before the distance, which errs by about
         ``u (|x| + |x_i|) / length_scale``, far beyond any relative margin when

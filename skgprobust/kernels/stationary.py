@@ -20,7 +20,23 @@ _TINY = 1e-200
 
 
 class StationaryAdapter(KernelAdapter):
-    """Shared bounding code; subclasses give ``psi``/``dpsi`` and length scales."""
+    """Shared bounding code of kernels ``k(x, y) = psi(phi(x, y))``.
+
+    ``phi`` is the squared Euclidean distance scaled by the kernel's
+    ``length_scale`` (a scalar or one value per feature). A subclass gives
+    ``psi`` and its derivative ``dpsi`` as functions of ``phi``; ``psi`` must
+    be convex and decreasing on ``[0, inf)`` (the tangent and chord bounds
+    rely on it). With ``d2psi`` and ``d3psi`` as well, the tighter
+    second-order :meth:`taylor` model is used; without them, override
+    :meth:`taylor` to return None.
+
+    Parameters
+    ----------
+    kernel : sklearn Kernel
+        The fitted kernel; it must have a ``length_scale``.
+    Xs : ndarray of shape (N, d)
+        Support inputs, float64.
+    """
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
@@ -42,9 +58,12 @@ class StationaryAdapter(KernelAdapter):
 
     # psi and its derivative as functions of phi (squared scaled distance)
     def psi(self, phi):
+        """psi(phi), elementwise: the kernel value at squared scaled distance
+        phi (convex and decreasing on [0, inf))."""
         raise NotImplementedError
 
     def dpsi(self, phi):
+        """d psi / d phi, elementwise (negative and increasing in phi)."""
         raise NotImplementedError
 
     def lipschitz_r(self):
@@ -132,7 +151,6 @@ class StationaryAdapter(KernelAdapter):
         score = hs * (4.0 * np.matmul(aE, np.abs(cc)[:, :, None])[:, :, 0] + hs * np.abs(cc).sum(-1)[:, None])
         return Relaxation(const, alpha, beta, ilb, mag, score)
 
-
     def d2psi(self, phi):
         """Second derivative of psi: positive and decreasing in phi for every
         kernel here (checked in the tests), so over [phi_L, phi_U] it lies in
@@ -140,7 +158,7 @@ class StationaryAdapter(KernelAdapter):
         raise NotImplementedError
 
     def d3psi(self, phi):
-        """Third derivative of psi: negative, with |psi'''| decreasing in phi."""
+        """Third derivative of psi: negative, with ``|psi'''|`` decreasing in phi."""
         raise NotImplementedError
 
     def taylor(self, lo, hi, w, ranges=None):
