@@ -16,7 +16,9 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from . import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from ._gpc import RobustGaussianProcessClassifier
+from ._gpr import RobustGaussianProcessRegressor
+from .exceptions import BudgetExhaustedWarning
 
 
 def _table(header, rows):

@@ -480,7 +480,7 @@ def certify(estimator, X, gamma, **kwargs):
     ----------
     estimator : RobustGaussianProcessClassifier, RobustGaussianProcessRegressor or Pipeline
         Fitted. A :class:`sklearn.pipeline.Pipeline` must end in a robust
-        estimator and its other steps must be in :data:`SUPPORTED_STEPS`.
+        estimator and its other steps must be in :data:`skgprobust.pipeline.SUPPORTED_STEPS`.
     X : array-like of shape (n_samples, n_features)
         Raw inputs, as passed to ``estimator.predict``.
     gamma : float or array-like of shape (n_features,)

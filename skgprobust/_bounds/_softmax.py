@@ -94,10 +94,6 @@ _CHUNK_ELEMENTS = 2**21
 #: callers check them to answer [0, 1] instead of raising.
 MAX_ABS_MEAN = 1e100
 MAX_VAR = 1e200
-# Old private names, still imported by _engine/_objectives.py; remove them
-# once it imports MAX_ABS_MEAN / MAX_VAR.
-_MAX_ABS_MEAN = MAX_ABS_MEAN
-_MAX_VAR = MAX_VAR
 
 
 # --------------------------------------------------------------------------

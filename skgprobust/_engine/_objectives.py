@@ -271,7 +271,7 @@ class SoftmaxProbabilities:
 
     def p_box(self, lo, hi):
         """Certified (p_lo, p_hi), each (B, m), over each box; also the latent boxes."""
-        from .._bounds._softmax import _MAX_ABS_MEAN, _MAX_VAR, softmax_gaussian_bounds
+        from .._bounds._softmax import MAX_ABS_MEAN, MAX_VAR, softmax_gaussian_bounds
 
         key = (lo.shape, lo.tobytes(), hi.tobytes())
         cache = self._cache  # read once: threads may replace it meanwhile
@@ -287,7 +287,7 @@ class SoftmaxProbabilities:
         # range get the trivial (still valid) [0, 1]; splitting tightens them.
         ok = (
             np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1)
-            & np.all((np.abs(mu_lo) <= _MAX_ABS_MEAN) & (np.abs(mu_hi) <= _MAX_ABS_MEAN) & (v_hi <= _MAX_VAR), axis=1)
+            & np.all((np.abs(mu_lo) <= MAX_ABS_MEAN) & (np.abs(mu_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1)
         )
         p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
         if ok.any():

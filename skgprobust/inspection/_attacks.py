@@ -276,7 +276,7 @@ def pgd(
 ):
     """Multi-start projected gradient descent on the margin: the strong attack.
 
-    Runs :func:`~skgprobust.search.local_search` (the local search of
+    Runs :func:`local search <skgprobust._engine._search.local_search>` (the local search of
     ``certify``) per row on the objective of :func:`gpfgs`, from the centre,
     the gpfgs point and ``n_starts - 1`` uniform random points of the box.
     Since the starts include the gpfgs point, the margin found is never
