@@ -108,6 +108,7 @@ class ClassProbabilities:
         self.models, self.variances = models, variances
         self.link = link if link is not None else FiveErfLink()
         self.binary = len(models) == 1
+        self._cache = None  # (key, result) of the last box batch
 
     def p(self, X):
         """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class."""
@@ -123,9 +124,21 @@ class ClassProbabilities:
         return np.column_stack(ps), np.stack(gs, axis=1)  # (n, K), (n, K, d)
 
     def p_box(self, lo, hi):
+        """Certified (p_lo, p_hi), each (B, K), and the latent boxes.
+
+        The last batch is remembered: the objectives of one row (min and max
+        of every class, the argmax margin) all bound the same root box, and
+        every class's latent bounds enter each of them.
+        """
+        key = (lo.shape, lo.tobytes(), hi.tobytes())
+        cache = self._cache  # read once: threads may replace it meanwhile
+        if cache is not None and cache[0] == key:
+            return cache[1]
         boxes = [latent_box(m, v, lo, hi) for m, v in zip(self.models, self.variances)]
         lows, highs = zip(*[self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) for b in boxes])
-        return np.column_stack(lows), np.column_stack(highs), boxes
+        result = (np.column_stack(lows), np.column_stack(highs), boxes)
+        self._cache = (key, result)
+        return result
 
 
 def _proba(P, cls, binary):
