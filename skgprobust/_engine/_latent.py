@@ -31,6 +31,13 @@ classifier's latent sign and link; one-vs-rest argmax of per-class links;
 one-vs-one pairwise votes), the link (a :class:`~skgprobust._bounds._links.Link`
 whose monotonicity in (mu, v) is proven) and the class labels.
 
+A family whose decision rule is none of these (a softmax model's argmax of
+the softmax-Gaussian integral, a multi-output model's joint mean) subclasses
+:class:`BoundModel` in its own module and overrides :meth:`BoundModel.margin`
+/ :meth:`BoundModel.probabilities` to return objectives built on its latents
+(e.g. :class:`~skgprobust._engine._objectives.SoftmaxProbabilities`); the
+driver and the controllers only see objectives.
+
 Soundness of the whole chain rests on the two formulas above reproducing the
 model's own ``predict`` / ``predict_proba`` up to the documented rounding
 margins; each reader (``from_regressor``, ``from_classifier``) follows
