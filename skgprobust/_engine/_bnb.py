@@ -17,12 +17,24 @@ share of the range of phi_i), with a small tie-break by relative width so that
 every coordinate with positive width is eventually split (convergence,
 paper Thm. 14). Boxes are processed in batches of the best ``batch_size`` to
 amortise numpy overhead.
+
+Time: the state measures what one split costs (bounding its two children and
+evaluating their candidate points; an exponential moving average that follows
+increases at once, started from the root's cost) and ``step(deadline=...)``
+pops only as many boxes as are predicted to finish by the deadline, bounding
+them in chunks and checking the clock between chunks. Boxes popped but not
+bounded go back to the queue unchanged, so stopping there keeps ``lower``
+valid.
 """
 
 import heapq
 import itertools
+import time
 
 import numpy as np
+
+#: With a deadline, a batch is bounded in chunks of about max(grace, this) seconds.
+MIN_CHUNK_SECONDS = 0.01
 
 
 class BranchAndBound:
@@ -39,9 +51,15 @@ class BranchAndBound:
         Decision mode: boxes whose lower bound exceeds ``target`` are settled
         (the question "is min > target?" is answered for them).
     batch_size : int, default=16
+
+    Attributes
+    ----------
+    split_time : float
+        Estimated seconds per split (see the module docstring).
     """
 
     def __init__(self, objective, lo, hi, *, candidates=None, target=None, batch_size=16):
+        t0 = time.perf_counter()
         self.objective = objective
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
         self.target = target
@@ -57,6 +75,8 @@ class BranchAndBound:
             pts.append(np.atleast_2d(candidates))
         self.offer(np.vstack(pts))
         self._add(root.lower[0], self.lo, self.hi, root.score[0])
+        # A split bounds two boxes: start from twice the root's cost.
+        self.split_time = 2.0 * (time.perf_counter() - t0)
 
     # -- state -------------------------------------------------------------
     @property
@@ -109,10 +129,39 @@ class BranchAndBound:
         return int(np.argmax(np.where(score < 0, -np.inf, s)))
 
     # -- work --------------------------------------------------------------
-    def step(self, max_boxes=None):
+    def _record(self, seconds, k):
+        """Update the cost per split after ``k`` splits took ``seconds``."""
+        per = seconds / k
+        self.split_time = per if per > self.split_time else 0.7 * self.split_time + 0.3 * per
+
+    def _n_fit(self, deadline, grace):
+        """Splits predicted to finish by ``deadline`` (None: no deadline);
+        1 when none fits but one finishes by ``deadline + grace``."""
+        if deadline is None:
+            return None
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return 0
+        n = int(left / self.split_time) if self.split_time > 0 else self.batch_size
+        if n == 0 and self.split_time <= left + grace:
+            n = 1
+        return n
+
+    def step(self, max_boxes=None, *, deadline=None, grace=0.0):
         """Split up to ``batch_size`` (and ``max_boxes``) best open boxes;
-        returns the number of boxes split."""
+        returns the number of boxes split.
+
+        With ``deadline`` (a ``time.perf_counter()`` value) only as many boxes
+        as are predicted to be split by then are popped (one more box may
+        finish up to ``grace`` seconds late); returns 0 without splitting
+        anything when none fits, so 0 with open boxes left means "out of time".
+        """
         limit = self.batch_size if max_boxes is None else max(1, min(self.batch_size, int(max_boxes)))
+        fit = self._n_fit(deadline, grace)
+        if fit is not None:
+            if fit == 0:
+                return 0
+            limit = min(limit, fit)
         popped = []
         while self._heap and len(popped) < limit:
             item = heapq.heappop(self._heap)
@@ -122,6 +171,27 @@ class BranchAndBound:
             popped.append(item)
         if not popped:
             return 0
+        # With a deadline, bound the batch in chunks of about ``grace`` seconds (at least MIN_CHUNK_SECONDS)
+        # and check the clock between chunks (a misprediction then costs at
+        # most one chunk); without one, the whole batch in one call.
+        chunk = len(popped)
+        if deadline is not None and self.split_time > 0:
+            chunk = max(1, min(chunk, int(max(grace, MIN_CHUNK_SECONDS) / self.split_time)))
+        done = 0
+        while done < len(popped):
+            n = min(chunk, len(popped) - done)
+            if done:
+                n = min(n, self._n_fit(deadline, 0.0))
+                if n == 0:
+                    break
+            done += self._split(popped[done:done + n])
+        for item in popped[done:]:  # not bounded: back to the queue unchanged
+            heapq.heappush(self._heap, item)
+        return done
+
+    def _split(self, popped):
+        """Bisect the popped boxes, bound the children, push them back."""
+        t0 = time.perf_counter()
         k = len(popped)
         clo = np.empty((2 * k, len(self.lo)))
         chi = np.empty_like(clo)
@@ -137,4 +207,5 @@ class BranchAndBound:
         for m in range(2 * k):
             self._add(bb.lower[m], clo[m], chi[m], bb.score[m])
         self.n_iter += k
+        self._record(time.perf_counter() - t0, k)
         return k

@@ -10,6 +10,20 @@
 Budgets: ``max_iter`` is the number of boxes split per row (all of the row's
 sub-problems together), ``time_limit`` the seconds per row. When both are
 None, ``DEFAULT_MAX_ITER`` applies. Every exit path returns valid bounds.
+
+Time limits hold for the whole row: its clock starts when its
+:class:`Budget` is created (the estimators create it at the start of the
+row), so the root bounds, the local search and branch and bound all count.
+The local search gets at most ``SEARCH_SHARE`` of the time left when it
+starts (split evenly between the row's sub-problems) and stops between
+gradient steps, so branch and bound always gets the rest; branch and bound
+pops only as many boxes as its measured cost per split predicts to fit
+before the deadline, and checks the clock between chunks of a batch (see
+:mod:`._bnb`). A row can still end after its deadline by up to
+``grace()`` seconds (one split predicted to fit within the grace, or a
+misprediction of at most one chunk), plus whatever a single root bound or
+gradient step costs: the root of every sub-problem is always bounded, so
+that a valid bound exists.
 """
 
 import time
@@ -22,6 +36,13 @@ from ._search import local_search, random_starts
 
 DEFAULT_MAX_ITER = 5000
 N_RANDOM_STARTS = 6
+
+#: Largest share of the time left that the local search of a row may take.
+SEARCH_SHARE = 0.25
+#: A last split may end ``GRACE_SHARE * time_limit + GRACE_SECONDS`` after the
+#: deadline (half of the 10% + 50 ms tolerance; the rest absorbs mispredictions).
+GRACE_SHARE = 0.05
+GRACE_SECONDS = 0.025
 
 
 @dataclass
@@ -47,13 +68,46 @@ class Budget:
     def elapsed(self):
         return time.perf_counter() - self.start
 
+    @property
+    def deadline(self):
+        """``time.perf_counter()`` value at which the row's time is up (None: no time limit)."""
+        return None if self.time_limit is None else self.start + self.time_limit
+
+    def grace(self):
+        """Seconds a last split predicted to overrun the deadline may take."""
+        return 0.0 if self.time_limit is None else GRACE_SHARE * self.time_limit + GRACE_SECONDS
+
+    def step(self, state):
+        """One batch of ``state.step`` within the budget; returns the boxes
+        split (0 with open boxes left: the time is up)."""
+        k = state.step(self.remaining(), deadline=self.deadline, grace=self.grace())
+        self.used += k
+        return k
+
+    def search_deadlines(self, n):
+        """Deadlines of ``n`` successive local searches that share at most
+        ``SEARCH_SHARE`` of the time left now. A generator: each deadline is
+        computed just before its search starts, so time one search leaves
+        unused moves on to the next (all None without a time limit)."""
+        if self.deadline is None:
+            yield from [None] * n
+            return
+        end = time.perf_counter() + SEARCH_SHARE * max(self.deadline - time.perf_counter(), 0.0)
+        for i in range(n):
+            now = time.perf_counter()
+            yield now + max(end - now, 0.0) / (n - i)
+
 
 def _starts(state, x0, rng):
     return np.vstack([x0[None], state.best_x[None], random_starts(state.lo, state.hi, N_RANDOM_STARTS, rng)])
 
 
-def _improve(state, x0, rng):
-    x, _ = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng))
+def _improve(state, x0, rng, deadline=None):
+    """Local search from x0, the incumbent and random starts; the result is
+    offered to the state. Nothing when ``deadline`` has passed."""
+    if deadline is not None and time.perf_counter() >= deadline:
+        return
+    x, _ = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng), deadline=deadline)
     state.offer(x[None])
 
 
@@ -69,15 +123,16 @@ class RangeOutcome:
 def solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
     """Certified minimum of each objective over [lo, hi], to epsilon."""
     states = [BranchAndBound(f, lo, hi, candidates=x0) for f in objectives]
-    for s in states:
-        if s.gap > epsilon and not s.exhausted:
-            _improve(s, x0, rng)
+    todo = [s for s in states if s.gap > epsilon and not s.exhausted]
+    for s, deadline in zip(todo, budget.search_deadlines(len(todo))):
+        _improve(s, x0, rng, deadline)
     while not budget.spent():
         open_ = [s for s in states if s.gap > epsilon and not s.exhausted]
         if not open_:
             break
         worst = max(open_, key=lambda s: s.gap)
-        budget.used += worst.step(budget.remaining())
+        if budget.step(worst) == 0 and not worst.exhausted:
+            break  # out of time
     return RangeOutcome(
         lower=np.array([s.lower for s in states]),
         argmin=np.array([s.best_x for s in states]),
@@ -118,12 +173,13 @@ def solve_sign(objective, lo, hi, x0, budget, rng, changes_decision):
                 return outcome("not_robust", state.best_x.copy())
             return outcome("unknown")  # a tie the model breaks our way: stop honestly
         if not searched:
-            _improve(state, x0, rng)
+            _improve(state, x0, rng, next(budget.search_deadlines(1)))
             searched = True
             continue
         if state.exhausted or budget.spent():
             return outcome("unknown")
-        budget.used += state.step(budget.remaining())
+        if budget.step(state) == 0 and not state.exhausted:
+            return outcome("unknown")  # out of time
 
 
 def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation):
@@ -169,8 +225,8 @@ def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, de
         if cex is not None:
             return DecisionOutcome("not_robust", b, cex, sum(s.n_iter for s in states), budget.elapsed())
         if not searched:
-            for s in states:
-                _improve(s, x0, rng)
+            for s, deadline in zip(states, budget.search_deadlines(len(states))):
+                _improve(s, x0, rng, deadline)
             searched = True
             continue
         _, low, high = dev_bounds()
@@ -178,4 +234,6 @@ def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, de
         order = [i for i in np.argsort(-contrib) if not states[i].exhausted]
         if not order or budget.spent():
             return DecisionOutcome("unknown", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
-        budget.used += states[order[0]].step(budget.remaining())
+        if budget.step(states[order[0]]) == 0 and not states[order[0]].exhausted:
+            # Out of time (nothing was split, so b is still current).
+            return DecisionOutcome("unknown", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
