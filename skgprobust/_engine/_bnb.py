@@ -102,7 +102,8 @@ class BranchAndBound:
     def offer(self, X):
         """Evaluate candidate points and keep the best as incumbent."""
         X = np.clip(np.atleast_2d(X), self.lo, self.hi)
-        f = self.objective.value(X)
+        f = np.asarray(self.objective.value(X), dtype=np.float64)
+        f = np.where(np.isnan(f), np.inf, f)  # a NaN must not hide the other candidates
         i = int(np.argmin(f))
         if f[i] < self.best_f:
             self.best_f, self.best_x = float(f[i]), X[i].copy()
@@ -205,7 +206,9 @@ class BranchAndBound:
         bb = self.objective.bound(clo, chi)
         self.offer(np.vstack([bb.argmin, 0.5 * (clo + chi)]))
         for m in range(2 * k):
-            self._add(bb.lower[m], clo[m], chi[m], bb.score[m])
+            # A child lies inside its parent, so the parent's bound holds for
+            # it too: keep the better of the two (``lower`` never decreases).
+            self._add(max(bb.lower[m], popped[m // 2][0]), clo[m], chi[m], bb.score[m])
         self.n_iter += k
         self._record(time.perf_counter() - t0, k)
         return k

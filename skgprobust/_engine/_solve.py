@@ -182,6 +182,33 @@ def solve_sign(objective, lo, hi, x0, budget, rng, changes_decision):
             return outcome("unknown")  # out of time
 
 
+def _deviation_order(states, dev, low, high, norm):
+    """Sub-problems of :func:`solve_deviation` by how much refining them can
+    lower the bound: the gap of a side that is the active one of its output
+    (its bound is that output's deviation bound), weighted by the output's
+    share of the norm (norm 1: 1; norm 2: dev_p / ||dev||; inf: the largest
+    output only). Refining by contribution alone starved the loose outputs:
+    a converged sub-problem with the largest contribution was split forever.
+    """
+    P = len(dev)
+    if norm == np.inf:
+        w = (dev >= dev.max()).astype(float)
+    elif norm == 2:
+        tot = np.linalg.norm(dev)
+        w = dev / tot if tot > 0 else np.ones(P)
+    else:
+        w = np.ones(P)
+    score, contrib = np.zeros(2 * P), np.ravel(np.column_stack([low, high]))
+    for p in range(P):
+        for side, val in enumerate((low[p], high[p])):
+            i = 2 * p + side
+            if val >= dev[p] and dev[p] > 0:
+                score[i] = w[p] * max(states[i].gap, 0.0)
+    # Ties (e.g. all gaps 0) fall back to the largest contribution.
+    order = np.lexsort((-contrib, -score))
+    return [int(i) for i in order if not states[i].exhausted]
+
+
 def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation):
     """Decide ``||mean(x) - center||_norm <= delta`` on [lo, hi] (Prop. 13).
 
@@ -229,9 +256,7 @@ def solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, de
                 _improve(s, x0, rng, deadline)
             searched = True
             continue
-        _, low, high = dev_bounds()
-        contrib = np.ravel(np.column_stack([low, high]))  # matches the states' order
-        order = [i for i in np.argsort(-contrib) if not states[i].exhausted]
+        order = _deviation_order(states, *dev_bounds(), norm)
         if not order or budget.spent():
             return DecisionOutcome("unknown", b, np.full(len(lo), np.nan), sum(s.n_iter for s in states), budget.elapsed())
         if budget.step(states[order[0]]) == 0 and not states[order[0]].exhausted:
