@@ -211,3 +211,19 @@ def test_one_vs_one_probabilities_refused_with_reason():
             getattr(clf, name)
     # Certification itself works.
     assert clf.certify(X[:2], 0.01, max_iter=20).status.shape == (2,)
+
+
+def test_multi_output_norm_certificates_are_not_starved():
+    # Two outputs under norm 1 / 2: provable just above the per-output bounds;
+    # the controller used to refine a converged output forever ("unknown").
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (30, 2))
+    Y = np.column_stack([np.sin(X[:, 0]) + X[:, 1], np.cos(X[:, 1])])
+    r = RobustGaussianProcessRegressor(RBF(1.0), optimizer=None, alpha=1e-2).fit(X, Y)
+    rng_ = r.prediction_range(X[:1], 0.3, epsilon=1e-6)
+    c = r.predict(X[:1])[0]
+    per = np.maximum(rng_.max_upper[0] - c, c - rng_.min_lower[0])
+    for norm in (1, 2):
+        delta = 1.01 * np.linalg.norm(per, ord=norm)
+        out = r.certify(X[:1], 0.3, delta=delta, norm=norm, max_iter=2000, random_state=0)
+        assert out.status[0] == "robust" and out.bound[0] <= delta

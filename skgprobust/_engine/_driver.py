@@ -87,7 +87,10 @@ def _range_row(shared, x0, lo, hi, key, rng):
     # Local search only: an estimate, no bound. The box's two extreme corners
     # join the starts (for the one-sided segments of explain, its two ends).
     starts = np.vstack([x0[None], lo[None], hi[None], random_starts(lo, hi, N_SEARCH_STARTS, rng)])
-    points = np.array([local_search(f, lo, hi, starts)[0] for f in objectives])
+    points = np.array([
+        local_search(f, lo, hi, starts, deadline=dl)[0]
+        for f, dl in zip(objectives, budget.search_deadlines(len(objectives)))
+    ])
     return RangeOutcome(
         lower=np.full(len(objectives), np.nan), argmin=points, converged=np.zeros(len(objectives), dtype=bool),
         n_iter=0, time=budget.elapsed(),
