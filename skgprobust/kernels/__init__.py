@@ -11,6 +11,7 @@ from ..exceptions import UnsupportedKernelError
 from ._base import KernelAdapter, Relaxation, TaylorModel
 from .basic import ConstantAdapter, DotProductAdapter, ExpSineSquaredAdapter, WhiteAdapter
 from .composite import ExponentiationAdapter, ProductAdapter, SumAdapter
+from .polynomial import DotProductPowerAdapter, is_dot_product_power
 from .stationary import (
     MaternAdapter,
     PoweredStationaryAdapter,
@@ -62,6 +63,9 @@ def _matern(kernel, Xs):
 
 
 def _exponentiation(kernel, Xs, make):
+    if is_dot_product_power(kernel):
+        # (sigma_0^2 + x . x_i)^p: the mean is an exact polynomial in x.
+        return DotProductPowerAdapter(kernel, Xs)
     base = make(kernel.kernel, Xs)
     if isinstance(base, StationaryAdapter) and float(kernel.exponent) >= 1:
         return PoweredStationaryAdapter(kernel, base)

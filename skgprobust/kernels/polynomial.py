@@ -1,0 +1,263 @@
+"""Integer powers of DotProduct: k(x, y) = (sigma_0^2 + x . y)^p, p = 1, 2, ...
+
+The posterior mean of such a model is *exactly* a polynomial of degree p in
+x: ``sum_i w_i (s + x . x_i)^p`` (s = sigma_0^2). Bounding each term
+separately (interval of (s + x . x_i)^p times w_i) loses the cancellation
+between the large, opposite-signed weights that ``normalize_y`` and the
+Laplace approximation produce, which gave bounds wider than the model's range
+by five orders of magnitude. Here the terms are summed *before* they are
+bounded: with u = x - c (c the box centre), a_i = s + c . x_i and
+b_i(u) = u . x_i, the binomial theorem gives, exactly,
+
+    (a_i + b_i)^p = a_i^p + p a_i^(p-1) b_i + p (p-1)/2 a_i^(p-2) b_i^2
+                    + sum_{k=3}^p C(p, k) a_i^(p-k) b_i^k                  (1)
+
+so that, summed with the weights w_i,
+
+    sum_i w_i k(c + u, x_i) = V + G . u + 1/2 u^T M u + R(u),
+    V = sum_i w_i a_i^p,  G = p sum_i w_i a_i^(p-1) x_i,
+    M = p (p-1) sum_i w_i a_i^(p-2) x_i x_i^T   (a (d x d) matrix, exact),
+    R(u) = sum_i w_i sum_{k>=3} C(p, k) a_i^(p-k) b_i^k.
+
+For p <= 2, R = 0: the :class:`TaylorModel` is exact and its only looseness is
+the separable bound of the indefinite quadratic (taylor_lower: eigenvalue or
+Gershgorin), which shrinks like h^2 ||M||. For p >= 3, over the box |b_i| <=
+r_i := sum_j h_j |x_ij| (h the half-widths), so
+
+    R(u) >= -sum_i |w_i| sum_{k=3}^p C(p, k) |a_i|^(p-k) r_i^k =: rem        (2)
+
+(each term of (1) with k >= 3 is bounded by its absolute value), which
+shrinks like h^3.
+
+Rounding. Everything above is exact in real arithmetic; the margin that
+``affine_lower`` subtracts is ``margin_rtol(N, d) * mag`` plus the absolute
+``sum_i |w_i| rounding_i``. ``mag`` here is ``max(1, p / 4) * sum_i |w_i|
+(s + sum_j amax_j |x_ij|)^p``, amax_j = max(|lo_j|, |hi_j|). Since |a_i| + r_i
+<= s + amax . |x_i| (|c_j| + h_j = amax_j), that quantity bounds (i) every
+|w_i k(x, x_i)| over the box (the terms sklearn sums), and (ii) the absolute
+values of all terms of expansion (1) summed over k, i.e. the magnitudes our
+own evaluation of V, G . u, u^T M u / 2 and rem adds up. The errors of our
+evaluation: the sums over i and j (at most (N + d) u of those magnitudes), the
+rounding of a_i (<= (d + 2) u (s + |c| . |x_i|), propagated through the power
+to <= p (d + 2) u of the magnitude, times 1 + O(u)), the rounding of the
+centre and half-widths (the modelled box [c~ - h~, c~ + h~] differs from [lo,
+hi] by <= 2 u amax per coordinate, which moves the function by <= 2 p u of the
+magnitude since |grad| . amax <= p (s + amax . |x_i|)^p summed with |w_i|),
+and a few ulps per power. Together with sklearn's own summation error ((N - 1)
+u of the magnitude) they stay below ``(8 (N + d) + 256) u`` times the
+magnitude whenever p <= 8; the factor max(1, p / 4) covers larger p. The
+eigenvalue part of taylor_lower carries its own margin. sklearn's per-term
+rounding (inner products of its inputs, then the power) is in
+:meth:`rounding`.
+"""
+
+import numpy as np
+from scipy.special import comb
+
+from .._fp import UNIT_ROUNDOFF as _U
+from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
+
+
+def is_dot_product_power(kernel):
+    """True for ``Exponentiation(DotProduct, p)`` with p a positive integer."""
+    from sklearn.gaussian_process.kernels import DotProduct, Exponentiation
+
+    if type(kernel) is not Exponentiation or type(kernel.kernel) is not DotProduct:
+        return False
+    e = float(kernel.exponent)
+    return bool(np.isfinite(e) and e >= 1 and e == int(e))
+
+
+def _separable_quadratic(M, h):
+    """Two separable lower bounds of 1/2 u^T M u over |u_j| <= h_j, per box.
+
+    Returns coefficient arrays (B, d) ``(coef_eig, coef_ger)``, each with
+    1/2 u^T M u >= sum_j coef_j u_j^2 on the box:
+
+    * eigenvalue: with u = diag(h) v, |v_j| <= 1, 1/2 u^T M u = 1/2 v^T A v
+      >= 1/2 lambda_min(A) |v|^2 = sum_j 1/2 lambda_min (u_j / h_j)^2,
+      A = diag(h) M diag(h); lambda_min is lowered by 1e-12 sum|A_jl|, more
+      than the error of eigvalsh (backward stable: a few u ||A||_2 <= u
+      sum|A_jl|). Coordinates with h_j = 0 have u_j = 0 and get 0.
+    * Gershgorin-type: |u_j u_l| <= (u_j^2 h_l / h_j + u_l^2 h_j / h_l) / 2
+      for |u| <= h, hence sum_{l != j} M_jl u_j u_l >= -sum_j u_j^2
+      sum_{l != j} |M_jl| h_l / h_j.
+    """
+    A = M * h[:, :, None] * h[:, None, :]
+    lam = np.linalg.eigvalsh(A)[:, 0] - 1e-12 * np.abs(A).sum(axis=(1, 2))
+    moving = h > 0
+    hh = np.where(moving, h, 1.0)
+    coef_eig = np.where(moving, 0.5 * lam[:, None] / (hh * hh), 0.0)
+    Md = np.diagonal(M, axis1=1, axis2=2)
+    off = np.matmul(np.abs(M), h[:, :, None])[:, :, 0] - np.abs(Md) * h
+    coef_ger = np.where(moving, 0.5 * (Md - off / hh), 0.0)
+    return coef_eig, coef_ger
+
+
+def _separable_min(alpha, beta, h):
+    """min over |u_j| <= h_j of sum_j alpha_j u_j^2 + beta_j u_j (B,): used
+    only to choose between two valid relaxations, so its rounding is harmless."""
+    q = np.minimum(alpha * h * h - beta * h, alpha * h * h + beta * h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.clip(np.where(alpha > 0, -beta / (2 * alpha), 0.0), -h, h)
+    return np.minimum(q, np.where(alpha > 0, alpha * v * v + beta * v, q)).sum(-1)
+
+
+class DotProductPowerAdapter(KernelAdapter):
+    """``Exponentiation(DotProduct(sigma_0), p)``, p a positive integer.
+
+    Bounds of ``sum_i w_i (s + x . x_i)^p`` by the exact polynomial
+    expansion around each box centre (see the module docstring for the
+    proof and the rounding argument). ``ConstantKernel * this`` is handled
+    by :class:`~skgprobust.kernels.composite.ProductAdapter` (it scales the
+    weights), sums by :class:`~skgprobust.kernels.composite.SumAdapter`
+    (Taylor models and relaxations add up).
+    """
+
+    def __init__(self, kernel, Xs):
+        if not is_dot_product_power(kernel):
+            raise ValueError(f"DotProductPowerAdapter needs DotProduct ** (positive integer), got {kernel!r}.")
+        super().__init__(kernel, Xs)
+        self.s2 = float(kernel.kernel.sigma_0) ** 2
+        self.e = float(kernel.exponent)
+        self.p = int(self.e)
+        self.nonnegative = self.p % 2 == 0
+        self.absXs = np.abs(self.Xs)
+        self._mag_factor = max(1.0, self.p / 4.0)
+        # C(p, k) for k = 0..p
+        self._binom = np.array([comb(self.p, k, exact=True) for k in range(self.p + 1)], dtype=np.float64)
+
+    # -- values ---------------------------------------------------------
+    def _base(self, X):
+        return np.inner(np.asarray(X, dtype=np.float64), self.Xs) + self.s2
+
+    def values(self, X):
+        # The same operations as sklearn: (inner + sigma_0^2) ** exponent.
+        return self._base(X) ** self.e
+
+    def value_and_grad(self, X):
+        t = self._base(X)
+        p = self.p
+        dk = p * t ** (p - 1) if p > 1 else np.ones_like(t)
+        return t**self.e, dk[:, :, None] * self.Xs[None, :, :]
+
+    def diag(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        return (np.einsum("ij,ij->i", X, X) + self.s2) ** self.e
+
+    # -- intervals ------------------------------------------------------
+    def _base_interval(self, lo, hi):
+        """t_i = s + x . x_i over the box: linear in x, so exact per coordinate."""
+        p1 = lo[:, None, :] * self.Xs[None]
+        p2 = hi[:, None, :] * self.Xs[None]
+        return np.minimum(p1, p2).sum(-1) + self.s2, np.maximum(p1, p2).sum(-1) + self.s2
+
+    def _power_interval(self, l, h):
+        """Range of t^p for t in [l, h]: monotone for odd p; for even p the
+        range of |t| (0 if the interval contains 0) raised to p."""
+        if self.p % 2 == 1:
+            return l**self.p, h**self.p
+        amax = np.maximum(np.abs(l), np.abs(h))
+        amin = np.where((l <= 0) & (h >= 0), 0.0, np.minimum(np.abs(l), np.abs(h)))
+        return amin**self.p, amax**self.p
+
+    def interval(self, lo, hi):
+        return self._power_interval(*self._base_interval(lo, hi))
+
+    def diag_interval(self, lo, hi):
+        """k(x, x) = (s + ||x||^2)^p, increasing in ||x||^2 >= 0; ||x||^2 is
+        separable, its range is the sum of the per-coordinate ranges of x_j^2."""
+        sq_lo = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
+        sq_hi = np.maximum(lo * lo, hi * hi)
+        return (self.s2 + sq_lo.sum(-1)) ** self.p, (self.s2 + sq_hi.sum(-1)) ** self.p
+
+    def rounding(self, lo, hi):
+        """sklearn computes t~ = fl(inner(x, x_i) + s), which errs by
+        e_i <= (d + 2) u (amax . |x_i| + s) (d products summed in any order,
+        then one addition), then t~^p. By the mean value theorem
+        |t~^p - t^p| <= p max(|t|, |t~|)^(p-1) |t~ - t| <= p (m_i + e_i)^(p-1) e_i,
+        m_i = max |t| over the box. The relative rounding of the power is in
+        the relative margin."""
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        d = self.Xs.shape[1]
+        e = (d + 2) * _U * (amax @ self.absXs.T + self.s2)
+        if self.p == 1:
+            return e
+        l, h = self._base_interval(lo, hi)
+        m = np.maximum(np.abs(l), np.abs(h)) + e
+        return self.p * m ** (self.p - 1) * e
+
+    # -- the polynomial model -------------------------------------------
+    def _model(self, lo, hi, w):
+        """V, G, M, rem (see the module docstring), mag and split scores."""
+        p = self.p
+        B, d = lo.shape
+        c = 0.5 * (lo + hi)
+        h = 0.5 * (hi - lo)
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        a = c @ self.Xs.T + self.s2  # (B, N)
+        V = (w * a**p).sum(-1)
+        G = p * ((w * a ** (p - 1)) @ self.Xs)
+        if p >= 2:
+            wa = w * a ** (p - 2)  # (B, N)
+            M = (p * (p - 1)) * np.matmul(self.Xs.T[None, :, :] * wa[:, None, :], self.Xs)
+        else:
+            M = np.zeros((B, d, d))
+        r = h @ self.absXs.T  # (B, N): bound of |u . x_i| over the box
+        if p >= 3:
+            aa = np.abs(a)
+            # sum_{k>=3} C(p, k) |a|^(p-k) r^k, every term >= 0 (no cancellation)
+            tail = np.zeros_like(a)
+            for k in range(3, p + 1):
+                tail += self._binom[k] * aa ** (p - k) * r**k
+            wt = np.abs(w) * tail
+            rem = -wt.sum(-1)
+            # Each coordinate's share of r_i: h_j |x_ij| / r_i.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(r > 0, wt / np.where(r > 0, r, 1.0), 0.0)
+            score_rem = h * (share @ self.absXs)
+        else:
+            rem = np.zeros(B)
+            score_rem = np.zeros((B, d))
+        mag = self._mag_factor * (np.abs(w) * (amax @ self.absXs.T + self.s2) ** p).sum(-1)
+        # Looseness of the separable bound of 1/2 u^T M u: the off-diagonal
+        # couplings |M_jl| h_j h_l, plus the remainder's share.
+        absM = np.abs(M)
+        off = np.matmul(absM, h[:, :, None])[:, :, 0] - np.diagonal(absM, axis1=1, axis2=2) * h
+        score = h * off + score_rem
+        return V, G, M, rem, mag, score
+
+    def taylor(self, lo, hi, w):
+        V, G, M, rem, mag, _ = self._model(lo, hi, w)
+        B, d = lo.shape
+        return TaylorModel(V, G, np.zeros((B, d)), M, rem, mag)
+
+    def relax(self, lo, hi, w):
+        return self.linearise(lo, hi, w)[0]
+
+    def linearise(self, lo, hi, w):
+        """The Taylor model, and a separable relaxation from it: the quadratic
+        part bounded by the better (per box) of the eigenvalue and
+        Gershgorin bounds of :func:`_separable_quadratic`; both are valid
+        lower bounds on the box, so either choice is."""
+        V, G, M, rem, mag, score = self._model(lo, hi, w)
+        B, d = lo.shape
+        h = 0.5 * (hi - lo)
+        klo, khi = self.interval(lo, hi)
+        ilb = interval_lower(w, klo, khi)
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = np.isfinite(M).all(axis=(1, 2))
+            Mf = np.where(finite[:, None, None], M, 0.0)
+            coef_eig, coef_ger = _separable_quadratic(Mf, h)
+            q1 = _separable_min(coef_eig, G, h)
+            q2 = _separable_min(coef_ger, G, h)
+        alpha = np.where((q2 > q1)[:, None], coef_ger, coef_eig)
+        const = V + rem
+        bad = ~(finite & np.isfinite(const) & np.isfinite(G).all(-1))
+        # A box whose model overflowed keeps only the interval bound.
+        const = np.where(bad, -np.inf, const)
+        alpha = np.where(bad[:, None], 0.0, alpha)
+        beta = np.where(bad[:, None], 0.0, G)
+        rel = Relaxation(const, alpha, beta, ilb, mag, score)
+        tm = TaylorModel(V, G, np.zeros((B, d)), M, rem, mag)
+        return rel, tm
