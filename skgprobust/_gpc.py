@@ -20,7 +20,10 @@ def _certify_row(shared, x0, lo, hi, label, rng):
     def changes_decision(x):
         return predict(x[None])[0] != label
 
-    return solve_sign(bm.margin(label, variance_bound), lo, hi, x0, budget, rng, changes_decision)
+    objective = bm.margin(label, variance_bound)
+    if bm.kind == "one_vs_rest":
+        objective = objective.restricted(lo, hi)  # only classes that can win in this box
+    return solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
 
 
 def _certify_ovo_row(shared, x0, lo, hi, label, rng):

@@ -101,7 +101,11 @@ class StdObjective:
 
 class ClassProbabilities:
     """Per-class probabilities of a binary (one latent model) or one-vs-rest
-    (one per class) GPC, their gradients and their intervals over boxes."""
+    (one per class) GPC, their gradients and their intervals over boxes.
+
+    Every method takes an optional ``classes`` (indices): the columns
+    returned, in that order (default: all classes).
+    """
 
     def __init__(self, models, variances, link=None):
         self.points = [_LatentPoint(m, v) for m, v in zip(models, variances)]
@@ -110,31 +114,35 @@ class ClassProbabilities:
         self.binary = len(models) == 1
         self._cache = None  # (key, result) of the last box batch
 
-    def p(self, X):
-        """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class."""
-        return np.column_stack([self.link.value(*pt.values(X)) for pt in self.points])
+    def _idx(self, classes):
+        return range(len(self.points)) if classes is None else classes
 
-    def p_and_grad(self, X):
+    def p(self, X, classes=None):
+        """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class."""
+        return np.column_stack([self.link.value(*self.points[k].values(X)) for k in self._idx(classes)])
+
+    def p_and_grad(self, X, classes=None):
         ps, gs = [], []
-        for pt in self.points:
-            mu, dmu, v, dv = pt.values_and_grads(X)
+        for k in self._idx(classes):
+            mu, dmu, v, dv = self.points[k].values_and_grads(X)
             gm, gv = self.link.grad(mu, v)
             ps.append(self.link.value(mu, v))
             gs.append(gm[:, None] * dmu + gv[:, None] * dv)
         return np.column_stack(ps), np.stack(gs, axis=1)  # (n, K), (n, K, d)
 
-    def p_box(self, lo, hi):
+    def p_box(self, lo, hi, classes=None):
         """Certified (p_lo, p_hi), each (B, K), and the latent boxes.
 
         The last batch is remembered: the objectives of one row (min and max
         of every class, the argmax margin) all bound the same root box, and
         every class's latent bounds enter each of them.
         """
-        key = (lo.shape, lo.tobytes(), hi.tobytes())
+        idx = list(self._idx(classes))
+        key = (tuple(idx), lo.shape, lo.tobytes(), hi.tobytes())
         cache = self._cache  # read once: threads may replace it meanwhile
         if cache is not None and cache[0] == key:
             return cache[1]
-        boxes = [latent_box(m, v, lo, hi) for m, v in zip(self.models, self.variances)]
+        boxes = [latent_box(self.models[k], self.variances[k], lo, hi) for k in idx]
         lows, highs = zip(*[self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) for b in boxes])
         result = (np.column_stack(lows), np.column_stack(highs), boxes)
         self._cache = (key, result)
@@ -200,27 +208,69 @@ class ProbaObjective:
 class MarginObjective:
     """``p_c*(x) - max_{k != c*} p_k(x)`` of a one-vs-rest model: the predicted
     class c* stays the argmax wherever it is > 0 (ties go to the lower index
-    in sklearn; a tie is never counted as proven)."""
+    in sklearn; a tie is never counted as proven).
 
-    def __init__(self, probs, cls):
+    :meth:`restricted` drops the classes that cannot win anywhere in a box
+    (their upper bound over the box is below c*'s lower bound): on sub-boxes
+    of that box only c* and the contenders are bounded, which is where a
+    many-class model spends its time.
+    """
+
+    def __init__(self, probs, cls, others=None, floor=-np.inf):
         self.probs, self.cls = probs, int(cls)
-        self.others = np.array([k for k in range(len(probs.models)) if k != cls])
+        if others is None:
+            others = [k for k in range(len(probs.models)) if k != cls]
+        self.others = np.asarray(others, dtype=int)
+        self.columns = [self.cls] + self.others.tolist()
+        # max over the dropped classes of their upper bound (a constant).
+        self.floor = float(floor)
+
+    def _rest(self, P):
+        """max(max_k p_k over the kept others, floor) per row."""
+        rest = P[:, 1:].max(axis=1) if P.shape[1] > 1 else np.full(len(P), -np.inf)
+        return np.maximum(rest, self.floor)
 
     def value(self, X):
-        P = self.probs.p(X)
-        return P[:, self.cls] - P[:, self.others].max(axis=1)
+        P = self.probs.p(X, self.columns)
+        return P[:, 0] - self._rest(P)
 
     def value_and_grad(self, X):
-        P, G = self.probs.p_and_grad(X)
-        k = self.others[np.argmax(P[:, self.others], axis=1)]
+        P, G = self.probs.p_and_grad(X, self.columns)
         n = np.arange(len(X))
-        return P[:, self.cls] - P[n, k], G[:, self.cls] - G[n, k]
+        if P.shape[1] == 1:
+            return P[:, 0] - self.floor, G[:, 0]
+        k = 1 + np.argmax(P[:, 1:], axis=1)
+        above = P[n, k] >= self.floor
+        grad = G[:, 0] - np.where(above[:, None], G[n, k], 0.0)
+        return P[:, 0] - self._rest(P), grad
 
     def bound(self, lo, hi):
-        plo, phi, boxes = self.probs.p_box(lo, hi)
-        lower = plo[:, self.cls] - phi[:, self.others].max(axis=1)
+        plo, phi, boxes = self.probs.p_box(lo, hi, self.columns)
+        lower = plo[:, 0] - self._rest(phi)
         score = sum(bx.score for bx in boxes)
-        return BoxBound(lower - 2 * self.probs.link.margin, boxes[self.cls].arg_mu_min, score)
+        return BoxBound(lower - 2 * self.probs.link.margin, boxes[0].arg_mu_min, score)
+
+    def restricted(self, lo, hi):
+        """The same decision on sub-boxes of ``[lo, hi]`` (shape (d,)) with the
+        classes that cannot win there dropped.
+
+        Proof. Let D be the dropped classes: p_hi_k < p_lo_c - 2 m over the
+        box (certified bounds, m the link margin), F = max_D p_hi_k. For x in
+        any sub-box, p_k(x) <= F < p_c(x) for k in D, so with g(x) = p_c(x) -
+        max(max_{kept} p_k(x), F): g(x) <= margin(x) (F bounds the dropped
+        p_k), and g(x) <= 0 implies a kept k with p_k(x) >= p_c(x), i.e.
+        margin(x) <= 0. So g has the sign of the margin everywhere (proofs
+        and counterexamples carry over) and its box bounds, computed here,
+        are lower bounds of the margin as well.
+        """
+        lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
+        plo, phi, _ = self.probs.p_box(lo, hi, self.columns)
+        m = 2 * self.probs.link.margin
+        dead = phi[0, 1:] < plo[0, 0] - m
+        if not dead.any():
+            return self
+        floor = max(self.floor, float(phi[0, 1:][dead].max()))
+        return MarginObjective(self.probs, self.cls, self.others[~dead], floor)
 
 
 class SoftmaxProbabilities:
