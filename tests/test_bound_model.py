@@ -227,3 +227,40 @@ def test_multi_output_norm_certificates_are_not_starved():
         delta = 1.01 * np.linalg.norm(per, ord=norm)
         out = r.certify(X[:1], 0.3, delta=delta, norm=norm, max_iter=2000, random_state=0)
         assert out.status[0] == "robust" and out.bound[0] <= delta
+
+
+def test_restricted_margin_drops_losers_and_stays_sound():
+    from skgprobust._engine._common import bound_model_of
+
+    X, y = make_blobs(150, n_features=2, centers=5, cluster_std=0.8, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = RobustGaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None).fit(X, y)
+    bm = bound_model_of(clf)
+    rng = np.random.default_rng(0)
+    dropped_any = False
+    for x in X[::10]:
+        label = clf.predict(x[None])[0]
+        c = bm.class_index(label)
+        lo, hi = x - 0.4, x + 0.4
+        full = bm.margin(label)
+        g = full.restricted(lo, hi)
+        dropped_any |= len(g.others) < len(full.others)
+        P = lo + (hi - lo) * rng.random((3000, 2))
+        proba = clf.base_estimator_.predict_proba(P)
+        unnorm = np.column_stack([e.predict_proba(P)[:, 1] for e in clf.base_estimator_.estimators_])
+        true_margin = unnorm[:, c] - np.delete(unnorm, c, axis=1).max(axis=1)
+        gv = g.value(P)
+        # g <= margin, with the same sign (proofs and counterexamples carry over).
+        assert np.all(gv <= true_margin + 1e-9)
+        assert np.array_equal(gv > 0, true_margin > 0)
+        assert np.array_equal(true_margin > 0, proba.argmax(axis=1) == c)
+        # Box bounds of g over random sub-boxes are lower bounds of the margin.
+        for _ in range(5):
+            a, b = np.sort(lo + (hi - lo) * rng.random((2, 2)), axis=0)
+            sub = a + (b - a) * rng.random((500, 2))
+            m_sub = (lambda U: U[:, c] - np.delete(U, c, axis=1).max(axis=1))(
+                np.column_stack([e.predict_proba(sub)[:, 1] for e in clf.base_estimator_.estimators_])
+            )
+            assert g.bound(a[None], b[None]).lower[0] <= m_sub.min() + 1e-9
+    assert dropped_any
