@@ -38,23 +38,48 @@ def models():
     yield "10-class OvR digits, N=1000, d=64", clf10, Xd[1000:]
 
 
+_MARKS = {}
+
+
+def _instrument():
+    """Record when the rows start and end: wrap ``map_rows`` wherever the
+    checkout calls it (the estimator modules before the driver existed, the
+    driver after)."""
+    import importlib
+
+    for name in ("skgprobust._gpc", "skgprobust._gpr", "skgprobust._engine._driver"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        inner = getattr(mod, "map_rows", None)
+        if inner is None or getattr(inner, "_wrapped", False):
+            continue
+
+        def wrapped(*args, _inner=inner, **kwargs):
+            _MARKS["start"] = time.perf_counter()
+            out = _inner(*args, **kwargs)
+            _MARKS["end"] = time.perf_counter()
+            return out
+
+        wrapped._wrapped = True
+        mod.map_rows = wrapped
+
+
 def measure(call, n_rows):
-    """(wall, setup, assembly) of one call: setup is a call on zero rows
-    (validation, the bound model, objectives: everything before a row starts),
-    assembly what is left after the rows' own time (re-evaluating the model at
-    the incumbents, results)."""
+    """(wall, setup, assembly) of one call: setup is everything before the
+    rows start (validation, the bound model, objectives), assembly what
+    follows them (re-evaluating the model at the incumbents, results)."""
     t = time.perf_counter()
-    call(0)
-    setup = time.perf_counter() - t
-    t = time.perf_counter()
-    res = call(n_rows)
-    wall = time.perf_counter() - t
-    return wall, setup, max(wall - setup - float(np.sum(res.time)), 0.0)
+    call(n_rows)
+    end = time.perf_counter()
+    return end - t, _MARKS["start"] - t, end - _MARKS["end"]
 
 
 def main(repeats=3):
     print(f"{'model':<36} {'call':<38} {'1st call wall s':>15} {'1st setup s':>11} "
           f"{'repeat wall s':>13} {'setup s':>8} {'assembly s':>10} {'setup share':>11}")
+    _instrument()
     for name, clf, Xt in models():
         calls = {
             "prediction_range(2 rows, 50 it)": (lambda n: clf.prediction_range(
@@ -65,7 +90,7 @@ def main(repeats=3):
         for label, (call, n_rows) in calls.items():
             first = measure(call, n_rows)
             rep = np.median([measure(call, n_rows) for _ in range(repeats)], axis=0)
-            print(f"{name:<36} {label:<38} {first[0] + first[1]:>15.3f} {first[1]:>11.3f} "
+            print(f"{name:<36} {label:<38} {first[0]:>15.3f} {first[1]:>11.3f} "
                   f"{rep[0]:>13.3f} {rep[1]:>8.4f} {rep[2]:>10.4f} {100 * rep[1] / rep[0]:>10.1f}%")
 
 
