@@ -1,10 +1,13 @@
 """Adapters for ConstantKernel, WhiteKernel, DotProduct and ExpSineSquared."""
 
+import math
+
 import numpy as np
 from scipy.spatial.distance import cdist
 
 from .._fp import UNIT_ROUNDOFF as _U
 from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
+from ._radial import RadialParts, radial_geometry, radial_taylor
 
 
 class ConstantAdapter(KernelAdapter):
@@ -97,13 +100,62 @@ class DotProductAdapter(KernelAdapter):
 
 
 class ExpSineSquaredAdapter(KernelAdapter):
-    """k = exp(-2 sin^2(pi d / p) / l^2), d the Euclidean distance: interval bounds
-    from the range of d over the box (not separable, so no relaxation)."""
+    """k = exp(-2 sin^2(pi r / p) / l^2), r = ||x - x_i|| (Euclidean over all
+    features): interval bounds from the range of r over the box, and a
+    second-order Taylor model (``taylor``) with a rigorous third-order
+    remainder, built by :func:`._radial.radial_taylor` from
+    :meth:`radial_parts`.
+
+    k as a function of s = r^2. With a = 1 / l^2, c = 2 pi / p, z = c sqrt(s):
+    2 sin^2(pi r / p) = 1 - cos(z) =: g(s) and k = psi(s) = exp(-a g(s)).
+    cos(c sqrt(s)) = sum_n (-1)^n c^(2n) s^n / (2n)! is an entire function of
+    s, so psi is smooth in x everywhere (also at x = x_i). Its s-derivatives,
+    by d/ds [z^-nu J_nu(z)] = -(c^2 / 2) z^-(nu+1) J_(nu+1)(z) and
+    cos z = sqrt(pi z / 2) J_(-1/2)(z), are, with the spherical Bessel
+    functions j_n,
+
+        g'(s)   =  (c^2 / 2) j_0(z),          j_0(z) = sin z / z
+        g''(s)  = -(c^4 / 4) j_1(z) / z,      j_1(z) / z = (sin z - z cos z) / z^3
+        g'''(s) =  (c^6 / 8) j_2(z) / z^2,    j_2(z) / z^2 = 3 sin z / z^5 - sin z / z^3 - 3 cos z / z^4
+
+    (checked against the series: g''(0) = -c^4 / 12, g'''(0) = c^6 / 120;
+    ``tests/test_periodic.py`` checks them by finite differences) and
+
+        psi'   = -a g' psi
+        psi''  = (a^2 g'^2 - a g'') psi
+        psi''' = (-a^3 g'^3 + 3 a^2 g' g'' - a g''') psi.
+
+    Bounds of |j_n(z) / z^n| over z >= zL (for the ranges of psi', psi'' and
+    psi''' over the s-range [sL, sU] of a box): (i) by Poisson's integral
+    (DLMF 10.54.1) j_n(z) / z^n = (2^(n+1) n!)^-1 int_{-1}^{1} cos(z t)
+    (1 - t^2)^n dt, so |j_n(z) / z^n| <= its value at 0, 1 / (2n + 1)!!
+    (1, 1/3, 1/15); (ii) from the closed forms with |sin|, |cos| <= 1:
+    |j_0| <= 1 / z, |j_1 / z| <= 1 / z^2 + 1 / z^3, |j_2 / z^2| <= 1 / z^3 +
+    3 / z^4 + 3 / z^5. Both are non-increasing in z, so the smaller of the
+    two at zL = c sqrt(sL) bounds |g^(k)| =: G_k on all of [sL, sU]. With psi
+    in [klo, khi] (from ``_k_range``, 0 < klo): psi' in +-a G1 khi, psi'' in
+    [-a G2 khi, (a^2 G1^2 + a G2) khi], |psi'''| <= (a^3 G1^3 + 3 a^2 G1 G2
+    + a G3) khi; each widened by a relative 1e-12 against rounding (sL is
+    itself widened downward, see ``radial_geometry``). Far from x_i these
+    shrink like (c / 2r)^k while delta = s - sc grows like 2 r h, so the
+    remainder of the Taylor model is O((c h)^3) per point, h the box
+    half-width, whatever the distance.
+
+    The centre values use j_1(z) / z from its series 1/3 - z^2/30 + z^4/840
+    - ... (nine terms, truncation < 1e-19 relative) for z < 0.5, where the
+    closed form cancels; the remaining rounding of the centre values is
+    covered by the model's ``mag`` (see :mod:`._radial`).
+
+    Not separable in the coordinates (r is a Euclidean norm), so ``relax``
+    is the interval bound; the Taylor model gives the convergent bound.
+    """
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
         self.ls = float(kernel.length_scale)
         self.p = float(kernel.periodicity)
+        self.a = 1.0 / self.ls**2
+        self.c = 2.0 * np.pi / self.p
 
     def values(self, X):
         d = cdist(np.asarray(X, dtype=np.float64), self.Xs, "euclidean")
@@ -119,16 +171,20 @@ class ExpSineSquaredAdapter(KernelAdapter):
         return K, (dk_dd * (d > 0))[:, :, None] * unit
 
     def rounding(self, lo, hi):
-        # |dk/dd| <= 2 pi / (p l^2); d errs by <= 3u (||x|| + ||x_i||) and
-        # fl(pi d / p) by 2u of itself, i.e. as if d erred by 2u d more.
+        # |dk/dr| = k a c |sin(c r)| <= a c. sklearn subtracts the raw inputs
+        # (relative error u per difference), sums the squares ((d + 1) u
+        # relative), takes the root and scales by pi / p: its argument errs by
+        # <= (d / 2 + 4) u r. Our own evaluation of the same quantities from
+        # x_i - c (c the rounded box centre, <= u |c| off; the modelled box
+        # c +- h covers [lo, hi] only up to u (|c| + h) per coordinate) errs
+        # by <= (d / 2 + 4) u r + 2 u ||amax||. With r <= ||amax|| + ||x_i||,
+        # (d + 12) u (||amax|| + ||x_i||) bounds both together, with headroom.
         amax = np.maximum(np.abs(lo), np.abs(hi))
-        return 6.0 * (2.0 * np.pi / (self.p * self.ls**2)) * input_rounding(amax, self.Xs, 1.0)
+        d = self.Xs.shape[1]
+        return (d + 12.0) * (self.a * self.c) * input_rounding(amax, self.Xs, 1.0)
 
-    def interval(self, lo, hi):
-        center, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        aE = np.abs(self.Xs[None] - center[:, None, :])
-        dmin = np.sqrt((np.maximum(aE - h[:, None, :], 0.0) ** 2).sum(-1))
-        dmax = np.sqrt(((aE + h[:, None, :]) ** 2).sum(-1))
+    def _k_range(self, dmin, dmax):
+        """(klo, khi) enclosing k over distances r in [dmin, dmax]."""
         # Arguments widened outward so that rounding never hides a turning point.
         a1 = np.pi * dmin / self.p * (1 - 1e-12) - 1e-300
         a2 = np.pi * dmax / self.p * (1 + 1e-12) + 1e-300
@@ -138,3 +194,55 @@ class ExpSineSquaredAdapter(KernelAdapter):
         smin = np.where(has_zero, 0.0, np.minimum(s1, s2))
         smax = np.where(has_one, 1.0, np.maximum(s1, s2))
         return np.exp(-2 * smax / self.ls**2), np.exp(-2 * smin / self.ls**2)
+
+    def interval(self, lo, hi):
+        center, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        aE = np.abs(self.Xs[None] - center[:, None, :])
+        dmin = np.sqrt((np.maximum(aE - h[:, None, :], 0.0) ** 2).sum(-1))
+        dmax = np.sqrt(((aE + h[:, None, :]) ** 2).sum(-1))
+        return self._k_range(dmin, dmax)
+
+    @staticmethod
+    def _j1_over_z(z):
+        """j_1(z) / z = (sin z - z cos z) / z^3, by its series for z < 0.5."""
+        small = z < 0.5
+        zs = np.where(small, z, 0.0)
+        z2 = zs * zs
+        # sum_{n>=1} (-1)^(n+1) 2n z^(2n-2) / (2n+1)!, Horner from n = 9 down.
+        ser = np.zeros_like(z2)
+        for n in range(9, 0, -1):
+            ser = ser * z2 + (-1.0) ** (n + 1) * 2.0 * n / math.factorial(2 * n + 1)
+        zb = np.where(small, 1.0, z)
+        closed = (np.sin(zb) - zb * np.cos(zb)) / zb**3
+        return np.where(small, ser, closed)
+
+    def radial_parts(self, geom):
+        """:class:`._radial.RadialParts` of k as a function of s = ||x - x_i||^2
+        (derivation and bounds in the class docstring)."""
+        a, c = self.a, self.c
+        rc = np.sqrt(geom.sc)
+        c0 = np.exp(-2 * (np.sin(np.pi * rc / self.p) / self.ls) ** 2)
+        zc = c * rc
+        with np.errstate(divide="ignore", invalid="ignore"):
+            j0 = np.where(zc > 0, np.sin(zc) / np.where(zc > 0, zc, 1.0), 1.0)
+        g1 = 0.5 * c**2 * j0
+        g2 = -0.25 * c**4 * self._j1_over_z(zc)
+        c1 = -a * g1 * c0
+        c2 = (a * a * g1 * g1 - a * g2) * c0
+        klo, khi = self._k_range(np.sqrt(geom.sL), np.sqrt(geom.sU))
+        zL = c * np.sqrt(geom.sL)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            v = 1.0 / zL
+            G1 = 0.5 * c**2 * np.minimum(1.0, v)
+            G2 = 0.25 * c**4 * np.minimum(1.0 / 3.0, v * v * (1.0 + v))
+            G3 = 0.125 * c**6 * np.minimum(1.0 / 15.0, v**3 * (1.0 + 3.0 * v * (1.0 + v)))
+        wid = 1.0 + 1e-12
+        P1 = wid * a * G1 * khi
+        lo2 = -wid * a * G2 * khi
+        hi2 = wid * (a * a * G1 * G1 + a * G2) * khi
+        P3 = wid * (a**3 * G1**3 + 3.0 * a * a * G1 * G2 + a * G3) * khi
+        return RadialParts(c0, c1, c2, [klo, -P1, lo2, -P3], [khi, P1, hi2, P3])
+
+    def taylor(self, lo, hi, w):
+        geom = radial_geometry(lo, hi, self.Xs)
+        return radial_taylor(geom, self.radial_parts(geom), w)

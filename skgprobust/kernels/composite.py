@@ -5,6 +5,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ..exceptions import UnsupportedKernelError
 from ._base import KernelAdapter, Relaxation, interval_lower
+from ._radial import parts_of, product_parts, radial_geometry, radial_taylor
 
 
 def _interval_product(a1, b1, a2, b2):
@@ -61,7 +62,17 @@ class ProductAdapter(KernelAdapter):
     """k1 * k2. A constant factor scales the other's weights (exact); otherwise
     McCormick envelopes of k1 k2 (paper Prop. 18), each linear in k1 and k2,
     whose two relaxations are then added. Per box and support point the
-    envelope with the smaller gap at the box centre is used."""
+    envelope with the smaller gap at the box centre is used.
+
+    Taylor model: when both factors are *radial* (functions of the plain
+    squared distance s = ||x - x_i||^2: isotropic stationary kernels,
+    ExpSineSquared, constants and their products; every stationary kernel in
+    one dimension), so is the product, psi = psi_1 psi_2, and
+    :func:`._radial.radial_taylor` builds its second-order model with a
+    third-order remainder from the Leibniz rule (:func:`._radial.product_parts`:
+    exact centre derivatives, derivative ranges by interval arithmetic).
+    Otherwise there is no Taylor model (None).
+    """
 
     def __init__(self, kernel, Xs, make):
         super().__init__(kernel, Xs)
@@ -107,13 +118,27 @@ class ProductAdapter(KernelAdapter):
         l2, h2 = self.k2.diag_interval(lo, hi)
         return _interval_product(l1, h1, l2, h2)
 
+    def radial_parts(self, geom):
+        """:class:`._radial.RadialParts` of the product, or None when a factor
+        is not radial."""
+        if self.const is not None:
+            p = parts_of(self.other, geom)
+            return None if p is None else p.scaled(self.const)
+        p1 = parts_of(self.k1, geom)
+        p2 = None if p1 is None else parts_of(self.k2, geom)
+        return None if p2 is None else product_parts(p1, p2)
+
     def taylor(self, lo, hi, w):
-        return self.other.taylor(lo, hi, self.const * w) if self.const is not None else None
+        if self.const is not None:
+            return self.other.taylor(lo, hi, self.const * w)
+        geom = radial_geometry(lo, hi, self.Xs)
+        parts = self.radial_parts(geom)
+        return None if parts is None else radial_taylor(geom, parts, w)
 
     def linearise(self, lo, hi, w):
         if self.const is not None:
             return self.other.linearise(lo, hi, self.const * w)
-        return self.relax(lo, hi, w), None
+        return self.relax(lo, hi, w), self.taylor(lo, hi, w)
 
     def relax(self, lo, hi, w):
         if self.const is not None:
