@@ -23,6 +23,75 @@ method needs no LP/QP:
 
 Both converge as the box shrinks, so branch and bound reaches any epsilon.
 
+High signal-to-noise: the local RKHS bound
+------------------------------------------
+With little noise, v(x) is a small difference of large terms and the bounds
+above lose it: the dropped ``||A (r - r0)||^2`` is O(kappa0 h^2/l^2), far above
+v itself. When the cross-covariance kernel k_c (the fitted kernel without
+its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
+multiples of RBF / Matern(nu = 1.5, 2.5, inf) terms and constants
+(:class:`SmoothCovariance`), each box also gets a bound whose error is
+O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
+as the noise does not matter. Real arithmetic first.
+
+*Setting.* H is the RKHS of k_c (PSD: sums and non-negative multiples of PSD
+kernels), k_x = k_c(., x), kappa0 = k_c(x, x) (constant: stationary). The
+training Gram matrix sklearn factors is ``Kc + D`` (regressor: D = (noise +
+alpha) I; WhiteKernel summands, also scaled by constants, add only to the
+diagonal) or, for the Laplace GPC, S = Dc (I + Dc (Kc + Dw) Dc)^-1 Dc with
+Dc = diag(W_sr_). Define the operator P = sum_ij S_ij k_{x_i} (x) k_{x_j} on H,
+so <f, P f> = f_X^T S f_X (f_X = f at the support points), and Q = I - P.
+Then q(x) = r^T S r = <k_x, P k_x> and the latent variance is
+
+    v(x) = diag(x) - kappa0 + v_c(x),   v_c(x) = <k_x, Q k_x> = ||Q^1/2 k_x||^2.
+
+*Lemma: 0 <= P <= I.* P >= 0 as S is PSD. For f in H, with
+M = I + Dc (Kc + Dw) Dc (PD) and c = Dc z,
+f_X^T S f_X = max_z (2 z^T Dc f_X - z^T M z) <= max_c (2 c^T f_X - c^T Kc c)
+(drop the PSD terms z^T z and c^T Dw c); and c^T f_X = <f, g_c> with
+g_c = sum_i c_i k_{x_i}, ||g_c||^2 = c^T Kc c, so 2 <f, g_c> - ||g_c||^2
+<= ||f||^2 (regressor: Dc = I, M = Kc + D). Hence 0 <= Q <= I.
+
+*Expansion.* For x = x0 + u (x0 the box centre) let w = D k_x0[u] =
+sum_j u_j d/dy_j k_c(., y)|_{y = x0} (in H: the kernels are C^2) and
+E = k_x - k_x0 - w. Then, Q^1/2 being linear with norm <= 1,
+
+    sqrt(P(u)) - ||E|| <= sqrt(v_c(x)) <= sqrt(P(u)) + ||E||,
+    P(u) = ||Q^1/2 (k_x0 + w)||^2 = v_c(x0) + g.u + u^T H1 u,
+
+with (reproducing property; stationarity gives <k_x0, w> = 0)
+g = -2 J^T S r0 (J = d r / d x at x0, the gradient of v_c at x0),
+H1 = H0 - J^T S J, H0 = <d_j k_x0, d_k k_x0> = -Hess kappa(0) (diagonal:
+sum_t a_t c2_t / l_t^2). The max and min of P over the box come from
+:func:`~skgprobust._bounds._mean.taylor_lower` (value, gradient, Hessian 2 H1).
+
+*Remainder.* ||E||^2 = 2 kappa(0) - 2 kappa(u) - 2 D kappa(u)[u] ... is
+linear in the kernel; for a radial term a kappa(s), s = ||u / l||, it is
+a f(s), f(s) = 2 kappa(0) - 2 kappa(s) + 2 s kappa'(s) - kappa''(0) s^2,
+f(0) = 0, f'(s) = 2 s (kappa''(s) - kappa''(0)). With kappa''(s) -
+kappa''(0) <= 1.5 s^2 (RBF), 12.5 s^2 (Matern 2.5), 6 sqrt3 s (Matern 1.5)
+(elementary: e.g. RBF, t = s^2/2: 1 - e^-t + 2t e^-t <= 3t), f(s) <= C s^p
+with (C, p) = (0.75, 4), (6.25, 4), (4 sqrt3, 3); increasing in s, so over the
+box s <= ||h / l|| (checked in 50-digit arithmetic in the tests; the ratio
+f / (C s^p) stays below 1). Constants contribute nothing to E.
+
+So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
+dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
+gap is the true variation of v plus O(sqrt(kappa0 v) E); the old bounds stay
+in use and the tighter of the two is taken per box and side.
+
+*Rounding.* sqrt(P) is computed from z = A [r0, J] by triangular solves, as
+sklearn computes q: P(u) = kappa0 + u^T H0 u - ||A (r0 + J u)||^2, whose
+rounding (relative to F = kappa0 + u^T H0 u >= ||A (r0 + J u)||^2 by the
+lemma, and to the summed terms) is covered by ``margin(scale)`` with the
+factor's condition estimate, as everywhere in this module. The inputs'
+rounding (large feature offsets) perturbs r0 and J by dr0
+(:meth:`KernelAdapter.rounding`) and dJ (:meth:`SmoothCovariance.jacobian_rounding`):
+|P~ - P| <= 2 sqrt(F) delta + delta^2 with delta = sqrt(lam_max) (||dr0|| +
+sum_j h_j ||dJ_j||), added to the margin of P before the square roots. The
+outer margin (sklearn's own rounding of v at points of the box) is the one of
+:meth:`LatentVariance.bounds`.
+
 Soundness margin: the bounds are exact in real arithmetic for the matrix A;
 rounding in A, in sklearn's own triangular solve and in the sums is covered
 by ``margin_rtol(N, d) * kappa * scale``, kappa an upper estimate of the
@@ -39,7 +108,8 @@ from scipy.linalg import solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
-from ._mean import affine_lower
+from ..kernels._base import TaylorModel, input_rounding as _input_rounding
+from ._mean import affine_lower, taylor_lower
 
 # Work per box that the spectral split may spend (m * N * d).
 _SPECTRAL_BUDGET = 2e5
@@ -53,6 +123,98 @@ _SPECTRAL_MIN_GAIN = 50.0
 # lambda_max (a flat spectrum, e.g. a Laplace GPC with a large kernel
 # amplitude) the split costs 2m bounds per box and gains almost nothing.
 _SPECTRAL_MAX_REST = 0.05
+
+
+class SmoothCovariance:
+    """The cross-covariance part k_c of a fitted kernel, when it is a sum of
+    non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) terms and
+    constants (WhiteKernel summands, also scaled, add noise only to the
+    training Gram matrix and to k(x, x)): what the local RKHS bound needs
+    (module doc, "High signal-to-noise").
+
+    Per term t (amplitude a_t >= 0, length scales l_t, radial profile
+    kappa_t(s) with s = ||u / l_t||): ``c2`` = -kappa''(0), and
+    ``f(s) = 2 kappa(0) - 2 kappa(s) + 2 s kappa'(s) - kappa''(0) s^2
+    <= C s^p`` (unit amplitude).
+    """
+
+    # kind: (c2 = -kappa''(0), C, p)
+    PROFILES = {
+        "rbf": (1.0, 0.75, 4.0),
+        "matern2.5": (5.0 / 3.0, 6.25, 4.0),
+        "matern1.5": (3.0, 4.0 * np.sqrt(3.0), 3.0),
+    }
+
+    def __init__(self, terms, const, d):
+        self.terms = terms  # [(amp, kind, ls (d,))]
+        self.kappa0 = float(const + sum(a for a, _, _ in terms))
+        self.H0 = np.zeros(d)
+        for a, kind, ls in terms:
+            self.H0 += a * self.PROFILES[kind][0] / ls**2
+
+    @classmethod
+    def parse(cls, kernel, d):
+        """A :class:`SmoothCovariance` of the kernel, or None if it is not of that form."""
+        from sklearn.gaussian_process import kernels as K
+
+        terms, const = [], [0.0]
+
+        def walk(k, amp):
+            t = type(k)
+            if t is K.Sum:
+                return walk(k.k1, amp) and walk(k.k2, amp)
+            if t is K.Product:
+                for a, b in ((k.k1, k.k2), (k.k2, k.k1)):
+                    if type(a) is K.ConstantKernel:
+                        c = float(a.constant_value)
+                        return np.isfinite(c) and c >= 0 and walk(b, amp * c)
+                return False
+            if t is K.ConstantKernel:
+                c = float(k.constant_value)
+                const[0] += amp * c
+                return np.isfinite(c) and c >= 0
+            if t is K.WhiteKernel:
+                return True
+            if t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
+                ls = np.squeeze(np.asarray(k.length_scale, dtype=np.float64))
+                ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
+                if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
+                    return False
+                kind = "rbf" if t is K.RBF or float(k.nu) == np.inf else f"matern{float(k.nu)}"
+                if amp > 0:
+                    terms.append((float(amp), kind, ls))
+                return True
+            return False
+
+        if not walk(kernel, 1.0) or not terms or not np.isfinite(const[0]):
+            return None
+        return cls(terms, const[0], d)
+
+    def remainder2(self, h):
+        """(B,) upper bound of ||k_x - k_x0 - Dk_x0[x - x0]||_H^2 over the
+        box of half-widths h around x0, and (B, d) each coordinate's share."""
+        E2 = np.zeros(len(h))
+        share = np.zeros(h.shape)
+        for a, kind, ls in self.terms:
+            _, C, p = self.PROFILES[kind]
+            z2 = (h / ls) ** 2
+            s2 = z2.sum(-1)
+            e = a * C * s2 ** (p / 2)
+            E2 += e
+            share += e[:, None] * z2 / np.where(s2 > 0, s2, 1.0)[:, None]
+        E2 = E2 * (1.0 + 1e-12)
+        return E2, share / np.where(E2 > 0, E2, 1.0)[:, None]
+
+    def jacobian_rounding(self, amax, Xs):
+        """(B, d) bound on ||dJ_j||, the error of the computed Jacobian column
+        j of k_c(x0, Xs) caused by rounding the inputs: per term
+        |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
+        <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance."""
+        out = np.zeros(amax.shape)
+        for a, kind, ls in self.terms:
+            ds = np.linalg.norm(5.0 * _input_rounding(amax, Xs, ls), axis=1)  # (B,)
+            out += 3.0 * self.PROFILES[kind][0] * a * ds[:, None] / ls[None, :]
+        return out
 
 
 @dataclass
@@ -122,6 +284,9 @@ class LatentVariance:
         # its gradient are computed with triangular solves, as sklearn does.
         self.s_err = self._s_error(A, norm_Linv) if N else 0.0
         self.lam_max = (float(lam[0]) + self.s_err) * (1 + 1e-10) if N else 0.0
+        # The local RKHS bound (module doc, "High signal-to-noise"): only for
+        # the kernels whose cross-covariance it can expand.
+        self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
 
     def _s_error(self, A, norm_Linv):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
@@ -237,7 +402,72 @@ class LatentVariance:
         upper = dhi - q_lower + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
         upper = np.where(np.isfinite(upper), upper, np.inf)
-        return VarianceBound(lower, upper, both.argmin[B:], both.argmin[:B], both.score[:B])
+        arg_min, arg_max, score = both.argmin[B:], both.argmin[:B], both.score[:B]
+        if self.smooth is not None:
+            # The local RKHS bound; the tighter of the two per box and side.
+            lo2, hi2, amin2, amax2, score2 = self._local_bounds(lo, hi, dlo, dhi)
+            use_lo, use_hi = lo2 > lower, hi2 < upper
+            lower, upper = np.where(use_lo, lo2, lower), np.where(use_hi, hi2, upper)
+            arg_min = np.where(use_lo[:, None], amin2, arg_min)
+            arg_max = np.where(use_hi[:, None], amax2, arg_max)
+            score = np.where((use_lo | use_hi)[:, None], score2, score)
+        return VarianceBound(lower, upper, arg_min, arg_max, score)
+
+    def _local_bounds(self, lo, hi, dlo, dhi):
+        """Bounds of var over each box from the local RKHS expansion around
+        the box centre (module doc, "High signal-to-noise"): (lower, upper,
+        arg_min, arg_max, score)."""
+        sm = self.smooth
+        B, d = lo.shape
+        N = self.n_support
+        x0 = 0.5 * (lo + hi)
+        h = 0.5 * (hi - lo)
+        R, G = self.adapter.value_and_grad(x0)  # (B, N), (B, N, d)
+        Y = np.concatenate([R[:, None, :], np.transpose(G, (0, 2, 1))], axis=1).reshape(B * (d + 1), N)
+        Z = self._apply_A(Y).reshape(N, B, d + 1)
+        z0, ZJ = Z[:, :, 0], Z[:, :, 1:]
+        q0 = np.einsum("nb,nb->b", z0, z0)
+        vc0 = sm.kappa0 - q0
+        g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
+        H1 = np.diag(sm.H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+        zeros = np.zeros((B, d))
+        mag = np.zeros(B)
+        # P(u) = vc0 + g.u + u^T H1 u over |u| <= h, both sides.
+        p_lo, u_lo = taylor_lower(TaylorModel(vc0, g, zeros, 2.0 * H1, mag, mag), h)
+        m_hi, u_hi = taylor_lower(TaylorModel(-vc0, -g, zeros, -2.0 * H1, mag, mag), h)
+        p_hi = -m_hi
+        # Rounding of P: the solves (relative, kappa), the assembly, and the
+        # input rounding of r0 and of the Jacobian J (through sqrt(lam_max)).
+        nZJh = (np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ)) * h).sum(-1)
+        H0h = (sm.H0 * h * h).sum(-1)
+        F = sm.kappa0 + H0h
+        scale = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
+        scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
+        amax = np.abs(x0)
+        dr0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
+        dJ = sm.jacobian_rounding(amax, self.adapter.Xs) + 16.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
+        din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
+        mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
+        p_lo = np.where(np.isfinite(p_lo), p_lo - mP, 0.0)
+        p_hi = np.where(np.isfinite(p_hi), p_hi + mP, np.inf)
+        E2, E2_share = sm.remainder2(h)
+        E = np.sqrt(E2) * (1.0 + 1e-12)
+        s_lo = np.maximum(np.sqrt(np.maximum(p_lo, 0.0)) - E, 0.0)
+        s_hi = np.sqrt(np.maximum(p_hi, 0.0)) + E
+        # var = diag(x) - kappa0 + v_c(x); the outer margin as in bounds().
+        mg = self.margin(scale + np.abs(dhi), d) + self.input_rounding(lo, hi, dhi)
+        lower = dlo - sm.kappa0 + s_lo * s_lo - mg
+        upper = dhi - sm.kappa0 + s_hi * s_hi + mg
+        lower = np.where(np.isfinite(lower), lower, -np.inf)
+        upper = np.where(np.isfinite(upper), upper, np.inf)
+        arg_min = np.clip(x0 + u_lo, lo, hi)
+        arg_max = np.clip(x0 + u_hi, lo, hi)
+        score = (
+            np.abs(g) * h
+            + (np.abs(H1) * h[:, None, :]).sum(-1) * h
+            + 2.0 * s_hi[:, None] * E[:, None] * E2_share
+        )
+        return lower, upper, arg_min, arg_max, score
 
     def input_rounding(self, lo, hi, dhi):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the

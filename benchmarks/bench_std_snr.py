@@ -1,0 +1,227 @@
+"""Std ranges of fitted high signal-to-noise GP regressors (issue 12).
+
+What it measures
+----------------
+The issue's target workload: ``prediction_range(x, gamma, statistic="std",
+epsilon, time_limit=5)`` of fitted regressors, one row per call, with
+
+* gamma = 2% of each feature's standard deviation (over the training rows),
+* epsilon = 1% of sklearn's std at the box centre,
+
+on generated problems: ``make_friedman3`` (d = 4, noise 0.01),
+``make_friedman1`` (d = 8 and d = 10, noise 0.5); N in {250, 1000} training
+rows; kernels ``ConstantKernel * RBF(ARD) + WhiteKernel`` and ``ConstantKernel
+* Matern(ARD, nu=2.5) + WhiteKernel``; ``normalize_y`` on and off. The
+hyperparameters are fitted by sklearn's optimizer on the first min(N, 300)
+rows (so the N = 1000 fits stay cheap) and then frozen (``optimizer=None``)
+for the fit on all N rows. The test rows are held out (rows N, N + 1, ...).
+
+Per configuration: % of rows converged (both gaps <= epsilon), median and max
+seconds per row. Then two single cases of the issue: "example 1" (Friedman #1,
+d = 8, N = 250, fitted ``C(10) * RBF(ones(8)) + WhiteKernel(0.25)``,
+``normalize_y=True``, row X[250], gamma 0.01, epsilon 0.01) and a 1-D
+RBF + White regressor on 60 points (gamma 2% of the feature's std).
+
+Target (issue 12): >= 95% of rows converge, median <= 1 s per row.
+
+Sanity checks ("anomalies", exit status 1): sklearn's std at the box centre
+and at 200 random points of each box lies inside [min_lower, max_upper].
+
+How to run
+----------
+::
+
+    python benchmarks/bench_std_snr.py             # 20 rows per configuration (a few minutes)
+    python benchmarks/bench_std_snr.py --quick     # 5 rows
+    python benchmarks/bench_std_snr.py --rows 3 --sizes 250
+
+To compare with an older commit without touching the working tree:
+``git worktree add /tmp/before <commit>`` and run this script with
+``PYTHONPATH=/tmp/before``.
+
+Single-threaded: BLAS threads are pinned to 1 before numpy is imported.
+"""
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.datasets import make_friedman1, make_friedman3  # noqa: E402
+from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel  # noqa: E402
+
+import skgprobust  # noqa: E402
+from skgprobust import RobustGaussianProcessRegressor  # noqa: E402
+
+
+def package_state():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", "skgprobust"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        commit = f"{head or '?'}{' + uncommitted changes in skgprobust/' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return f"package at {root} ({commit}); load average {load} on {os.cpu_count()} cpus"
+
+
+def problem(name, n):
+    if name == "friedman3-d4":
+        return make_friedman3(n_samples=n, noise=0.01, random_state=0)
+    d = int(name.split("-d")[1])
+    return make_friedman1(n_samples=n, n_features=d, noise=0.5, random_state=0)
+
+
+def kernel(kind, d):
+    if kind == "rbf":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) + WhiteKernel(0.1)
+    return ConstantKernel(1.0) * Matern(np.ones(d), nu=2.5) + WhiteKernel(0.1)
+
+
+def fitted(name, N, kind, normalize_y, rows):
+    # A fixed data set per (problem, N): the test rows are its tail, so every
+    # --rows value sees the same fitted model.
+    X, y = problem(name, N + 100)
+    X, y = X[: N + rows], y[: N + rows]
+    Xtr, ytr = X[:N], y[:N]
+    d = X.shape[1]
+    n_opt = min(N, 300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k = GaussianProcessRegressor(kernel(kind, d), normalize_y=normalize_y, random_state=0).fit(
+            Xtr[:n_opt], ytr[:n_opt]
+        ).kernel_
+        reg = RobustGaussianProcessRegressor(k, normalize_y=normalize_y, optimizer=None).fit(Xtr, ytr)
+    return reg, Xtr, X[N:]
+
+
+def std_of(reg, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(reg.predict(X, return_std=True)[1], dtype=float).reshape(len(X))
+
+
+def run_rows(reg, X_test, gamma, rel_eps, time_limit, anomalies, label, rng, abs_eps=None):
+    times, conv, gaps = [], [], []
+    for x in X_test:
+        s0 = float(std_of(reg, x[None])[0])
+        eps = abs_eps if abs_eps is not None else rel_eps * s0
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = reg.prediction_range(x[None], gamma, statistic="std", epsilon=eps, time_limit=time_limit, random_state=0)
+        times.append(time.perf_counter() - t)
+        conv.append(bool(r.converged[0, 0]))
+        gaps.append(max(r.min_upper[0, 0] - r.min_lower[0, 0], r.max_upper[0, 0] - r.max_lower[0, 0]) / max(s0, 1e-300))
+        P = x + gamma * (2 * rng.random((200, len(x))) - 1)
+        s = std_of(reg, np.vstack([x[None], P]))
+        lo, hi = r.min_lower[0, 0], r.max_upper[0, 0]
+        if not (np.all(s >= lo - 1e-12) and np.all(s <= hi + 1e-12)):
+            anomalies.append(f"{label}: std {s.min():.6g}..{s.max():.6g} outside [{lo:.6g}, {hi:.6g}]")
+    return np.array(times), np.array(conv), np.array(gaps)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=20, help="test rows per configuration (<= 100)")
+    ap.add_argument("--quick", action="store_true", help="5 rows per configuration")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[250, 1000])
+    ap.add_argument("--problems", nargs="+", default=["friedman3-d4", "friedman1-d8", "friedman1-d10"])
+    ap.add_argument("--kernels", nargs="+", default=["rbf", "matern"])
+    ap.add_argument("--time-limit", type=float, default=5.0)
+    ap.add_argument("--skip-grid", action="store_true", help="only the two single cases")
+    args = ap.parse_args()
+    rows = 5 if args.quick else args.rows
+    print(
+        f"# bench_std_snr  skgprobust {skgprobust.__version__} ({package_state()}), sklearn {sklearn.__version__}, "
+        f"numpy {np.__version__}, python {platform.python_version()}; threads OMP={os.environ.get('OMP_NUM_THREADS')}"
+    )
+    print(f"# {rows} rows per configuration, time_limit={args.time_limit}, gamma = 2% of feature std, epsilon = 1% of std")
+    anomalies = []
+    rng = np.random.default_rng(0)
+    all_t, all_c = [], []
+    if not args.skip_grid:
+        print()
+        print("| problem | N | kernel | normalize_y | noise/amplitude | converged | median s/row | max s/row | median rel. gap |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name in args.problems:
+            for N in args.sizes:
+                for kind in args.kernels:
+                    for norm in (True, False):
+                        reg, Xtr, Xte = fitted(name, N, kind, norm, rows)
+                        gamma = 0.02 * Xtr.std(axis=0)
+                        label = f"{name} N={N} {kind} normalize_y={norm}"
+                        t, c, g = run_rows(reg, Xte, gamma, 0.01, args.time_limit, anomalies, label, rng)
+                        all_t.append(t)
+                        all_c.append(c)
+                        p = reg.kernel_.get_params()
+                        snr = p["k2__noise_level"] / p["k1__k1__constant_value"]
+                        print(
+                            f"| {name} | {N} | {kind}+white | {norm} | {snr:.2g} | {100 * c.mean():.0f}% | "
+                            f"{np.median(t):.3f} | {t.max():.3f} | {np.median(g):.2g} |",
+                            flush=True,
+                        )
+        t, c = np.concatenate(all_t), np.concatenate(all_c)
+        print(f"| **all** | | | | | {100 * c.mean():.1f}% | {np.median(t):.3f} | {t.max():.3f} | |")
+    print()
+    print("| single case | converged | s | final gaps (min, max) | range |")
+    print("|---|---|---|---|---|")
+    # Example 1 of the issue.
+    X, y = make_friedman1(n_samples=260, n_features=8, noise=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(
+            ConstantKernel(10.0) * RBF(np.ones(8)) + WhiteKernel(0.25), normalize_y=True
+        ).fit(X[:250], y[:250])
+    for label, model, x, gamma, eps in [("example 1 (friedman1 d=8, N=250, gamma 0.01, eps 0.01)", reg, X[250], 0.01, 0.01)]:
+        _single(label, model, x, gamma, eps, args.time_limit, anomalies, rng)
+    # 1-D RBF + White on 60 points.
+    r1 = np.random.default_rng(1)
+    X1 = np.sort(r1.uniform(-3, 3, (65, 1)), axis=0)
+    y1 = np.sin(2 * X1[:, 0]) + 0.05 * r1.normal(size=65)
+    idx = r1.permutation(65)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg1 = RobustGaussianProcessRegressor(ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.01)).fit(X1[idx[:60]], y1[idx[:60]])
+    g1 = 0.02 * X1[idx[:60]].std(axis=0)
+    for i, x in enumerate(X1[idx[60:]]):
+        s0 = float(std_of(reg1, x[None])[0])
+        _single(f"1-D RBF+White N=60 row {i} ({reg1.kernel_})", reg1, x, g1, 0.01 * s0, args.time_limit, anomalies, rng)
+    print()
+    if anomalies:
+        print("anomalies:")
+        for a in anomalies:
+            print("  -", a)
+        sys.exit(1)
+    print("anomalies: none")
+
+
+def _single(label, reg, x, gamma, eps, time_limit, anomalies, rng):
+    t, c, _ = run_rows(reg, x[None], gamma, None, time_limit, anomalies, label, rng, abs_eps=eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = reg.prediction_range(x[None], gamma, statistic="std", epsilon=eps, time_limit=time_limit, random_state=0)
+    print(
+        f"| {label} | {bool(c[0])} | {t[0]:.3f} | {r.min_upper[0, 0] - r.min_lower[0, 0]:.2g}, "
+        f"{r.max_upper[0, 0] - r.max_lower[0, 0]:.2g} | [{r.min_lower[0, 0]:.5f}, {r.max_upper[0, 0]:.5f}] |",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""Variance bounds of high signal-to-noise models (issue 12): the local RKHS
+bound of :mod:`skgprobust._bounds._variance` ("High signal-to-noise").
+
+Every check compares with scikit-learn's own numbers: the variance is
+``predict(return_std=True)[1] ** 2`` (the regressor) or
+``latent_mean_and_variance`` (the binary classifier), attacked by dense
+sampling plus L-BFGS-B (``_helpers.attack``).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_friedman1
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Exponentiation, ExpSineSquared
+from sklearn.gaussian_process.kernels import Matern, WhiteKernel
+
+from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from skgprobust._bounds._variance import SmoothCovariance
+
+from ._helpers import FAST, SLOW, attack
+
+N_ATTACK = 2000
+
+
+def sk_var(reg, P):
+    """sklearn's predictive variance (std squared) of the first target, per row."""
+    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, s = reg.predict(P, return_std=True)
+    s = np.asarray(s, dtype=np.float64).reshape(len(P), -1)[:, 0]
+    return s * s
+
+
+def sk_std(reg, P):
+    return np.sqrt(sk_var(reg, P))
+
+
+def make_problem(seed, d, N, noise):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, (N, d))
+    A = rng.normal(size=(3, d)) / np.sqrt(d)
+    y = np.sin(X @ A.T + rng.uniform(0, 6, 3)) @ rng.normal(size=3) * 3.0 + 5.0
+    return X, y + noise * rng.normal(size=N)
+
+
+def make_kernel(kind, d):
+    ls = np.ones(d)
+    if kind == "rbf-ard":
+        return ConstantKernel(1.0) * RBF(ls)
+    if kind == "matern1.5":
+        return ConstantKernel(1.0) * Matern(ls, nu=1.5) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "matern2.5":
+        return ConstantKernel(1.0) * Matern(ls, nu=2.5) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rbf+white":
+        return RBF(1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    return ConstantKernel(1.0) * RBF(ls) + WhiteKernel(1e-3, (1e-9, 1.0))  # c*rbf+white
+
+
+def fit(kind, d, N, normalize_y, seed=0, noise=0.01):
+    X, y = make_problem(seed, d, N, noise)
+    alpha = 1e-6 if kind == "rbf-ard" else 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(make_kernel(kind, d), alpha=alpha, normalize_y=normalize_y, random_state=0)
+        reg.fit(X, y)
+    return reg, X
+
+
+def variance_parts(reg):
+    bm = reg._bound_model()
+    return bm.variances("default")[0], float(bm.latents[0].scale[0]) ** 2
+
+
+def check_box(reg, lo, hi, rng, n=N_ATTACK):
+    """Combined bounds and the local RKHS bound alone contain sklearn's
+    variance at >= n points of the box plus local optima."""
+    var, s2 = variance_parts(reg)
+    vb = var.bounds(lo[None], hi[None])
+    res = attack(lambda P: sk_var(reg, P), lo, hi, rng, n_samples=n)
+    assert vb.lower[0] * s2 <= res.min, (vb.lower[0] * s2, res.min)
+    assert vb.upper[0] * s2 >= res.max, (vb.upper[0] * s2, res.max)
+    if var.smooth is not None:
+        dlo, dhi = var.adapter.diag_interval(lo[None], hi[None])
+        l2, u2, amin, amax, _ = var._local_bounds(lo[None], hi[None], dlo, dhi)
+        assert l2[0] * s2 <= res.min, ("local lower", l2[0] * s2, res.min)
+        assert u2[0] * s2 >= res.max, ("local upper", u2[0] * s2, res.max)
+        assert np.all((amin >= lo) & (amin <= hi)) and np.all((amax >= lo) & (amax <= hi))
+    return vb, res, s2
+
+
+# --------------------------------------------------------------------------
+# The pieces
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern2.5", "matern1.5"])
+def test_remainder_constants(kind):
+    """f(s) = 2 k(0) - 2 k(s) + 2 s k'(s) - k''(0) s^2 <= C s^p (unit amplitude),
+    checked in 50-digit arithmetic on a log grid."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    r3, r5 = mp.sqrt(3), mp.sqrt(5)
+    prof = {
+        "rbf": lambda s: mp.e ** (-(s**2) / 2),
+        "matern1.5": lambda s: (1 + r3 * s) * mp.e ** (-r3 * s),
+        "matern2.5": lambda s: (1 + r5 * s + 5 * s**2 / 3) * mp.e ** (-r5 * s),
+    }[kind]
+    c2, C, p = SmoothCovariance.PROFILES[kind]
+    for e in np.linspace(-5, 2.5, 120):
+        s = mp.mpf(10) ** mp.mpf(float(e))
+        f = 2 * prof(0) - 2 * prof(s) + 2 * s * mp.diff(prof, s) + c2 * s**2
+        assert f >= 0
+        assert f <= mp.mpf(C) * s**p
+    # c2 = -kappa''(0) (one-sided second difference at 0)
+    eps = mp.mpf(10) ** -12
+    assert abs(2 * (prof(eps) - prof(0)) / eps**2 + c2) < 1e-6
+
+
+def test_parse():
+    d = 3
+    ok = [
+        ConstantKernel(2.0) * RBF(np.ones(d)) + WhiteKernel(0.1),
+        Matern(1.0, nu=2.5) + WhiteKernel(0.1),
+        ConstantKernel(2.0) * Matern(np.ones(d), nu=1.5),
+        RBF(1.0) + ConstantKernel(0.5) + ConstantKernel(3.0) * RBF(2.0),
+        ConstantKernel(2.0) * (RBF(1.0) + WhiteKernel(0.1)),
+        Matern(1.0, nu=np.inf),
+    ]
+    for k in ok:
+        assert SmoothCovariance.parse(k, d) is not None, k
+    sm = SmoothCovariance.parse(ConstantKernel(2.0) * RBF([1.0, 2.0, 4.0]) + ConstantKernel(0.5) + WhiteKernel(0.1), d)
+    assert sm.kappa0 == pytest.approx(2.5)
+    np.testing.assert_allclose(sm.H0, 2.0 / np.array([1.0, 4.0, 16.0]))
+    bad = [
+        Matern(1.0, nu=0.5),
+        Matern(1.0, nu=1.2),
+        DotProduct(1.0),
+        ExpSineSquared(1.0, 2.0),
+        Exponentiation(RBF(1.0), 2.0),
+        RBF(1.0) * RBF(2.0),
+        WhiteKernel(0.1),
+        RBF(np.ones(2)),  # wrong number of length scales
+    ]
+    for k in bad:
+        assert SmoothCovariance.parse(k, d) is None, k
+
+
+# --------------------------------------------------------------------------
+# Fitted high-SNR regressors: bounds vs sklearn's variance
+# --------------------------------------------------------------------------
+
+CASES = [
+    ("c*rbf+white", 1, 40, True),
+    ("rbf+white", 1, 30, False),
+    ("c*rbf+white", 2, 60, False),
+    ("matern2.5", 2, 50, True),
+    ("matern1.5", 3, 60, True),
+    ("rbf-ard", 4, 60, True),
+    ("c*rbf+white", 8, 80, True),
+    ("matern2.5", 5, 70, False),
+]
+
+
+@pytest.mark.parametrize("kind,d,N,normalize_y", CASES)
+def test_fitted_boxes(kind, d, N, normalize_y):
+    reg, X = fit(kind, d, N, normalize_y, seed=d)
+    var, _ = variance_parts(reg)
+    assert var.smooth is not None
+    rng = np.random.default_rng(d)
+    for width in (0.3, 0.05, 1e-3, 1e-6, 0.0):
+        # Centres at training points, between them and away from them.
+        for c in (X[0], 0.5 * (X[1] + X[2]), rng.uniform(-2.5, 2.5, d)):
+            hw = width * rng.uniform(0.2, 1.0, d)
+            check_box(reg, c - hw, c + hw, rng)
+
+
+def test_tighter_on_high_snr():
+    """On a small box of example 1 the local bound is within 1% of the
+    sampled std range (the old bounds alone gave [0, 0.93])."""
+    X, y = make_friedman1(n_samples=260, n_features=8, noise=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(
+            ConstantKernel(10.0) * RBF(np.ones(8)) + WhiteKernel(0.25), normalize_y=True
+        ).fit(X[:250], y[:250])
+    x = X[250]
+    vb, res, s2 = check_box(reg, x - 0.0025, x + 0.0025, np.random.default_rng(0))
+    assert np.sqrt(vb.upper[0] * s2) - np.sqrt(vb.lower[0] * s2) < 0.01 * np.sqrt(res.max)
+
+
+def test_gpc_boxes():
+    """The binary Laplace GPC (S = W^1/2 (I + W^1/2 K W^1/2)^-1 W^1/2) too."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, (60, 2))
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    clf = RobustGaussianProcessClassifier(ConstantKernel(20.0) * RBF([0.8, 1.2]), optimizer=None).fit(X, y)
+    bm = clf._bound_model()
+    var = bm.variances("default")[0]
+    assert var.smooth is not None
+
+    def latent_var(P):
+        return np.asarray(clf.base_estimator_.latent_mean_and_variance(np.atleast_2d(P))[1], dtype=np.float64)
+
+    for width in (0.5, 0.05, 1e-4):
+        for c in (X[0], rng.uniform(-2, 2, 2)):
+            lo, hi = c - width, c + width
+            vb = var.bounds(lo[None], hi[None])
+            res = attack(latent_var, lo, hi, rng, n_samples=N_ATTACK)
+            assert vb.lower[0] <= res.min and vb.upper[0] >= res.max
+            dlo, dhi = var.adapter.diag_interval(lo[None], hi[None])
+            l2, u2, *_ = var._local_bounds(lo[None], hi[None], dlo, dhi)
+            assert l2[0] <= res.min and u2[0] >= res.max
+
+
+def test_large_feature_offset():
+    """Inputs with a large offset (timestamps): rounding of the inputs makes
+    the kernel values, and the Jacobian, inexact; the bound stays sound."""
+    rng = np.random.default_rng(5)
+    X = 1e6 + rng.uniform(0, 4, (40, 1))
+    y = np.sin(2 * (X[:, 0] - 1e6)) + 0.01 * rng.normal(size=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(
+            ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(1e-4, (1e-9, 1.0)), normalize_y=True
+        ).fit(X, y)
+    for width in (0.2, 1e-3, 1e-7):
+        c = X[3] + 0.01
+        check_box(reg, c - width, c + width, rng)
+
+
+# --------------------------------------------------------------------------
+# Ranges through the estimator
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,d,N,normalize_y", [("c*rbf+white", 3, 60, True), ("matern2.5", 2, 50, False)])
+def test_std_range_contains_sklearn(kind, d, N, normalize_y):
+    reg, X = fit(kind, d, N, normalize_y, seed=10 + d)
+    rng = np.random.default_rng(1)
+    Xt = np.vstack([X[:2], rng.uniform(-2, 2, (2, d))])
+    gamma = 0.02 * X.std(axis=0)
+    eps = 0.01 * float(np.median(sk_std(reg, Xt)))
+    r = reg.prediction_range(Xt, gamma, statistic="std", epsilon=eps, time_limit=5, random_state=0)
+    assert r.converged.all()
+    for i, x in enumerate(Xt):
+        res = attack(lambda P: sk_std(reg, P), x - gamma, x + gamma, rng, n_samples=N_ATTACK)
+        # (min_upper / max_lower are values at points the engine found: the
+        # attack need not beat them.)
+        assert r.min_lower[i, 0] <= res.min and res.max <= r.max_upper[i, 0]
+        assert r.min_upper[i, 0] - r.min_lower[i, 0] <= eps and r.max_upper[i, 0] - r.max_lower[i, 0] <= eps
+
+
+def test_example_1_converges():
+    """Issue 12, example 1: std range at X[250], gamma 0.01, epsilon 0.01."""
+    X, y = make_friedman1(n_samples=260, n_features=8, noise=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(
+            ConstantKernel(10.0) * RBF(np.ones(8)) + WhiteKernel(0.25), normalize_y=True
+        ).fit(X[:250], y[:250])
+    r = reg.prediction_range(X[250:251], 0.01, statistic="std", epsilon=0.01, time_limit=5)
+    assert r.converged[0, 0]
+    s = sk_std(reg, X[250] + 0.01 * (2 * np.random.default_rng(0).random((2000, 8)) - 1))
+    assert r.min_lower[0, 0] <= s.min() and s.max() <= r.max_upper[0, 0]
+    assert r.max_upper[0, 0] - r.min_lower[0, 0] < 0.02
+
+
+# --------------------------------------------------------------------------
+# Sweep
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def snr_cases(draw):
+    kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5"]))
+    d = draw(st.integers(1, 8))
+    N = draw(st.integers(10, 80))
+    normalize_y = draw(st.booleans())
+    noise = draw(st.sampled_from([1e-3, 1e-2, 0.1]))
+    seed = draw(st.integers(0, 2**16))
+    width = draw(st.sampled_from([0.0, 1e-7, 1e-4, 1e-2, 0.1, 0.5]))
+    where = draw(st.sampled_from(["train", "between", "random"]))
+    return kind, d, N, normalize_y, noise, seed, width, where
+
+
+def _sweep_case(case, n_samples):
+    kind, d, N, normalize_y, noise, seed, width, where = case
+    reg, X = fit(kind, d, N, normalize_y, seed=seed, noise=noise)
+    rng = np.random.default_rng(seed)
+    c = {"train": X[0], "between": 0.5 * (X[0] + X[-1]), "random": rng.uniform(-2.5, 2.5, d)}[where]
+    hw = width * rng.uniform(0.1, 1.0, d)
+    check_box(reg, c - hw, c + hw, rng, n=n_samples)
+
+
+@settings(FAST, max_examples=8)
+@given(snr_cases())
+def test_sweep_fast(case):
+    _sweep_case(case, 500)
+
+
+@pytest.mark.slow
+@SLOW
+@given(snr_cases())
+def test_sweep_slow(case):
+    _sweep_case(case, N_ATTACK)
