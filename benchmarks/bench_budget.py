@@ -79,6 +79,7 @@ from skgprobust import (  # noqa: E402
     RobustGaussianProcessClassifier,
     RobustGaussianProcessRegressor,
 )
+from _bench import package_state, table  # noqa: E402
 
 warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
 warnings.filterwarnings("ignore", category=ConvergenceWarning)  # the fitted GPR at N=40
@@ -87,34 +88,6 @@ GAMMA = 0.05
 EPSILON = 1e-4
 DIGITS_GAMMAS = (0.05, 0.2)
 TOL = 1e-9
-
-
-def table(headers, rows):
-    """Markdown-style table as a string."""
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
-
-
-def package_state():
-    """skgprobust location and commit (read-only git query) and the machine's load."""
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
-    try:
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", "skgprobust"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        commit = f"{head or '?'}{' + uncommitted changes in skgprobust/' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        commit = "?"
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return f"package at {root} ({commit}); load average {load} on {os.cpu_count()} cpus"
 
 
 def summary(name, times, n_iter, limit, outcome, extra=""):

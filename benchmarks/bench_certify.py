@@ -57,6 +57,7 @@ import skgprobust
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier
 from skgprobust._bounds._mean import AffineMean
 from skgprobust._engine._latent import from_binary_classifier
+from _bench import package_state, table  # noqa: E402
 
 warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
 
@@ -68,15 +69,6 @@ RATIO_TARGET = 3.0
 TOL = 1e-9  # absolute slack for the containment checks (bounds.py margin is 1e-11 relative)
 
 
-def table(headers, rows):
-    """Markdown-style table as a string."""
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
-
-
 def best_per_call(fn, n_calls, repeats):
     """Best (over ``repeats``) mean seconds per call of ``fn`` over ``n_calls`` calls."""
     best = np.inf
@@ -86,26 +78,6 @@ def best_per_call(fn, n_calls, repeats):
             fn()
         best = min(best, (time.perf_counter() - t0) / n_calls)
     return best
-
-
-def package_state():
-    """skgprobust commit (read-only git query) and the machine's load, for the record."""
-    import os
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
-    try:
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", "skgprobust"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        commit = f"{head or '?'}{' + uncommitted changes in skgprobust/' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        commit = "?"
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return f"package at {commit}; load average {load} on {os.cpu_count()} cpus"
 
 
 def make_model():

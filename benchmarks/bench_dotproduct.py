@@ -62,20 +62,13 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _bench import table  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
 GAMMA = 0.05
 N_ROWS = 20
 N_SAMPLES = 20000
-
-
-def table(headers, rows):
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
 
 
 def box_points(lo, hi, rng, n):

@@ -40,6 +40,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skgprobust import RobustGaussianProcessClassifier  # noqa: E402
+from _bench import table  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data" / "spambase"
 GAMMAS = (0.02, 1.0)
@@ -69,14 +70,6 @@ def select_l1(X, y, k=11):
         if np.count_nonzero(w) >= k:
             return np.sort(np.argsort(-np.abs(w))[:k]), C
     raise RuntimeError("no C on the grid selects enough features")
-
-
-def table(headers, rows):
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
 
 
 def main():

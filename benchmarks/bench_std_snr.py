@@ -62,22 +62,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 import skgprobust  # noqa: E402
 from skgprobust import RobustGaussianProcessRegressor  # noqa: E402
-
-
-def package_state():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
-    try:
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", "skgprobust"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        commit = f"{head or '?'}{' + uncommitted changes in skgprobust/' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        commit = "?"
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return f"package at {root} ({commit}); load average {load} on {os.cpu_count()} cpus"
+from _bench import package_state  # noqa: E402
 
 
 def problem(name, n):

@@ -72,34 +72,11 @@ import skgprobust  # noqa: E402
 from skgprobust.kernels import make_adapter  # noqa: E402
 from skgprobust._bounds._variance import LatentVariance  # noqa: E402
 from skgprobust._bounds._variance_paper import PaperLatentVariance  # noqa: E402
+from _bench import package_state, table  # noqa: E402
 
 WIDTHS = (0.05, 0.2)
 TOL = 1e-9
 N_SAMPLES = 2000
-
-
-def table(headers, rows):
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda r: "| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
-
-
-def package_state():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
-    try:
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", "skgprobust"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        commit = f"{head or '?'}{' + uncommitted changes in skgprobust/' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        commit = "?"
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return f"package at {commit}; load average {load} on {os.cpu_count()} cpus"
 
 
 def two_gaussians(n, rng):
