@@ -133,20 +133,27 @@ class ClassProbabilities:
     def p_box(self, lo, hi, classes=None):
         """Certified (p_lo, p_hi), each (B, K), and the latent boxes.
 
-        The last batch is remembered: the objectives of one row (min and max
-        of every class, the argmax margin) all bound the same root box, and
-        every class's latent bounds enter each of them.
+        The classes bounded for the last batch of boxes are remembered: the
+        objectives of one row (min and max of every class, the argmax margin
+        and its restriction to the classes that can win) all bound the same
+        root box, and every class's latent bounds enter each of them.
         """
         idx = list(self._idx(classes))
-        key = (tuple(idx), lo.shape, lo.tobytes(), hi.tobytes())
+        key = (lo.shape, lo.tobytes(), hi.tobytes())
         cache = self._cache  # read once: threads may replace it meanwhile
-        if cache is not None and cache[0] == key:
-            return cache[1]
-        boxes = [latent_box(self.models[k], self.variances[k], lo, hi) for k in idx]
-        lows, highs = zip(*[self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) for b in boxes])
-        result = (np.column_stack(lows), np.column_stack(highs), boxes)
-        self._cache = (key, result)
-        return result
+        known = cache[1] if cache is not None and cache[0] == key else {}
+        fresh = dict(known)
+        for k in idx:
+            if k not in fresh:
+                b = latent_box(self.models[k], self.variances[k], lo, hi)
+                fresh[k] = self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) + (b,)
+        if len(fresh) > len(known):
+            self._cache = (key, fresh)
+        return (
+            np.column_stack([fresh[k][0] for k in idx]),
+            np.column_stack([fresh[k][1] for k in idx]),
+            [fresh[k][2] for k in idx],
+        )
 
 
 def _proba(P, cls, binary):
