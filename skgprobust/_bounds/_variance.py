@@ -92,6 +92,70 @@ sum_j h_j ||dJ_j||), added to the margin of P before the square roots. The
 outer margin (sklearn's own rounding of v at points of the box) is the one of
 :meth:`LatentVariance.bounds`.
 
+Polynomial kernels: the exact polynomial form
+---------------------------------------------
+When the cross-covariance is a polynomial kernel, ``const + sum_t a_t (s_t +
+x . y)^p_t`` (a_t, s_t, const >= 0, p_t positive integers; WhiteKernel
+summands add ``white`` to the diagonal only; see
+:class:`~skgprobust.kernels.polynomial.PolynomialCovariance`), with at most
+100 monomials of degree <= P = max p_t, each box also gets a bound from the
+exact form of v (real arithmetic first):
+
+    k(Xs, x) = F phi(x),  k_c(x, x) = phi(x)^T diag(c) phi(x),
+    v(x) = white + phi(x)^T H phi(x),  H = diag(c) - Z*^T Z*,  Z* = A F,
+
+phi(x) = (x^alpha)_{|alpha| <= P}, F[i, alpha] = c_alpha x_i^alpha (binomial
+and multinomial theorems). With c the (float) box centre and u = x - c,
+phi(c + u) = T(c) psi(u), psi(u) = (u^beta)_{|beta| <= P}, T[alpha, beta] =
+prod_j C(alpha_j, beta_j) c_j^(alpha_j - beta_j) (beta <= alpha), so
+
+    v(c + u) = white + psi(u)^T Hc psi(u) = sum_gamma b_gamma u^gamma,
+    Hc = T^T H T,  b_gamma = sum_{beta + beta' = gamma} Hc[beta, beta'],
+
+a polynomial of degree 2P, exactly. The box [lo, hi] lies in |u_j| <= h_j,
+h = max(hi - c, c - lo) (1 + 4 u) (covers the rounding of c). Over it: the
+terms of degree <= 2 form a :class:`TaylorModel` (value b_0 + white,
+gradient, Hessian) whose minimum and maximum come from
+:func:`~skgprobust._bounds._mean.taylor_lower` (valid lower bounds of a
+quadratic on a box); each term of degree >= 3 lies in [-|b| h^gamma,
+|b| h^gamma], or in [min(b, 0) h^gamma, max(b, 0) h^gamma] when all
+exponents of gamma are even. The gap is O(h^3) beyond the separable bound of
+the quadratic part; nothing is lost to the cancellation between k(x, x) and
+q(x), which is done in the coefficients.
+
+*Rounding.* Z = fl(solve(L, D F)) is computed once, by the triangular solve
+sklearn uses, and H = fl(diag(c) - Z^T Z). Three errors, each bounded:
+
+1. Z vs Z* = A F*: ||Z - Z*||_2 <= ||L^-1|| (||L Z - fl(D F)||_F + its own
+   rounding (N + 2) u || |L| |Z| ||_F + 2 (4P + d + 8) u || |D F| ||_F) =: dz
+   (F's entries are products of <= P + 1 factors, c_alpha of binomial and
+   multinomial factors and powers of s). With q = ||Z phi||^2, q* =
+   ||Z* phi||^2 <= k_c(x, x) (the lemma above: 0 <= P <= I), |q - q*| <=
+   2 sqrt(k_c) delta + delta^2, delta = dz ||phi||. Over the box |phi_alpha|
+   <= t_alpha := (|T| h^beta)_alpha, so k_c <= kmax := t^T diag(c) t and
+   ||phi|| <= ||t||. (||L^-1|| is the power-iteration estimate, times 1.5,
+   used for ``s_err`` too.)
+2. Our own evaluation with Z, relative to mag = t^T (diag(c) + |Z|^T |Z|) t
+   + sum_gamma |b_gamma| h^gamma, which bounds the sum of the absolute values
+   of every product we add up: G = Z^T Z (N terms), H (one subtraction), T
+   (a binomial times d powers c_j^k: <= 2d + 1 roundings per entry), T^T H T
+   (2n terms), the b_gamma (<= n terms), the evaluation of the bound (<= d^2
+   + n2 terms): all below (N + 3n + n2 + d^2 + 4d + 20) u mag (first
+   order), covered about 8 times
+   by ``margin_rtol(N + 3n + n2 + d^2 + 2P, d) * mag``.
+3. sklearn's own rounding of var at the points of the box (the numbers it
+   returns): its triangular solve and sums, ``margin(2 kk)`` with kk =
+   max(|dhi|, kmax + white) >= k(x, x) >= q* (the kappa-scaled margin of this
+   module), and the rounding of its kernel values r~ = r + dr (inner
+   products: :meth:`KernelAdapter.rounding`; the power, the constant and the
+   sum of terms: (4P + 32) u |r|, |r| <= max(|klo|, |khi|)): |q(r~) - q(r)|
+   <= 2 sqrt(kk) a + a^2, a = sqrt(lam_max) ||dr||.
+
+The three margins are added to both sides. The form is used only for n <= 100
+monomials and n2 = C(d + 2P, 2P) <= 2000; it is taken per box and side when
+tighter than the other bounds (and the spectral split of the other bound is
+skipped where it cannot beat it: the choice does not affect soundness).
+
 Soundness margin: the bounds are exact in real arithmetic for the matrix A;
 rounding in A, in sklearn's own triangular solve and in the sums is covered
 by ``margin_rtol(N, d) * kappa * scale``, kappa an upper estimate of the
@@ -287,6 +351,14 @@ class LatentVariance:
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
         self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
+        # The exact polynomial form (module doc, "Polynomial kernels").
+        self.poly = None
+        if N:
+            from ..kernels.polynomial import PolynomialCovariance
+
+            self.poly = PolynomialCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1])
+            if self.poly is not None:
+                self._poly_setup(norm_Linv)
 
     def _s_error(self, A, norm_Linv):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
@@ -384,20 +456,34 @@ class LatentVariance:
         dr2 = np.einsum("bi,bi->b", dr, dr)
         e = self.lam_max * dr2
         m = self._n_top(B, d) if self.lam_max * np.max(np.abs(dhi), initial=0.0) > _SPECTRAL_MIN_GAIN else 0
-        if m > 0:
-            e = np.minimum(e, self._spectral(lo, hi, r0, dr2, m))
-        q_upper = q0 - g_r0 + gmax + e
-
         rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
-        scale = (
+        scale0 = (
             np.abs(q0)
             + np.einsum("bi,bi->b", np.abs(g), rmax)
             # the solve's error in g is bounded in 2-norm: |dg . dr| <= ||dg|| ||dr||
             + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
             + np.abs(dhi)
-            + e
         )
-        mg = self.margin(scale, d) + self.input_rounding(lo, hi, dhi)
+        rin = self.input_rounding(lo, hi, dhi)
+        poly = self._poly_bounds(lo, hi, dhi) if self.poly is not None else None
+        if m > 0:
+            # The spectral split only lowers e, i.e. raises the lower bound,
+            # to at most the value with e = 0 (the margin grows with e): it
+            # is computed only for the boxes where that could beat the
+            # polynomial bound (which one wins changes nothing about soundness).
+            need = np.ones(B, dtype=bool)
+            if poly is not None:
+                best = dlo - (q0 - g_r0 + gmax) - self.margin(scale0, d) - rin
+                need = ~(best <= poly[0])
+            if need.all():
+                e = np.minimum(e, self._spectral(lo, hi, r0, dr2, m))
+            elif need.any():
+                e = e.copy()
+                e[need] = np.minimum(e[need], self._spectral(lo[need], hi[need], r0[need], dr2[need], m))
+        q_upper = q0 - g_r0 + gmax + e
+
+        scale = scale0 + e
+        mg = self.margin(scale, d) + rin
         lower = dlo - q_upper - mg
         upper = dhi - q_lower + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
@@ -411,7 +497,108 @@ class LatentVariance:
             arg_min = np.where(use_lo[:, None], amin2, arg_min)
             arg_max = np.where(use_hi[:, None], amax2, arg_max)
             score = np.where((use_lo | use_hi)[:, None], score2, score)
+        if self.poly is not None:
+            # The exact polynomial bound; the tighter per box and side.
+            lo3, hi3, amin3, amax3, score3 = poly
+            use_lo, use_hi = lo3 > lower, hi3 < upper
+            lower, upper = np.where(use_lo, lo3, lower), np.where(use_hi, hi3, upper)
+            arg_min = np.where(use_lo[:, None], amin3, arg_min)
+            arg_max = np.where(use_hi[:, None], amax3, arg_max)
+            score = np.where((use_lo | use_hi)[:, None], score3, score)
         return VarianceBound(lower, upper, arg_min, arg_max, score)
+
+    def _poly_setup(self, norm_Linv):
+        """Per-fit part of the polynomial bound (module doc, "Polynomial
+        kernels"): Z = A F by a triangular solve, H = diag(c) - Z^T Z, the
+        magnitudes |Z|^T |Z| and the bound dz >= ||Z - Z*||_2."""
+        pc = self.poly
+        F = pc.design(self.adapter.Xs)  # (N, n)
+        Z = self._apply_A(F.T)  # (N, n) = solve(L, D F), as sklearn solves
+        G = Z.T @ Z
+        self._poly_H = np.diag(pc.coef) - G
+        Zabs = np.abs(Z)
+        self._poly_Habs = np.diag(np.abs(pc.coef)) + Zabs.T @ Zabs
+        DF = F if self.col_scale is None else F * self.col_scale[:, None]
+        N, n = F.shape
+        d = self.adapter.Xs.shape[1]
+        # ||Z - Z*|| <= ||L^-1|| (||L Z - fl(D F)|| + ||fl(D F) - D F*||): the
+        # residual with its own rounding, and F's (products of <= P + 1
+        # factors, c_alpha with its binomial/multinomial products and powers
+        # of s: relative (4 P + d + 8) u, times 2 for headroom).
+        res = np.linalg.norm(self.L @ Z - DF) + (N + 2) * _U * np.linalg.norm(np.abs(self.L) @ Zabs)
+        res += 2.0 * (4 * pc.P + d + 8) * _U * np.linalg.norm(np.abs(DF))
+        self._poly_dz = float(norm_Linv * res) * (1 + 1e-10)
+        self._poly_ok = bool(np.all(np.isfinite(self._poly_H)) and np.isfinite(self._poly_dz))
+
+    def _poly_bounds(self, lo, hi, dhi):
+        """Bounds of var over each box from the exact polynomial form
+        (module doc, "Polynomial kernels"): (lower, upper, arg_min, arg_max, score)."""
+        pc = self.poly
+        B, d = lo.shape
+        N = self.n_support
+        if not self._poly_ok:
+            inf = np.full(B, np.inf)
+            return -inf, inf, lo.copy(), lo.copy(), np.zeros((B, d))
+        n, n2 = pc.n_mono, len(pc.alphas2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            c = 0.5 * (lo + hi)
+            # [lo, hi] lies in [c - h, c + h] for the float centre c.
+            h = np.maximum(hi - c, c - lo) * (1.0 + 4.0 * _U)
+            T = pc.shift(c)  # (B, n, n)
+            Hc = np.matmul(np.transpose(T, (0, 2, 1)), np.matmul(self._poly_H[None], T))  # T^T H T
+            coef = np.zeros((B, n2))
+            np.add.at(coef.T, pc.pair_index, Hc.reshape(B, n * n).T)
+            hp = np.prod(h[:, None, :] ** pc.alphas2[None], axis=-1)  # (B, n2): max |u^gamma|
+            hpsi = hp[:, :n]  # the first n of alphas2 are the monomials of degree <= P
+            tabs = np.einsum("bij,bj->bi", np.abs(T), hpsi)  # >= |phi(x)| on the box
+            mag = np.einsum("bi,ij,bj->b", tabs, self._poly_Habs, tabs) + (np.abs(coef) * hp).sum(-1)
+            deg2 = pc.alphas2.sum(-1)
+            value = coef[:, 0] + pc.white
+            lin = np.flatnonzero(deg2 == 1)
+            grad = np.zeros((B, d))
+            grad[:, pc.alphas2[lin].argmax(-1)] = coef[:, lin]
+            M = np.zeros((B, d, d))
+            for g in np.flatnonzero(deg2 == 2):
+                j, k = np.flatnonzero(pc.alphas2[g])[[0, -1]]
+                if j == k:
+                    M[:, j, j] = 2.0 * coef[:, g]
+                else:
+                    M[:, j, k] = M[:, k, j] = coef[:, g]
+            hi_ord = deg2 >= 3
+            even = np.all(pc.alphas2 % 2 == 0, axis=-1)
+            t = coef[:, hi_ord] * hp[:, hi_ord]
+            ev = even[hi_ord]
+            # u^gamma with all exponents even lies in [0, h^gamma]; otherwise in [-h^gamma, h^gamma].
+            rem_lo = np.where(ev, np.minimum(t, 0.0), -np.abs(t)).sum(-1)
+            rem_hi = np.where(ev, np.maximum(t, 0.0), np.abs(t)).sum(-1)
+            zeros = np.zeros((B, d))
+            v_lo, u_lo = taylor_lower(TaylorModel(value, grad, zeros, M, rem_lo, mag), h)
+            m_hi, u_hi = taylor_lower(TaylorModel(-value, -grad, zeros, -M, -rem_hi, mag), h)
+            v_hi = -m_hi
+            # Our own rounding (relative to mag), then the difference between
+            # the computed Z and the exact A F (dz), then sklearn's own rounding.
+            own = margin_rtol(N + 3 * n + n2 + d * d + 2 * pc.P, d) * mag
+            kmax = np.einsum("bi,i,bi->b", tabs, np.abs(pc.coef), tabs)  # >= k_c(x, x) on the box
+            delta = self._poly_dz * np.linalg.norm(tabs, axis=1)
+            dz_term = 2.0 * np.sqrt(kmax) * delta + delta * delta
+            klo, khi = self.adapter.interval(lo, hi)
+            rmax = np.maximum(np.abs(klo), np.abs(khi))
+            nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
+            a = np.sqrt(self.lam_max) * (nE + (4 * pc.P + 32) * _U * np.linalg.norm(rmax, axis=1))
+            kk = np.maximum(np.abs(dhi), kmax + abs(pc.white))
+            sk = self.margin(2.0 * kk, d) + 2.0 * np.sqrt(kk) * a + a * a
+            mg = (own + dz_term + sk) * (1.0 + 1e-10)
+            lower = v_lo - mg
+            upper = v_hi + mg
+        lower = np.where(np.isfinite(lower), lower, -np.inf)
+        upper = np.where(np.isfinite(upper), upper, np.inf)
+        arg_min = np.clip(c + np.where(np.isfinite(u_lo), u_lo, 0.0), lo, hi)
+        arg_max = np.clip(c + np.where(np.isfinite(u_hi), u_hi, 0.0), lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            share = np.abs(t)[:, :, None] * pc.alphas2[hi_ord][None] / deg2[hi_ord][None, :, None]
+            score = np.abs(grad) * h + (np.abs(M) * h[:, None, :]).sum(-1) * h + share.sum(1)
+        score = np.where(np.isfinite(score), score, 0.0)
+        return lower, upper, arg_min, arg_max, score
 
     def _local_bounds(self, lo, hi, dlo, dhi):
         """Bounds of var over each box from the local RKHS expansion around

@@ -51,6 +51,8 @@ rounding (inner products of its inputs, then the power) is in
 :meth:`rounding`.
 """
 
+from math import factorial
+
 import numpy as np
 from scipy.special import comb
 
@@ -261,3 +263,161 @@ class DotProductPowerAdapter(KernelAdapter):
         rel = Relaxation(const, alpha, beta, ilb, mag, score)
         tm = TaylorModel(V, G, np.zeros((B, d)), M, rem, mag)
         return rel, tm
+
+
+# ---------------------------------------------------------------------------
+# Exact polynomial form of the cross-covariance (used by the variance bound)
+# ---------------------------------------------------------------------------
+
+
+def _multi_indices(d, P):
+    """All exponent tuples alpha in N^d with |alpha| <= P, by degree, (n, d)."""
+    out = [np.zeros(d, dtype=np.int64)]
+    level = [np.zeros(d, dtype=np.int64)]
+    for _ in range(P):
+        nxt = {}
+        for a in level:
+            for j in range(d):
+                b = a.copy()
+                b[j] += 1
+                nxt[tuple(b)] = b
+        level = [nxt[k] for k in sorted(nxt, reverse=True)]
+        out.extend(level)
+    return np.array(out, dtype=np.int64).reshape(-1, d)
+
+
+class PolynomialCovariance:
+    """A fitted kernel whose cross-covariance is a polynomial kernel,
+
+        k_c(x, y) = const + sum_t a_t (s_t + x . y)^(p_t)   (a_t, s_t, const >= 0,
+                                                             p_t positive integers)
+
+    plus WhiteKernel summands (noise on the diagonal only: ``white``). By the
+    binomial and multinomial theorems, exactly,
+
+        k_c(x, y) = sum_alpha c_alpha x^alpha y^alpha,
+        c_alpha = [alpha = 0] const + sum_{t: |alpha| <= p_t} a_t C(p_t, |alpha|)
+                  s_t^(p_t - |alpha|) |alpha|! / prod_j alpha_j!  (>= 0),
+
+    over the n = C(d + P, P) monomials of degree <= P = max p_t. So
+    ``k(x, Xs) = F phi(x)``, F[i, alpha] = c_alpha x_i^alpha, and
+    ``k_c(x, x) = phi(x)^T diag(c) phi(x)``: the latent variance
+    ``white + phi^T (diag(c) - F^T S F) phi`` is an exact polynomial of degree
+    2P in x (see :meth:`skgprobust._bounds._variance.LatentVariance._poly_bounds`).
+    ``DotProduct`` alone is p = 1; constants scale (``ConstantKernel * k``) or
+    add.
+    """
+
+    #: largest number of monomials for which the exact form is used
+    MAX_MONO = 100
+    #: largest number of monomials of degree <= 2P (the variance's coefficients)
+    MAX_MONO2 = 2000
+
+    def __init__(self, terms, const, white, d):
+        self.terms = terms  # [(a, s, p)]
+        self.const = float(const)
+        self.white = float(white)
+        self.d = d
+        self.P = max(p for _, _, p in terms)
+        self.alphas = _multi_indices(d, self.P)  # (n, d)
+        deg = self.alphas.sum(-1)
+        multinom = np.array(
+            [factorial(int(k)) / np.prod([factorial(int(e)) for e in a]) for a, k in zip(self.alphas, deg)]
+        )
+        c = np.zeros(len(self.alphas))
+        c[deg == 0] += self.const
+        for a, s, p in terms:
+            m = deg <= p
+            binom = np.array([comb(p, int(k), exact=True) for k in deg[m]], dtype=np.float64)
+            c[m] += a * binom * s ** (p - deg[m]) * multinom[m]
+        self.coef = c
+        # Pairs (beta, beta') -> index of beta + beta' among the monomials of degree <= 2P.
+        self.alphas2 = _multi_indices(d, 2 * self.P)
+        lookup = {tuple(a): i for i, a in enumerate(self.alphas2)}
+        n = len(self.alphas)
+        self.pair_index = np.array(
+            [lookup[tuple(self.alphas[i] + self.alphas[j])] for i in range(n) for j in range(n)], dtype=np.int64
+        )
+        # Shift matrix T(c)[alpha, beta] = prod_j C(alpha_j, beta_j) c_j^(alpha_j - beta_j) (beta <= alpha).
+        diff = self.alphas[:, None, :] - self.alphas[None, :, :]  # (n, n, d)
+        self.shift_mask = np.all(diff >= 0, axis=-1)
+        self.shift_exp = np.where(self.shift_mask[:, :, None], diff, 0)
+        binom = np.ones((n, n))
+        for i in range(n):
+            for j in range(n):
+                if self.shift_mask[i, j]:
+                    pairs = zip(self.alphas[i], self.alphas[j])
+                    binom[i, j] = float(np.prod([comb(int(a), int(b), exact=True) for a, b in pairs]))
+        self.shift_binom = np.where(self.shift_mask, binom, 0.0)
+
+    @property
+    def n_mono(self):
+        return len(self.alphas)
+
+    @classmethod
+    def parse(cls, kernel, d):
+        """A :class:`PolynomialCovariance` of the kernel, or None when it is not
+        of that form or has too many monomials."""
+        from sklearn.gaussian_process import kernels as K
+
+        terms, acc = [], {"const": 0.0, "white": 0.0}
+
+        def nonneg(c):
+            return np.isfinite(c) and c >= 0
+
+        def walk(k, amp):
+            t = type(k)
+            if t is K.Sum:
+                return walk(k.k1, amp) and walk(k.k2, amp)
+            if t is K.Product:
+                for a, b in ((k.k1, k.k2), (k.k2, k.k1)):
+                    if type(a) is K.ConstantKernel:
+                        c = float(a.constant_value)
+                        return nonneg(c) and walk(b, amp * c)
+                return False
+            if t is K.ConstantKernel:
+                c = float(k.constant_value)
+                acc["const"] += amp * c
+                return nonneg(c)
+            if t is K.WhiteKernel:
+                c = float(k.noise_level)
+                acc["white"] += amp * c
+                return nonneg(c)
+            if t is K.DotProduct:
+                s = float(k.sigma_0) ** 2
+                if amp > 0:
+                    terms.append((float(amp), s, 1))
+                return bool(np.isfinite(s))
+            if is_dot_product_power(k):
+                s = float(k.kernel.sigma_0) ** 2
+                if amp > 0:
+                    terms.append((float(amp), s, int(float(k.exponent))))
+                return bool(np.isfinite(s))
+            return False
+
+        if not walk(kernel, 1.0) or not terms:
+            return None
+        if not (np.isfinite(acc["const"]) and np.isfinite(acc["white"])):
+            return None
+        P = max(p for _, _, p in terms)
+        if comb(d + P, P, exact=True) > cls.MAX_MONO or comb(d + 2 * P, 2 * P, exact=True) > cls.MAX_MONO2:
+            return None
+        return cls(terms, acc["const"], acc["white"], d)
+
+    def features(self, X):
+        """phi(X): (m, n) monomials x^alpha (floating point)."""
+        X = np.asarray(X, dtype=np.float64)
+        return np.prod(X[:, None, :] ** self.alphas[None, :, :], axis=-1)
+
+    def design(self, Xs):
+        """F (N, n): F[i, alpha] = c_alpha x_i^alpha, so k_c(x, Xs) = F phi(x)."""
+        return self.features(Xs) * self.coef[None, :]
+
+    def shift(self, c):
+        """T(c) (B, n, n) with phi(c + u) = T(c) psi(u), psi(u) = u^beta."""
+        c = np.asarray(c, dtype=np.float64)
+        out = np.broadcast_to(self.shift_binom, (len(c),) + self.shift_binom.shape).copy()
+        for j in range(self.d):
+            powers = c[:, j, None] ** np.arange(self.P + 1)[None, :]  # (B, P + 1)
+            out *= powers[:, self.shift_exp[:, :, j]]
+        return out
