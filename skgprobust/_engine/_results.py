@@ -70,7 +70,10 @@ class RangeResult(_Result):
     ``min_lower <= min_x stat(x) <= min_upper`` and
     ``max_lower <= max_x stat(x) <= max_upper``; the upper bound of the
     minimum and the lower bound of the maximum are values the model's own
-    predict returns at ``argmin`` / ``argmax``.
+    predict returns at ``argmin`` / ``argmax`` (evaluated in one batch: sklearn
+    can return other last bits for the same point in another batch, which
+    matters only where its output is dominated by its own rounding). The
+    certified ``min_lower`` / ``max_upper`` hold for every such evaluation.
 
     Attributes
     ----------
