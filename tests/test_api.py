@@ -55,10 +55,15 @@ LAYERS = {
     "skgprobust._engine": 2,
     "skgprobust._gpr": 3,
     "skgprobust._gpc": 3,
+    "skgprobust._ep": 3,
+    "skgprobust._sparse": 3,
+    "skgprobust._softmax_gpc": 3,
+    "skgprobust._multioutput": 3,
     "skgprobust.pipeline": 4,
     "skgprobust._scoring": 4,
     "skgprobust.inspection": 4,
     "skgprobust.demo": 4,
+    "skgprobust.active": 4,
     "skgprobust": 5,
 }
 
