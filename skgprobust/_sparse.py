@@ -1,0 +1,753 @@
+"""Sparse Gaussian process regression (FITC, DTC, VFE) with certified bounds.
+
+The model
+---------
+M inducing inputs Z (``inducing_points_``), the fitted kernel k (its
+WhiteKernel summands included), the noise-free cross-covariance
+k_c(x, x') (what ``kernel_(X, Z)`` returns: a WhiteKernel adds nothing
+between two different index positions) and, per training point, the noise
+
+    n_i = k(x_i, x_i) - k_c(x_i, x_i) + alpha_i
+
+(the kernel's WhiteKernel variance at x_i, as ``kernel_.diag`` counts it,
+plus the constructor's ``alpha``; sklearn's GPR adds the same two to the
+diagonal of its Gram matrix). With Kzz = k_c(Z, Z) + j I (a relative jitter
+j = 1e-8 mean(diag k_c(Z, Z))), Kxz = k_c(X, Z), Q = Kxz Kzz^-1 Kzx and
+q_ii = diag(Q), the three approximations of Quinonero-Candela & Rasmussen
+(2005) and Titsias (2009) are y ~ N(0, Q + Lambda) with
+
+* ``"dtc"`` (deterministic training conditional): Lambda = diag(n);
+* ``"vfe"`` (variational free energy): the same Lambda and predictive, but
+  the hyperparameters maximise the evidence lower bound
+  log N(y | 0, Q + Lambda) - 1/2 sum_i (k_c(x_i, x_i) - q_ii) / n_i;
+* ``"fitc"`` (fully independent training conditional):
+  Lambda = diag(k_c(x_i, x_i) - q_ii + n_i).
+
+Predictive (each of the three): Sigma = (Kzz + Kzx Lambda^-1 Kxz)^-1,
+
+    mean(x) = k_c(x, Z) beta,  beta = Sigma Kzx Lambda^-1 y,
+    var(x)  = k(x, x) - k_c(x, Z) (Kzz^-1 - Sigma) k_c(Z, x),
+
+``k(x, x)`` as ``kernel_.diag`` returns it (WhiteKernel included, alpha
+not: sklearn's GPR convention, so ``return_std`` is the std of a new noisy
+observation when the noise is a WhiteKernel and of the latent function when
+it is ``alpha``). ``normalize_y`` scales both as in sklearn.
+
+These are the paper's Eq. 1-2 with the M inducing inputs as support, so the
+bounds of :mod:`skgprobust._engine` run over M points, never over N.
+
+The factor of the variance
+--------------------------
+Kzz = Lz Lz^T; U = Lz^-1 Kzx Lambda^-1/2 (never formed: U U^T is summed over
+chunks of rows), U U^T = E diag(mu) E^T (eigen-decomposition). Then
+Kzz + Kzx Lambda^-1 Kxz = Lz (I + U U^T) Lz^T, so
+
+    Sigma           = Lz^-T E diag(1 / (1 + mu)) E^T Lz^-1,
+    Kzz^-1 - Sigma  = Lz^-T E diag(mu / (1 + mu)) E^T Lz^-1 = (L L^T)^-1,
+    L L^T           = Lz E diag((1 + mu) / mu) E^T Lz^T.
+
+L is this matrix's Cholesky factor, computed without forming it: with
+W = Lz E diag(sqrt((1 + mu) / mu)), W^T = Q R (QR) gives W W^T = R^T R, so
+L = R^T (rows signed to a positive diagonal). ``predict`` computes the
+variance exactly as the latent-model protocol states it,
+``var = k(x, x) - ||solve_triangular(L, k_c(Z, x))||^2`` (clipped at 0,
+times ``_y_train_std**2``), with the stored L, so the engine's rounding
+margins (which use a condition estimate of this very L) cover the numbers
+``predict`` returns; whether L is an accurate factor of the real-arithmetic
+Kzz^-1 - Sigma matters for fidelity to the approximation, not for the
+soundness of the bounds.
+
+Conditioning. L L^T is fixed by the model, so its Cholesky factor is unique:
+no equivalent triangular form is better conditioned. Its condition number is
+at most cond(Lz) sqrt((1 + mu_max) mu_min^-1 ...) : small noise makes mu
+*large*, so (1 + mu) / mu -> 1 and L -> Lz (the exact-GP limit is well
+behaved, unlike Kzz^-1 - Sigma formed by subtraction); the poorly
+conditioned case is a direction of the inducing space that the data barely
+inform (mu -> 0). mu is floored at ``_MU_FLOOR`` = 1e-10 (relative to 1):
+that changes Kzz^-1 - Sigma by at most 1e-10 in the whitened coordinates,
+i.e. the variance by at most 1e-10 k_c(x, x) (||Lz^-1 k_c(Z, x)||^2 <=
+k_c(x, x)), and caps the factor's contribution at 1e5. cond(Lz) is at most
+about sqrt(1 / 1e-8) = 1e4 by the jitter. The jitter also keeps the
+engine's lemma ``0 <= S <= Kzz^-1`` (used by the high signal-to-noise
+variance bound, :mod:`skgprobust._bounds._variance`) true with room to spare:
+S = Kzz_j^-1 - Sigma <= Kzz_j^-1 <= k_c(Z, Z)^-1.
+
+The marginal likelihood and its gradient
+----------------------------------------
+Per target p (P targets; the objective is their sum, as in sklearn):
+log N(y | 0, Q + Lambda) = -1/2 (y^T Lambda^-1 y - c^T diag(1/(1+mu)) c)
+- 1/2 (sum log lambda_i + sum log(1 + mu_j)) - N/2 log 2 pi, c = E^T Lz^-1
+Kzx Lambda^-1 y. With alpha_y = Lambda^-1 (y - Kxz beta) and
+W = alpha_y alpha_y^T - P (Q + Lambda)^-1 the gradient of the Gaussian part
+(Woodbury; beta = Kzz^-1 Kzx alpha_y since Kzx alpha_y = Kzz beta) is
+
+    d/dKxz   = alpha_y beta^T - P Lambda^-1 Kxz Sigma          (N x M)
+    d/dKzz   = -1/2 (beta beta^T - P (Kzz^-1 - Sigma))         (M x M)
+    d/dlam_i = 1/2 W_ii = 1/2 (alpha_y,i^2 - P (1/lam_i - k_i^T Sigma k_i / lam_i^2)),
+
+plus, for FITC, lam_i = k_c(x_i, x_i) - q_ii + n_i (dq_ii = 2 k_i^T Kzz^-1
+dk_i - k_i^T Kzz^-1 dKzz Kzz^-1 k_i) and, for VFE, the trace term's own
+derivatives. They are contracted with the kernel's hyperparameter
+derivatives of k_c(X, Z), k_c(Z, Z), k(x_i, x_i) and k_c(x_i, x_i) chunk by
+chunk: O(N M^2 + N M n_theta) time, O(chunk M n_theta + M^2) memory, no
+N x N matrix anywhere. The cross-covariance derivatives come from closed
+forms for Sum, Product, Exponentiation, ConstantKernel, WhiteKernel, RBF and
+Matern (nu = 0.5, 1.5, 2.5, inf); any other kernel node is evaluated by
+sklearn on the stacked inputs [X; Z] (its off-diagonal block).
+"""
+
+import numbers
+import warnings
+from operator import itemgetter
+
+import numpy as np
+from scipy.linalg import cholesky, eigh, qr, solve_triangular
+from scipy.spatial.distance import cdist
+from sklearn.base import clone
+from sklearn.cluster import kmeans_plusplus
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process import kernels as K
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._engine._latent import BoundModel, LatentModel
+from ._gpr import RobustGaussianProcessRegressor
+
+APPROXIMATIONS = ("fitc", "dtc", "vfe")
+
+#: Relative jitter added to the diagonal of k_c(Z, Z).
+_JITTER = 1e-8
+#: Floor of the eigenvalues mu of U U^T (see the module doc).
+_MU_FLOOR = 1e-10
+#: Elements per chunk of the (rows x M x n_theta) derivative arrays.
+_CHUNK_ELEMENTS = 2_000_000
+
+
+# ---------------------------------------------------------------------------
+# Kernel values and hyperparameter derivatives without N x N matrices
+# ---------------------------------------------------------------------------
+
+
+def _n_free(kernel):
+    return len(kernel.theta)
+
+
+def _stacked_cross(kernel, X, Y):
+    """k(X, Y) and d/dtheta from sklearn on [X; Y] (off-diagonal block)."""
+    n = len(X)
+    Kfull, G = kernel(np.vstack([X, Y]), eval_gradient=True)
+    return Kfull[:n, n:], G[:n, n:, :]
+
+
+def _scaled_sqdist(kernel, X, Y):
+    ls = np.asarray(kernel.length_scale, dtype=np.float64)
+    aniso = np.iterable(kernel.length_scale) and len(kernel.length_scale) > 1
+    Xs, Ys = X / ls, Y / ls
+    D2 = cdist(Xs, Ys, metric="sqeuclidean")
+    if aniso and not kernel.hyperparameter_length_scale.fixed:
+        Dj = (Xs[:, None, :] - Ys[None, :, :]) ** 2
+    else:
+        Dj = D2[:, :, None]
+    return D2, Dj
+
+
+def _cross_grad(kernel, X, Y):
+    """(k_c(X, Y), d k_c(X, Y) / d theta) with shape (nX, nY, n_theta).
+
+    Cross-covariance between different index positions: WhiteKernel parts
+    contribute 0 (sklearn's convention for k(X, Y))."""
+    if isinstance(kernel, K.Sum):
+        K1, G1 = _cross_grad(kernel.k1, X, Y)
+        K2, G2 = _cross_grad(kernel.k2, X, Y)
+        return K1 + K2, np.concatenate([G1, G2], axis=2)
+    if isinstance(kernel, K.Product):
+        K1, G1 = _cross_grad(kernel.k1, X, Y)
+        K2, G2 = _cross_grad(kernel.k2, X, Y)
+        return K1 * K2, np.concatenate([G1 * K2[:, :, None], K1[:, :, None] * G2], axis=2)
+    if isinstance(kernel, K.Exponentiation):
+        Kb, Gb = _cross_grad(kernel.kernel, X, Y)
+        e = kernel.exponent
+        return Kb**e, e * (Kb ** (e - 1))[:, :, None] * Gb
+    t = type(kernel)
+    if t is K.ConstantKernel:
+        Kc = np.full((len(X), len(Y)), kernel.constant_value, dtype=np.float64)
+        n = 0 if kernel.hyperparameter_constant_value.fixed else 1
+        return Kc, np.repeat(Kc[:, :, None], n, axis=2)
+    if t is K.WhiteKernel:
+        n = 0 if kernel.hyperparameter_noise_level.fixed else 1
+        return np.zeros((len(X), len(Y))), np.zeros((len(X), len(Y), n))
+    if t is K.RBF or (t is K.Matern and float(kernel.nu) in (0.5, 1.5, 2.5, np.inf)):
+        nu = np.inf if t is K.RBF else float(kernel.nu)
+        D2, Dj = _scaled_sqdist(kernel, X, Y)
+        d = np.sqrt(D2)
+        if nu == 0.5:
+            Kc = np.exp(-d)
+        elif nu == 1.5:
+            Kc = (1.0 + np.sqrt(3.0) * d) * np.exp(-np.sqrt(3.0) * d)
+        elif nu == 2.5:
+            Kc = (1.0 + np.sqrt(5.0) * d + 5.0 / 3.0 * D2) * np.exp(-np.sqrt(5.0) * d)
+        else:
+            Kc = np.exp(-0.5 * D2)
+        if kernel.hyperparameter_length_scale.fixed:
+            return Kc, np.empty((len(X), len(Y), 0))
+        if nu == 0.5:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                G = np.where(d[:, :, None] > 0, Kc[:, :, None] * Dj / d[:, :, None], 0.0)
+        elif nu == 1.5:
+            G = 3.0 * Dj * np.exp(-np.sqrt(3.0) * d)[:, :, None]
+        elif nu == 2.5:
+            G = 5.0 / 3.0 * Dj * ((1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d))[:, :, None]
+        else:
+            G = Kc[:, :, None] * Dj
+        return Kc, G
+    return _stacked_cross(kernel, X, Y)
+
+
+def _diag_parts(kernel, X, eval_gradient=False):
+    """Per row: (k(x, x), k_c(x, x)) and, with eval_gradient, their
+    derivatives (n, n_theta). k(x, x) counts WhiteKernel parts (``diag``),
+    k_c(x, x) is the cross-covariance of x with a copy of itself."""
+    n = len(X)
+    if isinstance(kernel, (K.Sum, K.Product)):
+        a = _diag_parts(kernel.k1, X, eval_gradient)
+        b = _diag_parts(kernel.k2, X, eval_gradient)
+        if isinstance(kernel, K.Sum):
+            out = (a[0] + b[0], a[1] + b[1])
+            if eval_gradient:
+                out += (np.hstack([a[2], b[2]]), np.hstack([a[3], b[3]]))
+            return out
+        out = (a[0] * b[0], a[1] * b[1])
+        if eval_gradient:
+            out += (
+                np.hstack([a[2] * b[0][:, None], a[0][:, None] * b[2]]),
+                np.hstack([a[3] * b[1][:, None], a[1][:, None] * b[3]]),
+            )
+        return out
+    if isinstance(kernel, K.Exponentiation):
+        f, c, *g = _diag_parts(kernel.kernel, X, eval_gradient)
+        e = kernel.exponent
+        out = (f**e, c**e)
+        if eval_gradient:
+            out += (e * (f ** (e - 1))[:, None] * g[0], e * (c ** (e - 1))[:, None] * g[1])
+        return out
+    t = type(kernel)
+    p = _n_free(kernel)
+    if t is K.ConstantKernel:
+        v = np.full(n, kernel.constant_value, dtype=np.float64)
+        g = np.repeat(v[:, None], p, axis=1)
+        return (v, v.copy(), g, g.copy()) if eval_gradient else (v, v.copy())
+    if t is K.WhiteKernel:
+        v = np.full(n, kernel.noise_level, dtype=np.float64)
+        out = (v, np.zeros(n))
+        return out + (np.repeat(v[:, None], p, axis=1), np.zeros((n, p))) if eval_gradient else out
+    if t is K.RBF or t is K.Matern:
+        one = np.ones(n)
+        return (one, one.copy(), np.zeros((n, p)), np.zeros((n, p))) if eval_gradient else (one, one.copy())
+    # Any other kernel: sklearn on [x; x] per chunk of rows.
+    f, c, gf, gc = np.empty(n), np.empty(n), np.empty((n, p)), np.empty((n, p))
+    step = 256
+    for s in range(0, n, step):
+        Xc = X[s : s + step]
+        m = len(Xc)
+        Kk, G = kernel(np.vstack([Xc, Xc]), eval_gradient=True)
+        i = np.arange(m)
+        f[s : s + m], c[s : s + m] = Kk[i, i], Kk[i, m + i]
+        gf[s : s + m], gc[s : s + m] = G[i, i], G[i, m + i]
+    return (f, c, gf, gc) if eval_gradient else (f, c)
+
+
+# ---------------------------------------------------------------------------
+# The approximate marginal likelihood, its gradient and the fitted state
+# ---------------------------------------------------------------------------
+
+
+def _chunks(N, M, n_theta):
+    step = max(16, int(_CHUNK_ELEMENTS // max(1, M * max(1, n_theta))))
+    return [slice(s, min(N, s + step)) for s in range(0, N, step)]
+
+
+def _kzz(kernel, Z, eval_gradient):
+    if eval_gradient:
+        Kzz, G = _cross_grad(kernel, Z, Z)
+        Kzz = 0.5 * (Kzz + Kzz.T)
+    else:
+        Kzz, G = kernel(Z, Z), None
+    jit = _JITTER * max(float(np.mean(np.diag(Kzz))), np.finfo(float).tiny)
+    Kzz = Kzz.copy()
+    Kzz[np.diag_indices_from(Kzz)] += jit
+    if G is not None:
+        G = G.copy()
+        dj = _JITTER * np.mean(np.diagonal(G, axis1=0, axis2=1), axis=1)
+        idx = np.arange(len(Z))
+        G[idx, idx, :] += dj
+    return Kzz, G
+
+
+def _noise_check(n):
+    if not np.all(n > 0) or not np.all(np.isfinite(n)):
+        raise ValueError(
+            "The noise variance must be positive at every training point: add a WhiteKernel to the kernel "
+            "or use alpha > 0."
+        )
+
+
+def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False, state=False):
+    """Approximate log marginal likelihood (the ELBO for "vfe") of the
+    sparse model, optionally its gradient w.r.t. ``kernel.theta`` and the
+    fitted state (module doc). y is (N, P), already normalised."""
+    N, M = len(X), len(Z)
+    P = y.shape[1]
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (N,))
+    Kzz, dKzz = _kzz(kernel, Z, eval_gradient)
+    try:
+        Lz = cholesky(Kzz, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as exc:
+        exc.args = (f"The kernel {kernel} is not positive definite on the inducing points.",) + exc.args
+        raise
+    n_theta = len(kernel.theta)
+    chunks = _chunks(N, M, n_theta if eval_gradient else 1)
+
+    UUt = np.zeros((M, M))
+    Vy = np.zeros((M, P))
+    yLy = np.zeros(P)
+    logdet_lam = 0.0
+    trace = 0.0
+    lam_all = np.empty(N)
+    for sl in chunks:
+        Kxz = kernel(X[sl], Z)
+        full, cov = _diag_parts(kernel, X[sl])
+        n = full - cov + alpha[sl]
+        _noise_check(n)
+        V = solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)
+        q = np.einsum("ij,ij->j", V, V)
+        lam = n if approximation != "fitc" else np.maximum(cov - q, 0.0) + n
+        lam_all[sl] = lam
+        Vl = V / lam
+        UUt += Vl @ V.T
+        Vy += Vl @ y[sl]
+        yLy += np.einsum("ij,ij->j", y[sl], y[sl] / lam[:, None])
+        logdet_lam += float(np.sum(np.log(lam)))
+        if approximation == "vfe":
+            trace += float(np.sum(np.maximum(cov - q, 0.0) / n))
+    UUt = 0.5 * (UUt + UUt.T)
+    mu, E = eigh(UUt, check_finite=False)
+    mu = np.maximum(mu, _MU_FLOOR)
+    c = E.T @ Vy
+    quad = np.sum(c * c / (1.0 + mu)[:, None], axis=0)
+    logdet_B = float(np.sum(np.log1p(mu)))
+    lml = float(np.sum(-0.5 * (yLy - quad) - 0.5 * (logdet_lam + logdet_B) - 0.5 * N * np.log(2 * np.pi)))
+    if approximation == "vfe":
+        lml -= 0.5 * P * trace
+    w = E @ (c / (1.0 + mu)[:, None])  # Lz^T beta
+    beta = solve_triangular(Lz, w, lower=True, trans="T", check_finite=False)
+    out = [lml]
+    if eval_gradient:
+        out.append(_gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, dKzz, chunks))
+    if state:
+        Wm = Lz @ (E * np.sqrt((1.0 + mu) / mu))
+        R = qr(Wm.T, mode="r", check_finite=False)[0]
+        L = R.T * np.where(np.diag(R) < 0, -1.0, 1.0)[None, :]
+        out.append({"L": np.tril(L), "beta": beta, "Lz": Lz})
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, dKzz, chunks):
+    M, P = len(Z), y.shape[1]
+    Linv = solve_triangular(Lz, np.eye(M), lower=True, check_finite=False)  # Lz^-1
+    A_sig = Linv.T @ (E / np.sqrt(1.0 + mu))  # Sigma = A_sig A_sig^T
+    Sigma = A_sig @ A_sig.T
+    A_diff = Linv.T @ (E * np.sqrt(mu / (1.0 + mu)))
+    Kinv_minus_Sigma = A_diff @ A_diff.T
+    grad = np.zeros(len(kernel.theta))
+    G_kzz = -0.5 * (beta @ beta.T - P * Kinv_minus_Sigma)
+    H_fitc = np.zeros((M, M))
+    UUt_vfe = np.zeros((M, M))
+    for sl in chunks:
+        Kxz, dKxz = _cross_grad(kernel, X[sl], Z)
+        full, cov, dfull, dcov = _diag_parts(kernel, X[sl], eval_gradient=True)
+        n = full - cov + alpha[sl]
+        lam = lam_all[sl]
+        V = solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)  # Lz^-1 Kzx
+        KxzKinv = (Linv.T @ V).T  # Kxz Kzz^-1
+        a = (y[sl] - Kxz @ beta) / lam[:, None]
+        KS = Kxz @ A_sig
+        s = np.einsum("ij,ij->i", KS, KS)  # k_i^T Sigma k_i
+        g = 0.5 * (np.sum(a * a, axis=1) - P * (1.0 / lam - s / lam**2))  # d/dlam
+        dF_dK = a @ beta.T - P * (Kxz @ Sigma) / lam[:, None]
+        dF_dn = g.copy()
+        dF_dc = np.zeros_like(g)
+        if approximation == "fitc":
+            dF_dc += g
+            dF_dK -= 2.0 * g[:, None] * KxzKinv
+            H_fitc += (V * g) @ V.T
+        elif approximation == "vfe":
+            q = np.einsum("ij,ij->j", V, V)
+            dF_dc -= 0.5 * P / n
+            dF_dn += 0.5 * P * np.maximum(cov - q, 0.0) / n**2
+            dF_dK += P * KxzKinv / n[:, None]
+            UUt_vfe += (V / n) @ V.T
+        grad += np.einsum("ij,ijk->k", dF_dK, dKxz)
+        # n = full - cov + alpha
+        grad += dF_dn @ (dfull - dcov) + dF_dc @ dcov
+    if approximation == "fitc":
+        G_kzz += Linv.T @ H_fitc @ Linv
+    elif approximation == "vfe":
+        G_kzz -= 0.5 * P * (Linv.T @ UUt_vfe @ Linv)
+    G_kzz = 0.5 * (G_kzz + G_kzz.T)
+    grad += np.einsum("ij,ijk->k", G_kzz, dKzz)
+    return grad
+
+
+# ---------------------------------------------------------------------------
+# The estimator
+# ---------------------------------------------------------------------------
+
+
+class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
+    """Sparse Gaussian process regressor (FITC, DTC or VFE) with certified bounds.
+
+    The latent function is summarised by its values at M inducing inputs,
+    so fitting costs O(N M^2) time and O(N + M^2) memory (no N x N matrix)
+    and prediction O(M^2) per point. Hyperparameters maximise the
+    approximation's (log) marginal likelihood (the evidence lower bound for
+    ``"vfe"``) with its analytic gradient, as sklearn's
+    :class:`~sklearn.gaussian_process.GaussianProcessRegressor` does with the
+    exact one. :meth:`certify`, :meth:`prediction_range` and :meth:`explain`
+    work as for :class:`RobustGaussianProcessRegressor`, over the M inducing
+    inputs: their cost per row does not grow with N. The bounds hold for the
+    numbers this estimator's own ``predict`` returns, up to the relative
+    margin ``skgprobust.bounds.margin_rtol(M, d)`` (times the condition
+    estimate of the variance factor ``L_`` for the std).
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        The prior covariance. None: ``ConstantKernel(1.0, "fixed") *
+        RBF(1.0, "fixed")``, as in sklearn. Model observation noise with a
+        ``WhiteKernel`` summand (fitted with the other hyperparameters);
+        its variance is part of the predictive std, as in sklearn.
+    inducing_points : int or array-like of shape (M, n_features), default=100
+        An int M: M distinct training inputs chosen by k-means++ seeding
+        (:func:`sklearn.cluster.kmeans_plusplus`, deterministic for a
+        ``random_state``); more than the number of training samples N
+        warns and uses all N (as :class:`sklearn.kernel_approximation.Nystroem`
+        does). An array: the inducing inputs themselves; more rows than N,
+        or a width other than n_features, is a ValueError.
+    approximation : {"vfe", "dtc", "fitc"}, default="vfe"
+        Titsias' variational free energy, the deterministic training
+        conditional or the fully independent training conditional
+        (Quinonero-Candela & Rasmussen 2005). "vfe" and "dtc" share the
+        predictive and differ in the objective.
+    alpha : float or ndarray of shape (n_samples,), default=1e-10
+        Noise variance added at the training points (not to the predictive
+        variance), as sklearn's ``alpha``.
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        As in sklearn's GaussianProcessRegressor.
+    n_restarts_optimizer : int, default=0
+        Further optimiser runs from log-uniform random hyperparameters.
+    normalize_y : bool, default=False
+        Standardise the targets before fitting (undone in predictions).
+    copy_X_train : bool, default=True
+        Keep a copy of the training data (``log_marginal_likelihood(theta)``
+        needs it).
+    n_targets : int, default=None
+        Number of targets of the prior (unfitted ``predict`` / ``sample_y``).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the choice of inducing inputs, the optimiser restarts and
+        ``sample_y``.
+
+    Attributes
+    ----------
+    inducing_points_ : ndarray of shape (M, n_features)
+    kernel_ : kernel instance
+        The fitted kernel.
+    alpha_ : ndarray of shape (M,) or (M, n_targets)
+        Weights beta of the predictive mean (normalised units):
+        ``mean = k(x, Z) @ alpha_ * std + mean_y``.
+    L_ : ndarray of shape (M, M)
+        Lower-triangular factor with ``L_ L_^T = (Kzz^-1 - Sigma)^-1``; the
+        predictive variance is ``k(x, x) - ||L_^-1 k(Z, x)||^2``.
+    X_train_, y_train_ : ndarray
+        Training data (y normalised when normalize_y).
+    log_marginal_likelihood_value_ : float
+        Objective at the fitted hyperparameters.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    RobustGaussianProcessRegressor : the exact (dense) model.
+
+    Notes
+    -----
+    See the module :mod:`skgprobust._sparse` for the formulas, the factor
+    ``L_`` and its conditioning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    >>> from skgprobust import SparseGaussianProcessRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 5, (500, 1))
+    >>> y = np.sin(X).ravel() + 0.1 * rng.normal(size=500)
+    >>> reg = SparseGaussianProcessRegressor(RBF() + WhiteKernel(), inducing_points=20, random_state=0).fit(X, y)
+    >>> r = reg.prediction_range([[2.5]], gamma=0.1, epsilon=1e-3)
+    >>> bool(r.min_lower[0, 0] <= reg.predict([[2.5]])[0] <= r.max_upper[0, 0])
+    True
+    """
+
+    _parameter_constraints = {
+        **GaussianProcessRegressor._parameter_constraints,
+        "inducing_points": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
+        "approximation": [StrOptions(set(APPROXIMATIONS))],
+    }
+
+    _fitted_attributes = ("inducing_points_", "alpha_", "L_")
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        inducing_points=100,
+        approximation="vfe",
+        alpha=1e-10,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        normalize_y=False,
+        copy_X_train=True,
+        n_targets=None,
+        random_state=None,
+    ):
+        self.kernel = kernel
+        self.inducing_points = inducing_points
+        self.approximation = approximation
+        self.alpha = alpha
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.normalize_y = normalize_y
+        self.copy_X_train = copy_X_train
+        self.n_targets = n_targets
+        self.random_state = random_state
+
+    # -- fitting ----------------------------------------------------------------
+    def _choose_inducing(self, X, rng):
+        N, d = X.shape
+        Z = self.inducing_points
+        if isinstance(Z, numbers.Integral) and not isinstance(Z, bool):
+            if Z > N:
+                warnings.warn(
+                    f"inducing_points={Z} is more than the number of training samples (n_samples = {N}); "
+                    f"using all {N} training inputs as inducing points.",
+                    UserWarning,
+                )
+                Z = N
+            return kmeans_plusplus(X, n_clusters=int(Z), random_state=rng)[0].astype(np.float64)
+        Z = np.asarray(Z)
+        if Z.ndim != 2 or Z.shape[0] == 0:
+            raise ValueError(f"inducing_points must be an int or a 2-D array of shape (M, {d}), got shape {Z.shape}.")
+        if Z.shape[1] != d:
+            raise ValueError(
+                f"inducing_points has {Z.shape[1]} features, but the training data has {d} features."
+            )
+        if Z.shape[0] > N:
+            raise ValueError(
+                f"inducing_points has {Z.shape[0]} rows, more than the number of training samples (n_samples = {N})."
+            )
+        try:
+            Z = np.asarray(Z, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("inducing_points must be numeric.") from None
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("inducing_points contains NaN or infinity.")
+        return Z.copy()
+
+    def _objective(self, theta, eval_gradient=False, state=False, X=None, y=None):
+        kernel = self.kernel_.clone_with_theta(theta) if theta is not None else self.kernel_
+        X = self.X_train_ if X is None else X
+        y = self.y_train_ if y is None else y
+        return sparse_objective(
+            kernel, X, y.reshape(len(X), -1), self.inducing_points_, self.approximation, self._alpha_vec,
+            eval_gradient=eval_gradient, state=state,
+        )
+
+    def fit(self, X, y):
+        """Fit the sparse model: inducing inputs, hyperparameters, predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        self.kernel_ = C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed") \
+            if self.kernel is None else clone(self.kernel)
+        rng = check_random_state(self.random_state)
+        self._rng = rng
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        n_targets_seen = y.shape[1] if y.ndim > 1 else 1
+        if self.n_targets is not None and n_targets_seen != self.n_targets:
+            raise ValueError(
+                "The number of targets seen in `y` is different from the parameter "
+                f"`n_targets`. Got {n_targets_seen} != {self.n_targets}."
+            )
+        N = len(X)
+        alpha = np.asarray(self.alpha, dtype=np.float64)
+        if alpha.ndim > 0 and alpha.shape[0] != N:
+            if alpha.shape[0] == 1:
+                alpha = alpha[0]
+            else:
+                raise ValueError(
+                    f"alpha must be a scalar or an array with same number of entries as y. ({alpha.shape[0]} != {N})"
+                )
+        self._alpha_vec = np.broadcast_to(alpha, (N,)).copy()
+        if self.normalize_y:
+            self._y_train_mean = np.mean(y, axis=0)
+            self._y_train_std = _handle_zeros_in_scale(np.std(y, axis=0), copy=False)
+            y = (y - self._y_train_mean) / self._y_train_std
+        else:
+            shape = (y.shape[1],) if y.ndim == 2 else 1
+            self._y_train_mean = np.zeros(shape=shape)
+            self._y_train_std = np.ones(shape=shape)
+        self.inducing_points_ = self._choose_inducing(X, rng)
+        self.X_train_ = np.copy(X) if self.copy_X_train else X
+        self.y_train_ = np.copy(y) if self.copy_X_train else y
+
+        if self.optimizer is not None and self.kernel_.n_dims > 0:
+
+            def obj_func(theta, eval_gradient=True):
+                if eval_gradient:
+                    lml, grad = self._objective(theta, eval_gradient=True)
+                    return -lml, -grad
+                return -self._objective(theta)
+
+            optima = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
+            if self.n_restarts_optimizer > 0:
+                if not np.isfinite(self.kernel_.bounds).all():
+                    raise ValueError(
+                        "Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite."
+                    )
+                bounds = self.kernel_.bounds
+                for _ in range(self.n_restarts_optimizer):
+                    theta0 = rng.uniform(bounds[:, 0], bounds[:, 1])
+                    optima.append(self._constrained_optimization(obj_func, theta0, bounds))
+            lml_values = list(map(itemgetter(1), optima))
+            self.kernel_.theta = optima[np.argmin(lml_values)][0]
+            self.kernel_._check_bounds_params()
+        lml, st = self._objective(None, state=True)
+        self.log_marginal_likelihood_value_ = lml
+        beta = st["beta"]
+        self.alpha_ = beta[:, 0] if (y.ndim == 1) else beta
+        self.L_ = st["L"]
+        return self
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """The approximation's log marginal likelihood (the ELBO for "vfe").
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-transformed hyperparameters; None: the fitted value.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to theta.
+        clone_kernel : bool, default=True
+            Accepted for sklearn compatibility (the kernel is always cloned).
+
+        Returns
+        -------
+        log_likelihood : float
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,)
+            Only when eval_gradient is True.
+        """
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        check_is_fitted(self, self._fitted_attributes)
+        return self._objective(np.asarray(theta, dtype=np.float64), eval_gradient=eval_gradient)
+
+    # -- prediction ---------------------------------------------------------------
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean and optionally std or covariance (sklearn's semantics).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+        return_cov : bool, default=False
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray, only when return_std
+            ``sqrt(max(k(x, x) - ||L_^-1 k(Z, x)||^2, 0))`` times the
+            target scale; k(x, x) includes WhiteKernel noise, not alpha.
+        y_cov : ndarray, only when return_cov
+        """
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if not hasattr(self, "inducing_points_"):
+            return GaussianProcessRegressor.predict(self, X, return_std=return_std, return_cov=return_cov)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        K_trans = self.kernel_(X, self.inducing_points_)
+        weights = np.asarray(self.alpha_).reshape(len(self.inducing_points_), -1) * self._y_train_std
+        y_mean = K_trans @ weights + self._y_train_mean
+        if y_mean.shape[1] == 1:
+            y_mean = y_mean[:, 0]
+        if not return_cov and not return_std:
+            return y_mean
+        V = solve_triangular(self.L_, K_trans.T, lower=True, check_finite=False)
+        if return_cov:
+            y_cov = self.kernel_(X) - V.T @ V
+            y_cov = np.outer(y_cov, self._y_train_std**2).reshape(*y_cov.shape, -1)
+            if y_cov.shape[2] == 1:
+                y_cov = np.squeeze(y_cov, axis=2)
+            return y_mean, y_cov
+        y_var = self.kernel_.diag(X).copy()
+        y_var -= np.einsum("ij,ij->j", V, V)
+        neg = y_var < 0
+        if np.any(neg):
+            warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.")
+            y_var[neg] = 0.0
+        y_var = np.outer(y_var, self._y_train_std**2).reshape(*y_var.shape, -1)
+        if y_var.shape[1] == 1:
+            y_var = np.squeeze(y_var, axis=1)
+        return y_mean, np.sqrt(y_var)
+
+    # -- the bound model ----------------------------------------------------------
+    def _fit_token(self):
+        return self.alpha_
+
+    def _build_bound_model(self):
+        Z = self.inducing_points_
+        weights = np.asarray(self.alpha_, dtype=np.float64).reshape(len(Z), -1)
+        P = weights.shape[1]
+        std = np.broadcast_to(np.asarray(self._y_train_std, dtype=np.float64), (P,))
+        mean = np.broadcast_to(np.asarray(self._y_train_mean, dtype=np.float64), (P,))
+        latent = LatentModel(Z, weights * std, mean, std, self.kernel_, L=self.L_)
+        return BoundModel("regression", [latent])
+
+    def _predict_values(self, X):
+        """``predict`` as (n, n_targets) for arrays of points."""
+        X = np.atleast_2d(X)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            y = self.predict(X)
+        return np.asarray(y, dtype=np.float64).reshape(len(X), -1)
+
+    def _predict_std_values(self, X):
+        """``predict(return_std=True)``'s std as (n, n_targets)."""
+        X = np.atleast_2d(X)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
+            _, std = self.predict(X, return_std=True)
+        return np.asarray(std, dtype=np.float64).reshape(len(X), -1)
