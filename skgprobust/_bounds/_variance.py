@@ -171,7 +171,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
-from .._fp import margin_rtol
+from .._fp import margin_rtol, nonneg_norm2_upper
 from ..kernels._base import TaylorModel, input_rounding as _input_rounding
 from ._mean import affine_lower, taylor_lower
 
@@ -351,6 +351,8 @@ class LatentVariance:
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
         self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
+        if self.smooth is not None:
+            self._solve_setup(norm_Linv)
         # The exact polynomial form (module doc, "Polynomial kernels").
         self.poly = None
         if N:
@@ -359,6 +361,22 @@ class LatentVariance:
             self.poly = PolynomialCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1])
             if self.poly is not None:
                 self._poly_setup(norm_Linv)
+
+    def _solve_setup(self, norm_Linv):
+        """Per-fit constants of the componentwise solve margins (module doc,
+        "Rounding of the local bound"): gam, ||L||abs >= || |L| ||_2 and
+        nLinv >= ||L^-1||_2."""
+        N, d = self.n_support, self.adapter.Xs.shape[1]
+        self._gam = margin_rtol(N, d)
+        self._nLabs = nonneg_norm2_upper(self.L)
+        if self.col_scale is None:
+            # A = L^-1: lam_max >= ||A||^2 (eigenvalues of fl(S) plus s_err).
+            self._nLinv = float(np.sqrt(self.lam_max))
+        else:
+            # Laplace GPC: L L^T = fl(I + W^1/2 K W^1/2) + dB >= (1 - 2 gam ||L||abs^2) I.
+            t = 2.0 * self._gam * self._nLabs**2
+            self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
+        self._Dmax = 1.0 if self.col_scale is None else float(np.max(np.abs(self.col_scale), initial=0.0))
 
     def _s_error(self, A, norm_Linv):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
@@ -613,6 +631,8 @@ class LatentVariance:
         Y = np.concatenate([R[:, None, :], np.transpose(G, (0, 2, 1))], axis=1).reshape(B * (d + 1), N)
         Z = self._apply_A(Y).reshape(N, B, d + 1)
         z0, ZJ = Z[:, :, 0], Z[:, :, 1:]
+        # a0 = (L L^T)^-1 D r0, for the componentwise margins (module doc).
+        a0 = solve_triangular(self.L, z0, lower=True, trans="T", check_finite=False)  # (N, B)
         q0 = np.einsum("nb,nb->b", z0, z0)
         vc0 = sm.kappa0 - q0
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
@@ -635,6 +655,10 @@ class LatentVariance:
         dJ = sm.jacobian_rounding(amax, self.adapter.Xs) + 16.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
+        h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0
+        Dh = np.sqrt((sm.H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
+        own, skl = self._local_margins(lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi)
+        mP = np.minimum(mP, own)
         p_lo = np.where(np.isfinite(p_lo), p_lo - mP, 0.0)
         p_hi = np.where(np.isfinite(p_hi), p_hi + mP, np.inf)
         E2, E2_share = sm.remainder2(h)
@@ -642,7 +666,7 @@ class LatentVariance:
         s_lo = np.maximum(np.sqrt(np.maximum(p_lo, 0.0)) - E, 0.0)
         s_hi = np.sqrt(np.maximum(p_hi, 0.0)) + E
         # var = diag(x) - kappa0 + v_c(x); the outer margin as in bounds().
-        mg = self.margin(scale + np.abs(dhi), d) + self.input_rounding(lo, hi, dhi)
+        mg = np.minimum(self.margin(scale + np.abs(dhi), d) + self.input_rounding(lo, hi, dhi), skl)
         lower = dlo - sm.kappa0 + s_lo * s_lo - mg
         upper = dhi - sm.kappa0 + s_hi * s_hi + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
@@ -655,6 +679,55 @@ class LatentVariance:
             + 2.0 * s_hi[:, None] * E[:, None] * E2_share
         )
         return lower, upper, arg_min, arg_max, score
+
+    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi):
+        """The componentwise rounding margins of the local bound (module doc,
+        "Rounding of the local bound"): (own, skl), bounds on |P~ - P| over
+        the box (our evaluation of P) and on |v~(x) - v(x)| at every x of the
+        box (sklearn's evaluation of v). Infinite where they do not apply."""
+        sm = self.smooth
+        B, d = lo.shape
+        N = self.n_support
+        gam, nLabs, nLinv, Dmax = self._gam, self._nLabs, self._nLinv, self._Dmax
+        nL2 = nLinv * nLinv
+        with np.errstate(over="ignore", invalid="ignore"):
+            # Kernel values as float code computes them: input rounding plus
+            # the rounding of the value itself and of the product with D
+            # (GPC), <= cv per entry in the scaled space.
+            cv = (2 * d + 44 + 2 * len(sm.terms)) * _U * sm.kappa0
+            nE0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
+            nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
+            dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
+            dRx = Dmax * (nEx + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
+            # ||dG u|| over the box (gradient rounding, scaled space).
+            dGh = Dmax * (dJ * h).sum(-1) * (1.0 + 2.0 * _U)
+            nz0 = np.sqrt(np.einsum("nb,nb->b", z0, z0))
+            nZJ = np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ))
+            na0 = np.sqrt(np.einsum("nb,nb->b", a0, a0))
+            # ||(L L^T)^-1 fl(D R)|| from the computed a0 (two solves).
+            aR = (na0 + nLinv * gam * nLabs * (nLinv * nz0 + na0)) * (1.0 + 4.0 * N * _U)
+            # Our own solves: P~ - P* = -(||y~||^2 - ||y*||^2), y = L^-1 (fl(D R) + fl(D G) u).
+            s_n = (nz0 + (nZJ * h).sum(-1)) * (1.0 + 4.0 * N * _U)
+            a_own = aR + nLinv * (Dh + nLinv * dGh)
+            e_solve = 2.0 * gam * a_own * nLabs * s_n + (nLinv * gam * nLabs * s_n) ** 2
+            # The computed kernel values R, G vs the exact ones at x0.
+            a_ex = aR + nL2 * dR + nLinv * Dh
+            dn = dR + dGh
+            # ||L^-1 D (r0 + J u)||^2 <= ||k_x0 + w||_H^2 = kappa0 + u^T H0 u.
+            e_in = np.minimum(2.0 * a_ex * dn, 2.0 * np.sqrt(sm.kappa0 + Dh * Dh) * nLinv * dn) + nL2 * dn * dn
+            own = (e_solve + e_in + gam * scale) * (1.0 + 1e-10)
+            # sklearn at any x of the box: its solve with its kernel values r~(x).
+            a_x = aR + nL2 * dR + nLinv * Dh  # >= ||(L L^T)^-1 D r(x)||
+            a_sk = a_x + nL2 * dRx
+            zn = np.sqrt(sm.kappa0) + nLinv * dRx
+            rho = nLinv * gam * nLabs
+            zt = np.where(rho < 0.5, zn / (1.0 - rho), np.inf)
+            e_sk = gam * zt * zt + 2.0 * gam * a_sk * nLabs * zt + (rho * zt) ** 2 + gam * np.abs(dhi)
+            e_inx = np.minimum(2.0 * a_x * dRx, 2.0 * np.sqrt(sm.kappa0) * nLinv * dRx) + nL2 * dRx * dRx
+            skl = (e_sk + e_inx) * (1.0 + 1e-10)
+        own = np.where(np.isfinite(own), own, np.inf)
+        skl = np.where(np.isfinite(skl), skl, np.inf)
+        return own, skl
 
     def input_rounding(self, lo, hi, dhi):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
