@@ -445,7 +445,7 @@ def _certify_ovr(case):
             assert atk.min > 0 or clf.predict(atk.argmin[None])[0] == labels[i]
 
 
-_FAST_EP = settings(parent=FAST, max_examples=6)
+_FAST_EP = settings(parent=FAST, max_examples=10)
 
 
 @_FAST_EP

@@ -1,0 +1,149 @@
+"""Laplace vs Expectation Propagation: accuracy and certified robustness
+(issue 13 benchmark; paper Sec. 7.2, Fig. 3).
+
+Models: sklearn's Laplace GPC (logistic likelihood, five-erf predictive) as
+``RobustGaussianProcessClassifier`` and the probit EP model
+``EPGaussianProcessClassifier``, both with ``ConstantKernel * RBF`` (the
+paper's squared-exponential kernel; isotropic on Synthetic2D, anisotropic on
+Spambase), hyperparameters by L-BFGS-B on each model's own approximate
+marginal likelihood, limited to 10, 40 and 100 iterations (a custom
+``optimizer`` passing ``maxiter`` to scipy; the paper's "epochs").
+
+Data:
+
+* Synthetic2D (as ``bench_proba.py`` / the paper): class 0 ~ N((1.5, 0), I),
+  class 1 ~ N((0, 1.5), I); ``--train`` training points (default 300; the
+  paper uses 1000), 200 test points.
+* Spambase (``../shared/data/spambase``): standardised, the 11 features
+  ``bench_explain.py`` selects (l1 logistic regression), stratified
+  subsample of ``--train`` training points, the 25% test split.
+
+Measured per model: fit time, test accuracy, and the robustness measure of
+the paper's Sec. 7.2, delta = pi_max^U(T) - pi_min^L(T) for T the l_inf ball
+of radius gamma = 0.1 (data units; standardised for Spambase) around each of
+``--rows`` (50) test points: the certified upper bound of the largest and
+lower bound of the smallest P(class 1) over T (``prediction_range``,
+epsilon 0.01, ``--time-limit`` seconds per row; an unconverged row still
+gives valid, looser bounds). Median and quartiles of delta; fraction of rows
+converged; median seconds per row. BLAS threads pinned to 1.
+
+Usage: python benchmarks/bench_ep.py [--quick] [--train 300] [--rows 50] [--time-limit 2]
+"""
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from _bench import package_state, table  # noqa: E402
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier  # noqa: E402
+from skgprobust._ep import EPGaussianProcessClassifier  # noqa: E402
+
+GAMMA = 0.1
+ITERATIONS = (10, 40, 100)
+SHIFT = 1.5
+
+
+def capped_lbfgsb(maxiter):
+    """An sklearn ``optimizer`` callable: L-BFGS-B with at most ``maxiter`` iterations."""
+
+    def optimizer(obj_func, initial_theta, bounds):
+        res = minimize(obj_func, initial_theta, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": maxiter})
+        return res.x, res.fun
+
+    return optimizer
+
+
+def synthetic2d(n, rng):
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 2))
+    X[y == 0, 0] += SHIFT
+    X[y == 1, 1] += SHIFT
+    return X, y
+
+
+def load_synthetic(n_train, rng):
+    X, y = synthetic2d(n_train, rng)
+    X_test, y_test = synthetic2d(200, rng)
+    return X, y, X_test, y_test
+
+
+def load_spam(n_train, rng):
+    from bench_explain import load_spambase, select_l1
+
+    X, y = load_spambase()
+    X_tr, X_te, y_tr, y_te = train_test_split(X.to_numpy(), y, test_size=0.25, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(X_tr)
+    X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+    feats, _ = select_l1(X_tr, y_tr, k=11)
+    X_tr, X_te = X_tr[:, feats], X_te[:, feats]
+    if n_train < len(X_tr):
+        X_tr, _, y_tr, _ = train_test_split(X_tr, y_tr, train_size=n_train, random_state=0, stratify=y_tr)
+    return X_tr, y_tr, X_te, y_te
+
+
+def run(name, data, kernel, rows, time_limit, iterations, rng):
+    X, y, X_test, y_test = data
+    pick = rng.choice(len(X_test), size=min(rows, len(X_test)), replace=False)
+    out = []
+    for it in iterations:
+        for label, cls in (("Laplace", RobustGaussianProcessClassifier), ("EP", EPGaussianProcessClassifier)):
+            clf = cls(kernel=kernel, optimizer=capped_lbfgsb(it), random_state=0)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf.fit(X, y)
+            fit_s = time.perf_counter() - t0
+            acc = float(np.mean(clf.predict(X_test) == y_test))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", BudgetExhaustedWarning)
+                r = clf.prediction_range(X_test[pick], GAMMA, epsilon=0.01, time_limit=time_limit, random_state=0)
+            delta = r.max_upper[:, 1] - r.min_lower[:, 1]
+            q1, med, q3 = np.percentile(delta, [25, 50, 75])
+            out.append([
+                name, str(it), label, f"{fit_s:.1f}", f"{acc:.3f}", f"{med:.4f}", f"[{q1:.4f}, {q3:.4f}]",
+                f"{r.converged.all(1).mean():.0%}", f"{np.median(r.time):.3f}", str(clf.kernel_),
+            ])
+            print(" | ".join(out[-1]), flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="150 training points, 15 rows, 10 and 40 iterations")
+    ap.add_argument("--train", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=None)
+    ap.add_argument("--time-limit", type=float, default=2.0)
+    ap.add_argument("--skip-spam", action="store_true")
+    args = ap.parse_args()
+    n_train = args.train or (150 if args.quick else 300)
+    rows = args.rows or (15 if args.quick else 50)
+    iterations = ITERATIONS[:2] if args.quick else ITERATIONS
+    print(package_state())
+    print(f"gamma={GAMMA}, N_train={n_train}, rows={rows}, time limit {args.time_limit} s/row\n")
+    t0 = time.perf_counter()
+    results = run("Synthetic2D", load_synthetic(n_train, np.random.default_rng(0)), ConstantKernel(1.0) * RBF(1.0),
+                  rows, args.time_limit, iterations, np.random.default_rng(1))
+    if not args.skip_spam:
+        results += run("Spambase-11", load_spam(n_train, np.random.default_rng(0)),
+                       ConstantKernel(1.0) * RBF(np.ones(11)), rows, args.time_limit, iterations,
+                       np.random.default_rng(1))
+    print()
+    print(table(["data", "iters", "model", "fit s", "accuracy", "median delta", "quartiles", "converged", "s/row",
+                 "kernel"], results))
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; {package_state()}")
+
+
+if __name__ == "__main__":
+    main()
