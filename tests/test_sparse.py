@@ -1,0 +1,440 @@
+"""SparseGaussianProcessRegressor: FITC / DTC / VFE (issue 13, deliverable 3).
+
+Reference checks against independent numbers (sklearn's exact GPR when the
+inducing inputs are the training inputs; GPy's sparse inference with fixed
+hyperparameters and inducing inputs), the analytic gradient against finite
+differences, sklearn conventions, bad input, and soundness: mean / std
+ranges and certificates attacked with >= 10^4 samples per box plus a
+bounded local optimiser (fast derandomized sweep by default, the long one
+under ``-m slow`` with SKGPROBUST_SWEEP_EXAMPLES examples).
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    DotProduct,
+    Exponentiation,
+    Matern,
+    RationalQuadratic,
+    WhiteKernel,
+)
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skgprobust import BudgetExhaustedWarning
+from skgprobust._sparse import SparseGaussianProcessRegressor, _cross_grad, _diag_parts, _stacked_cross
+
+from ._helpers import FAST, SLOW, datasets, kernels, perturbations
+from .test_soundness import Case, _call, check_gpr_certificate, check_range
+
+APPROX = ["vfe", "dtc", "fitc"]
+
+
+def _data(n=60, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, -1] ** 2 + 0.1 * rng.normal(size=n)
+    return X, y, rng
+
+
+def _std(reg, P):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return reg.predict(np.atleast_2d(P), return_std=True)[1].reshape(len(np.atleast_2d(P)), -1)
+
+
+# --------------------------------------------------------------------------
+# Reference checks
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("approximation", APPROX)
+@pytest.mark.parametrize("normalize_y", [False, True])
+def test_inducing_equal_training_is_exact_gpr(approximation, normalize_y):
+    """Z = X: Q = K, so DTC, VFE (trace term 0) and FITC (diag(K - Q) = 0)
+    all reduce to the exact GP; they differ only by the 1e-8 relative jitter."""
+    X, y, rng = _data(40)
+    kernel = ConstantKernel(1.3) * RBF([0.8, 1.1]) + WhiteKernel(0.05)
+    sp = SparseGaussianProcessRegressor(
+        kernel, inducing_points=X, approximation=approximation, optimizer=None, normalize_y=normalize_y
+    ).fit(X, y)
+    ex = GaussianProcessRegressor(kernel, optimizer=None, normalize_y=normalize_y).fit(X, y)
+    Xt = np.vstack([X[:5], rng.uniform(-2.5, 2.5, (30, 2))])
+    m1, s1 = sp.predict(Xt, return_std=True)
+    m2, s2 = ex.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m1, m2, atol=2e-5 * np.abs(m2).max())
+    np.testing.assert_allclose(s1, s2, rtol=1e-5)
+    _, c1 = sp.predict(Xt[:6], return_cov=True)
+    _, c2 = ex.predict(Xt[:6], return_cov=True)
+    np.testing.assert_allclose(c1, c2, atol=1e-5 * np.abs(c2).max())
+    assert sp.log_marginal_likelihood_value_ == pytest.approx(ex.log_marginal_likelihood_value_, rel=1e-6)
+
+
+def _gpy_model(approximation, X, y, Z, variance, lengthscale, noise):
+    GPy = pytest.importorskip("GPy")
+    from GPy.inference.latent_function_inference import DTC, FITC, VarDTC
+
+    inference = {"vfe": VarDTC(), "dtc": DTC(), "fitc": FITC()}[approximation]
+    inference.const_jitter = 1e-8 * variance  # our jitter: 1e-8 mean(diag k(Z, Z))
+    kern = GPy.kern.RBF(X.shape[1], variance=variance, lengthscale=lengthscale, ARD=True)
+    lik = GPy.likelihoods.Gaussian(variance=noise)
+    return GPy.core.SparseGP(X, y[:, None], Z.copy(), kern, lik, inference_method=inference)
+
+
+@pytest.mark.parametrize("approximation", APPROX)
+def test_against_gpy(approximation):
+    """GPy's VarDTC (Titsias' bound), DTC and FITC with the same fixed
+    hyperparameters and inducing inputs: log marginal likelihood, its
+    gradient, predictive mean and std (GPy's noisy predictive = ours with
+    the noise as a WhiteKernel)."""
+    X, y, rng = _data(80)
+    Z = rng.uniform(-2, 2, (9, 2))
+    variance, ls, noise = 1.3, np.array([0.8, 1.1]), 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = _gpy_model(approximation, X, y, Z, variance, ls, noise)
+        gpy_lml = float(np.squeeze(m.log_likelihood()))
+        gpy_grad = m._log_likelihood_gradients()[-4:] * np.r_[variance, ls, noise]
+        mu, var = m.predict(rng.uniform(-2.5, 2.5, (25, 2)))
+    kernel = ConstantKernel(variance) * RBF(ls) + WhiteKernel(noise)
+    sp = SparseGaussianProcessRegressor(kernel, inducing_points=Z, approximation=approximation, optimizer=None)
+    sp.fit(X, y)
+    rng = np.random.default_rng(0)
+    Xt = rng.uniform(-2.5, 2.5, (25, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mu, var = m.predict(Xt)
+    m1, s1 = sp.predict(Xt, return_std=True)
+    tol = 1e-7
+    assert sp.log_marginal_likelihood_value_ == pytest.approx(gpy_lml, rel=tol, abs=tol)
+    np.testing.assert_allclose(m1, mu[:, 0], atol=tol)
+    np.testing.assert_allclose(s1, np.sqrt(var[:, 0]), atol=10 * tol)
+    _, grad = sp.log_marginal_likelihood(sp.kernel_.theta, eval_gradient=True)
+    np.testing.assert_allclose(grad, gpy_grad, rtol=1e-5, atol=1e-4)
+
+
+GRAD_KERNELS = [
+    ConstantKernel(1.3) * RBF([0.8, 1.1]) + WhiteKernel(0.05),
+    Matern(0.9, nu=1.5) * ConstantKernel(2.0) + WhiteKernel(0.1),
+    Matern([0.9, 1.3], nu=0.5) + WhiteKernel(0.1),
+    ConstantKernel(0.5) * Matern(0.7, nu=2.5) + ConstantKernel(0.2),
+    RationalQuadratic(1.0, 1.5) + WhiteKernel(0.2),  # generic (stacked) derivatives
+    Exponentiation(RBF(1.0) + WhiteKernel(0.1), 2.0),
+    DotProduct(1.0) * ConstantKernel(0.5) + RBF(1.2) + WhiteKernel(0.05),
+]
+
+
+@pytest.mark.parametrize("kernel", GRAD_KERNELS, ids=lambda k: type(k).__name__ + str(len(k.theta)))
+def test_kernel_derivatives_match_sklearn(kernel):
+    """The closed-form cross-covariance derivatives (and the diagonal split
+    into k(x, x) and k_c(x, x)) equal sklearn's on the stacked inputs."""
+    X, _, rng = _data(20)
+    Z = rng.uniform(-2, 2, (6, 2))
+    K1, G1 = _cross_grad(kernel, X, Z)
+    K2, G2 = _stacked_cross(kernel, X, Z)
+    np.testing.assert_allclose(K1, K2, atol=1e-14)
+    np.testing.assert_allclose(G1, G2, atol=1e-13)
+    np.testing.assert_allclose(K1, kernel(X, Z), atol=1e-14)
+    f, c, gf, gc = _diag_parts(kernel, X, eval_gradient=True)
+    Kd, Gd = kernel(np.vstack([X, X]), eval_gradient=True)
+    i = np.arange(len(X))
+    np.testing.assert_allclose(f, kernel.diag(X), atol=1e-14)
+    np.testing.assert_allclose(c, Kd[i, len(X) + i], atol=1e-14)
+    np.testing.assert_allclose(gf, Gd[i, i], atol=1e-13)
+    np.testing.assert_allclose(gc, Gd[i, len(X) + i], atol=1e-13)
+
+
+@pytest.mark.parametrize("approximation", APPROX)
+@pytest.mark.parametrize("kernel", GRAD_KERNELS[:5], ids=lambda k: type(k).__name__ + str(len(k.theta)))
+def test_gradient_matches_finite_differences(approximation, kernel):
+    X, y, rng = _data(50)
+    Y = np.column_stack([y, np.cos(X.sum(1))])
+    alpha = rng.uniform(1e-3, 1e-2, len(X))
+    sp = SparseGaussianProcessRegressor(
+        kernel, inducing_points=7, approximation=approximation, alpha=alpha, optimizer=None, random_state=0
+    ).fit(X, Y)
+    theta = sp.kernel_.theta
+    f, g = sp.log_marginal_likelihood(theta, eval_gradient=True)
+    assert f == pytest.approx(sp.log_marginal_likelihood_value_, rel=1e-12)
+    h = 1e-6
+    fd = np.array(
+        [(sp.log_marginal_likelihood(theta + e) - sp.log_marginal_likelihood(theta - e)) / (2 * h) for e in h * np.eye(len(theta))]
+    )
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(fd).max()))
+
+
+@pytest.mark.parametrize("approximation", APPROX)
+def test_fit_improves_objective_and_predicts_well(approximation):
+    X, y, rng = _data(400, seed=3)
+    kernel = ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(1.0)
+    sp = SparseGaussianProcessRegressor(kernel, inducing_points=30, approximation=approximation, random_state=0)
+    sp.fit(X, y)
+    start = SparseGaussianProcessRegressor(
+        kernel, inducing_points=30, approximation=approximation, random_state=0, optimizer=None
+    ).fit(X, y)
+    assert sp.log_marginal_likelihood_value_ > start.log_marginal_likelihood_value_
+    Xt = rng.uniform(-2, 2, (200, 2))
+    truth = np.sin(2 * Xt[:, 0]) + 0.3 * Xt[:, 1] ** 2
+    assert np.sqrt(np.mean((sp.predict(Xt) - truth) ** 2)) < 0.08
+    # VFE's objective is a lower bound of the exact log marginal likelihood.
+    if approximation == "vfe":
+        ex = GaussianProcessRegressor(sp.kernel_, optimizer=None).fit(X, y)
+        assert sp.log_marginal_likelihood_value_ <= ex.log_marginal_likelihood_value_ + 1e-8
+
+
+def test_large_n_never_forms_n_by_n():
+    """N = 100,000: an N x N float64 matrix would need 80 GB."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (100_000, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=len(X))
+    sp = SparseGaussianProcessRegressor(
+        ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.01), inducing_points=20, optimizer=None, random_state=0
+    ).fit(X, y)
+    _, g = sp.log_marginal_likelihood(sp.kernel_.theta, eval_gradient=True)
+    assert np.all(np.isfinite(g))
+    bm = sp._bound_model()
+    assert bm.latents[0].X_support.shape == (20, 2)
+
+
+# --------------------------------------------------------------------------
+# sklearn conventions and bad input
+# --------------------------------------------------------------------------
+
+
+@parametrize_with_checks([SparseGaussianProcessRegressor()])
+def test_sklearn_compatible_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check(estimator)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y, rng = _data(200, seed=1)
+    sp = SparseGaussianProcessRegressor(
+        ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1), inducing_points=15, random_state=0
+    ).fit(X, y)
+    return sp, X, y, rng.uniform(-2, 2, (4, 2))
+
+
+def test_deterministic_inducing_points(fitted):
+    sp, X, y, _ = fitted
+    again = clone(sp).fit(X, y)
+    np.testing.assert_array_equal(again.inducing_points_, sp.inducing_points_)
+    assert all((X == z).all(1).any() for z in sp.inducing_points_)  # chosen among the training inputs
+    assert len(np.unique(sp.inducing_points_, axis=0)) == 15
+
+
+def test_pickle_roundtrip(fitted):
+    sp, _, _, Xt = fitted
+    loaded = pickle.loads(pickle.dumps(sp))
+    np.testing.assert_array_equal(loaded.predict(Xt), sp.predict(Xt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        a = sp.certify(Xt, 0.2, delta=0.3, max_iter=30, random_state=0)
+        b = loaded.certify(Xt, 0.2, delta=0.3, max_iter=30, random_state=0)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.bound, b.bound)
+
+
+def test_pandas_input(fitted):
+    pd = pytest.importorskip("pandas")
+    sp, X, y, Xt = fitted
+    df = pd.DataFrame(X, columns=["a", "b"])
+    m = clone(sp).fit(df, pd.Series(y))
+    np.testing.assert_array_equal(m.feature_names_in_, ["a", "b"])
+    np.testing.assert_allclose(m.predict(pd.DataFrame(Xt, columns=["a", "b"])), sp.predict(Xt))
+    r = m.prediction_range(pd.DataFrame(Xt, columns=["a", "b"]), 0.1, features=["a"], max_iter=50)
+    assert r.min_lower.shape == (4, 1)
+
+
+def test_prior_and_sample_y(fitted):
+    sp, X, y, Xt = fitted
+    prior = SparseGaussianProcessRegressor(RBF(1.0))
+    m, s = prior.predict(Xt, return_std=True)
+    np.testing.assert_array_equal(m, 0.0)
+    np.testing.assert_allclose(s, 1.0)
+    samples = sp.sample_y(Xt, n_samples=3, random_state=0)
+    assert samples.shape == (4, 3)
+    _, cov = sp.predict(Xt, return_cov=True)
+    _, std = sp.predict(Xt, return_std=True)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=1e-10)
+
+
+def test_multi_target_and_alpha_array():
+    X, y, rng = _data(60)
+    Y = np.column_stack([y, 2 * y + 1])
+    sp = SparseGaussianProcessRegressor(
+        RBF(1.0) + WhiteKernel(0.1), inducing_points=10, alpha=np.full(60, 1e-3), normalize_y=True, random_state=0
+    ).fit(X, Y)
+    m, s = sp.predict(X[:5], return_std=True)
+    assert m.shape == (5, 2) and s.shape == (5, 2)
+    np.testing.assert_allclose(m[:, 1], 2 * m[:, 0] + 1, atol=1e-8)
+    r = sp.prediction_range(X[:2], 0.1, max_iter=30)
+    assert r.min_lower.shape == (2, 2)
+
+
+def test_bad_input():
+    X, y, _ = _data(30)
+    with pytest.raises(ValueError, match="3 features, but the training data has 2"):
+        SparseGaussianProcessRegressor(inducing_points=np.zeros((5, 3))).fit(X, y)
+    with pytest.raises(ValueError, match="31 rows, more than the number of training samples"):
+        SparseGaussianProcessRegressor(inducing_points=np.zeros((31, 2))).fit(X, y)
+    with pytest.raises(ValueError, match="approximation"):
+        SparseGaussianProcessRegressor(approximation="sor").fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        SparseGaussianProcessRegressor(inducing_points=np.full((3, 2), np.nan)).fit(X, y)
+    with pytest.raises(ValueError, match="inducing_points"):
+        SparseGaussianProcessRegressor(inducing_points=0).fit(X, y)
+    with pytest.raises(ValueError, match="noise variance must be positive"):
+        SparseGaussianProcessRegressor(RBF(1.0), alpha=0.0, inducing_points=5).fit(X, y)
+    with pytest.warns(UserWarning, match="using all 30 training inputs"):
+        sp = SparseGaussianProcessRegressor(RBF(1.0) + WhiteKernel(0.1), inducing_points=50, optimizer=None).fit(X, y)
+    assert sp.inducing_points_.shape == (30, 2)
+    with pytest.raises(NotFittedError):
+        SparseGaussianProcessRegressor().certify(X[:2], 0.1, delta=0.1)
+    with pytest.raises(ValueError):
+        sp.prediction_range(np.full((1, 2), np.nan), 0.1)
+    with pytest.raises(ValueError):
+        sp.certify(X[:1], -0.1, delta=0.1)
+
+
+# --------------------------------------------------------------------------
+# Soundness
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def sparse_cases(draw, statistic="mean"):
+    n_targets = draw(st.sampled_from([1, 2]))
+    data = draw(datasets(n_targets=n_targets))
+    N, d = data.X.shape
+    kernel = draw(kernels(d))
+    noise = draw(st.sampled_from([1e-4, 1e-2, 1e-1]))
+    if draw(st.booleans()):
+        kernel = kernel + WhiteKernel(noise)
+        alpha = 1e-10
+    else:
+        alpha = noise
+    M = draw(st.integers(1, min(N, 12)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    inducing = M if draw(st.booleans()) else rng.uniform(-2, 2, (M, d))
+    reg = SparseGaussianProcessRegressor(
+        kernel, inducing_points=inducing, approximation=draw(st.sampled_from(APPROX)), alpha=alpha,
+        normalize_y=draw(st.booleans()), optimizer=None, random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg.fit(data.X, data.y)
+    gamma, features, domain = draw(perturbations(data.X_test))
+    y_scale = float(np.std(data.y)) + 1e-3
+    return Case(
+        model=reg, X_test=data.X_test, gamma=gamma, features=features, domain=domain,
+        max_iter=draw(st.sampled_from([0, 5, 30, 200])), time_limit=None,
+        epsilon=draw(st.sampled_from([1e-1, 1e-2, 1e-3])) * y_scale,
+        seed=draw(st.integers(0, 2**31 - 1)),
+        delta=draw(st.sampled_from([0.0, 0.01, 0.1, 0.5])) * y_scale,
+        norm=draw(st.sampled_from([np.inf, 1, 2])),
+    )
+
+
+def _mean_of(reg):
+    return lambda P: reg._predict_values(np.atleast_2d(P))
+
+
+def _range_mean(case):
+    r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, **case.kwargs())
+    check_range(case, r, _mean_of(case.model), warned)
+
+
+def _range_std(case):
+    r, warned = _call(
+        case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, statistic="std", **case.kwargs()
+    )
+    check_range(case, r, lambda P: _std(case.model, P), warned)
+
+
+def _certify(case):
+    c, warned = _call(case.model.certify, case.X_test, case.gamma, delta=case.delta, norm=case.norm, **case.kwargs())
+    check_gpr_certificate(case, c, warned)
+
+
+FAST_SPARSE = FAST.__class__(FAST, max_examples=8)
+
+
+@FAST_SPARSE
+@given(sparse_cases())
+def test_mean_range_sound(case):
+    _range_mean(case)
+
+
+@FAST_SPARSE
+@given(sparse_cases())
+def test_std_range_sound(case):
+    _range_std(case)
+
+
+@FAST_SPARSE
+@given(sparse_cases())
+def test_certify_sound(case):
+    _certify(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_cases())
+def test_mean_range_sound_sweep(case):
+    _range_mean(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_cases())
+def test_std_range_sound_sweep(case):
+    _range_std(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_cases())
+def test_certify_sound_sweep(case):
+    _certify(case)
+
+
+def test_ranges_converge_to_dense_grid_1d():
+    """1-D: the certified mean and std ranges close in on the dense-grid
+    extremes of predict as epsilon shrinks."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, (300, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=300)
+    sp = SparseGaussianProcessRegressor(
+        ConstantKernel(1.0) * RBF(0.7) + WhiteKernel(0.01), inducing_points=25, approximation="fitc",
+        optimizer=None, random_state=0,
+    ).fit(X, y)
+    x0, gamma = np.array([[0.4]]), 0.3
+    grid = np.linspace(0.1, 0.7, 20001)[:, None]
+    m = sp.predict(grid)
+    s = _std(sp, grid)[:, 0]
+    r = sp.prediction_range(x0, gamma, epsilon=1e-4, max_iter=2000)
+    assert r.converged.all()
+    assert r.min_lower[0, 0] <= m.min() + 1e-9 and m.min() - r.min_lower[0, 0] <= 2e-4
+    assert r.max_upper[0, 0] >= m.max() - 1e-9 and r.max_upper[0, 0] - m.max() <= 2e-4
+    r = sp.prediction_range(x0, gamma, epsilon=1e-4, statistic="std", max_iter=2000)
+    assert r.min_lower[0, 0] <= s.min() + 1e-9 and s.min() - r.min_lower[0, 0] <= 2e-4
+    assert r.max_upper[0, 0] >= s.max() - 1e-9 and r.max_upper[0, 0] - s.max() <= 2e-4
+
+
+def test_explain_runs_on_inducing_points(fitted):
+    sp, _, _, Xt = fitted
+    e = sp.explain(Xt[:2], 0.1, max_iter=50)
+    assert e.values.shape == (2, 2)
+    assert np.all(e.lower <= e.values + 1e-9) and np.all(e.values <= e.upper + 1e-9)
