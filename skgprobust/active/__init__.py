@@ -1,0 +1,20 @@
+"""Safe active learning with certified safety (Li et al., AISTATS 2022).
+
+:class:`SafeActiveLearner` runs the seed's pool-based loop (entropy
+acquisition under a probabilistic safety constraint) for any (multi-output)
+GP regressor; :func:`certify_safe` proves the safety constraint over whole
+boxes, not only at the pool points, and :func:`certified_safe_fraction`
+measures the proven-safe volume of a domain.
+"""
+
+from ._learner import ActiveLearningHistory, SafeActiveLearner
+from ._safety import SafetyMargin, certified_safe_fraction, certify_safe, safety_probability
+
+__all__ = [
+    "SafeActiveLearner",
+    "ActiveLearningHistory",
+    "certify_safe",
+    "certified_safe_fraction",
+    "safety_probability",
+    "SafetyMargin",
+]

@@ -1,0 +1,425 @@
+"""Safe active learning (skgprobust.active): the loop and the certified safety.
+
+The certificates are attacked the usual way: dense sampling of each box
+proven safe plus L-BFGS-B on the safety margin from the worst samples, all
+evaluated with the safety model's own ``predict(X, return_std=True)``;
+counterexamples must be unsafe under that same ``predict``.
+"""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.stats import norm
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessRegressor, UnsupportedModelError
+from skgprobust.active import (
+    ActiveLearningHistory,
+    SafeActiveLearner,
+    certified_safe_fraction,
+    certify_safe,
+    safety_probability,
+)
+
+SWEEP = int(os.environ.get("SKGPROBUST_SWEEP_EXAMPLES", "40"))
+
+
+class IndependentGPs(RegressorMixin, BaseEstimator):
+    """Test double of a multi-output model: one sklearn GPR per output, each
+    fitted on the rows where that output is observed (NaN = unobserved)."""
+
+    def __init__(self, kernel=None):
+        self.kernel = kernel
+
+    def fit(self, X, Y):
+        Y = np.asarray(Y, dtype=float).reshape(len(X), -1)
+        self.models_ = []
+        for p in range(Y.shape[1]):
+            o = ~np.isnan(Y[:, p])
+            self.models_.append(GaussianProcessRegressor(self.kernel, normalize_y=True, random_state=0).fit(X[o], Y[o, p]))
+        return self
+
+    def predict(self, X, return_std=False, return_cov=False):
+        out = [m.predict(X, return_std=True) for m in self.models_]
+        mean = np.column_stack([o[0] for o in out])
+        std = np.column_stack([o[1] for o in out])
+        if return_cov:
+            return mean, np.stack([np.diag(s**2) for s in std])
+        return (mean, std) if return_std else mean
+
+
+def f_true(x):
+    s = 1.0 / (1.0 + np.exp(-2 * x))
+    return np.c_[np.sin(10 * x) + s, np.sin(10 * x) - s]
+
+
+def h_true(x):
+    return np.exp(-((x - 0.1) ** 2) / 2)
+
+
+def toy(seed=0):
+    """The seed's sin & sigmoid toy (appendix I.3): safe when h > 0.7."""
+    rng = np.random.RandomState(seed)
+    pool = rng.uniform(-2, 2, (300, 1))
+    X0 = pool[h_true(pool[:, 0]) > 0.8][:12]
+    Y0 = f_true(X0[:, 0]) + 0.4 * rng.randn(12, 2)
+    Y0[:6, 1] = np.nan
+    Y0[6:, 0] = np.nan
+    z0 = h_true(X0[:, 0]) + 0.05 * rng.randn(12)
+
+    def oracle(x, p):
+        y = f_true(x)[0] + 0.4 * rng.randn(2)
+        z = h_true(x)[0] + 0.05 * rng.randn()
+        return (y[p] if p is not None else y), z
+
+    Xt = np.linspace(-0.7, 0.9, 50)[:, None]
+    return pool, X0, Y0, z0, oracle, Xt, f_true(Xt[:, 0]), h_true(Xt[:, 0])
+
+
+def learner(**kw):
+    return SafeActiveLearner(
+        IndependentGPs(ConstantKernel(1.0) * RBF(0.5, (0.05, 10)) + WhiteKernel(0.1, (1e-3, 1))),
+        RobustGaussianProcessRegressor(
+            ConstantKernel(1.0, (0.1, 10)) * RBF(1.0, (0.3, 10)) + WhiteKernel(0.0025, (1e-4, 0.1))
+        ),
+        threshold=0.7, safe_side="above", delta=0.05, random_state=0, **kw,
+    )
+
+
+class _quiet(warnings.catch_warnings):
+    """Silence warnings (budget, convergence) inside the block."""
+
+    def __enter__(self):
+        out = super().__enter__()
+        warnings.simplefilter("ignore")
+        return out
+
+
+# ---------------------------------------------------------------------------
+# The certificate
+# ---------------------------------------------------------------------------
+
+
+def _safety_model(seed, d=1, n=25, amp=1.0, noise=1e-3, matern=False, offset=0.0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    z = offset + amp * np.exp(-0.5 * np.sum((X - 0.3) ** 2, axis=1)) + np.sqrt(noise) * rng.randn(n)
+    base = Matern(np.ones(d), nu=2.5) if matern else RBF(np.ones(d))
+    k = ConstantKernel(amp**2) * base + WhiteKernel(noise)
+    return RobustGaussianProcessRegressor(k, optimizer=None, normalize_y=bool(seed % 2)).fit(X, z), X, z
+
+
+def _margin(model, P, t, side, delta):
+    mu, sd = model.predict(P, return_std=True)
+    zq = norm.ppf(1 - delta)
+    return (t - mu - zq * sd) if side == "below" else (mu - zq * sd - t)
+
+
+def _attack(model, lo, hi, t, side, delta, rng, n=2000):
+    """Smallest safety margin found in the box (sampling + L-BFGS-B)."""
+    d = len(lo)
+    P = lo + (hi - lo) * rng.random_sample((n, d))
+    P = np.vstack([P, lo, hi, 0.5 * (lo + hi)])
+    g = _margin(model, P, t, side, delta)
+    best = float(g.min())
+    for x0 in P[np.argsort(g)[:4]]:
+        r = minimize(lambda x: float(_margin(model, x[None], t, side, delta)[0]), x0, method="L-BFGS-B",
+                     bounds=list(zip(lo, hi)), options={"maxiter": 50})
+        best = min(best, float(r.fun), float(_margin(model, np.clip(r.x, lo, hi)[None], t, side, delta)[0]))
+    return best
+
+
+def _check_certificate(model, X, gamma, t, side, delta, rng, **kw):
+    with _quiet():
+        res = certify_safe(model, X, gamma, threshold=t, safe_side=side, delta=delta, random_state=0, **kw)
+    lo, hi = X - gamma, X + gamma
+    for i, s in enumerate(res.status):
+        if s == "robust":
+            assert res.bound[i] > 0
+            worst = _attack(model, lo[i], hi[i], t, side, delta, rng)
+            assert worst > 0, f"row {i}: proven safe but the model's margin is {worst} at some point"
+        elif s == "not_robust":
+            c = res.counterexample[i]
+            assert np.all(c >= lo[i] - 1e-12) and np.all(c <= hi[i] + 1e-12)
+            assert _margin(model, c[None], t, side, delta)[0] <= 0
+    return res
+
+
+@pytest.mark.parametrize("side", ["below", "above"])
+def test_certify_safe_sound_and_decisive_1d(side):
+    model, X, z = _safety_model(0)
+    t = 0.5
+    rng = np.random.RandomState(1)
+    C = np.linspace(-2, 2, 21)[:, None]
+    res = _check_certificate(model, C, 0.05, t, side, 0.05, rng, time_limit=2.0)
+    assert np.sum(res.status == "robust") >= 3
+    assert np.sum(res.status == "not_robust") >= 3
+    # Decisions agree with the model at the centre.
+    mu, sd = model.predict(C, return_std=True)
+    zq = norm.ppf(0.95)
+    safe_c = (mu + zq * sd < t) if side == "below" else (mu - zq * sd > t)
+    assert not np.any(res.robust & ~safe_c)
+    assert np.all(res.status[~safe_c] == "not_robust")
+
+
+def test_certify_safe_2d_matern_and_feature_subset():
+    model, X, z = _safety_model(3, d=2, matern=True, n=40)
+    rng = np.random.RandomState(2)
+    C = rng.uniform(-1.5, 1.5, (12, 2))
+    res = _check_certificate(model, C, 0.1, 0.4, "above", 0.1, rng, time_limit=1.0)
+    assert set(res.status) <= {"robust", "not_robust", "unknown"}
+    # Only feature 0 moves: the certificate must still hold on the thinner box.
+    with _quiet():
+        r1 = certify_safe(model, C, 0.1, threshold=0.4, safe_side="above", delta=0.1, features=[0], time_limit=1.0)
+    for i in np.flatnonzero(r1.robust):
+        lo, hi = C[i].copy(), C[i].copy()
+        lo[0] -= 0.1
+        hi[0] += 0.1
+        P = lo + (hi - lo) * rng.random_sample((500, 2))
+        assert np.all(_margin(model, P, 0.4, "above", 0.1) > 0)
+    # A wider box can only lose certificates that the thinner one had, never gain.
+    assert not np.any(res.robust & ~r1.robust & (r1.status == "not_robust"))
+
+
+def test_certify_safe_delta_above_half_uses_lower_variance():
+    # delta > 1/2: z < 0, a larger std helps; the bound must still hold.
+    model, X, z = _safety_model(4)
+    rng = np.random.RandomState(3)
+    C = np.linspace(-2, 2, 11)[:, None]
+    _check_certificate(model, C, 0.1, 0.6, "above", 0.8, rng, time_limit=1.0)
+
+
+def test_certify_safe_budget_exits_are_sound():
+    model, X, z = _safety_model(5)
+    rng = np.random.RandomState(4)
+    C = np.linspace(-2, 2, 9)[:, None]
+    for kw in (dict(max_iter=0), dict(max_iter=1), dict(time_limit=1e-3)):
+        _check_certificate(model, C, 0.2, 0.5, "below", 0.05, rng, **kw)
+
+
+@pytest.mark.slow
+def test_certify_safe_sweep():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=SWEEP, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(seed=st.integers(0, 10**6), d=st.integers(1, 3), amp=st.sampled_from([0.1, 1.0, 30.0]),
+           noise=st.sampled_from([1e-6, 1e-3, 0.05]), matern=st.booleans(), offset=st.sampled_from([0.0, 5.0, -1e3]),
+           side=st.sampled_from(["below", "above"]), delta=st.sampled_from([0.01, 0.05, 0.3, 0.7]),
+           gamma=st.sampled_from([0.01, 0.1, 0.5]), budget=st.sampled_from([dict(max_iter=3), dict(time_limit=0.3)]))
+    def check(seed, d, amp, noise, matern, offset, side, delta, gamma, budget):
+        model, X, z = _safety_model(seed, d, 20, amp, noise, matern, offset)
+        rng = np.random.RandomState(seed)
+        t = float(np.quantile(z, rng.uniform(0.2, 0.8)))
+        C = X[rng.choice(len(X), 3, replace=False)] + 0.1 * rng.randn(3, d)
+        _check_certificate(model, C, gamma, t, side, delta, rng, **budget)
+
+    check()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_safety_margin_bound_below_the_model_on_random_boxes(seed):
+    """The box bound itself (no branch and bound, no search) never exceeds
+    the model's own margin anywhere in the box: small boxes make any
+    optimism in the bound visible."""
+    from skgprobust.active import SafetyMargin
+
+    d = 1 + seed % 2
+    model, X, z = _safety_model(seed, d=d, matern=bool(seed % 3 == 0))
+    rng = np.random.RandomState(seed)
+    for side, delta in (("below", 0.05), ("above", 0.05), ("above", 0.8)):
+        t = float(np.median(z))
+        obj = SafetyMargin(model._bound_model(), t, side, norm.ppf(1 - delta))
+        for width in (1e-4, 1e-2, 0.3):
+            C = rng.uniform(-2, 2, (30, d))
+            lo, hi = C - width, C + width
+            lower = obj.bound(lo, hi).lower
+            for i in range(len(C)):
+                P = np.vstack([lo[i] + (hi[i] - lo[i]) * rng.random_sample((200, d)), lo[i], hi[i], C[i]])
+                assert lower[i] <= _margin(model, P, t, side, delta).min()
+            # The bound is tight on tiny boxes (else it proves nothing).
+            if width == 1e-4:
+                gap = _margin(model, C, t, side, delta) - lower
+                assert np.median(gap) < 1e-2 * (1 + np.abs(z).max())
+
+
+def test_certified_safe_fraction_is_a_proven_subset():
+    model, X, z = _safety_model(0)
+    with _quiet():
+        frac, centers, res = certified_safe_fraction(model, [-2.0], [2.0], cells=20, threshold=0.5,
+                                                     safe_side="above", delta=0.05, time_limit=0.5)
+    assert 0.0 < frac < 1.0
+    assert frac == pytest.approx(np.mean(res.robust))
+    rng = np.random.RandomState(0)
+    for c in centers[res.robust]:
+        P = c + 0.1 * (2 * rng.random_sample((300, 1)) - 1)
+        assert np.all(_margin(model, P, 0.5, "above", 0.05) > 0)
+    # The proven fraction never exceeds the fraction of a dense grid the model calls safe.
+    G = np.linspace(-2, 2, 4001)[:, None]
+    assert frac <= np.mean(_margin(model, G, 0.5, "above", 0.05) > 0) + 1e-9
+
+
+def test_certify_safe_errors():
+    model, X, z = _safety_model(0)
+    with pytest.raises(ValueError, match="safe_side"):
+        certify_safe(model, X[:2], 0.1, threshold=0.5, safe_side="left")
+    with pytest.raises(ValueError, match="delta"):
+        certify_safe(model, X[:2], 0.1, threshold=0.5, delta=0.0)
+    with pytest.raises(ValueError, match="threshold"):
+        certify_safe(model, X[:2], 0.1, threshold=np.nan)
+    with pytest.raises(UnsupportedModelError):
+        certify_safe(GaussianProcessRegressor().fit(X, z), X[:2], 0.1, threshold=0.5)
+    two = RobustGaussianProcessRegressor().fit(X, np.c_[z, z])
+    with pytest.raises(UnsupportedModelError):
+        certify_safe(two, X[:2], 0.1, threshold=0.5)
+
+
+def test_safety_probability_matches_quantile_rule():
+    mu = np.array([0.0, 1.0, 2.0, 1.0])
+    sd = np.array([1.0, 0.5, 0.0, 0.0])
+    p = safety_probability(mu, sd, 1.0, "below")
+    assert p[0] == pytest.approx(norm.cdf(1.0))
+    assert p[1] == pytest.approx(0.5)
+    assert p[2] == 0.0 and p[3] == 0.0  # std 0 on (or beyond) the threshold: not safe
+    assert safety_probability(mu, sd, 1.0, "above")[2] == 1.0
+
+
+# ---------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------
+
+
+def _spy(learner_):
+    """Record, at every query, whether the learner's safety model called it safe."""
+    calls = []
+    orig = learner_._query_index
+
+    def spy(X_pool, available=None):
+        i, p = orig(X_pool, available)
+        calls.append(bool(learner_.is_safe(X_pool[i:i + 1])[0]))
+        return i, p
+
+    learner_._query_index = spy
+    return calls
+
+
+def test_loop_only_queries_points_called_safe_and_learns():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner().fit(X0, Y0, z0)
+    calls = _spy(L)
+    with _quiet():
+        hist = L.run(oracle, pool, 20, X_test=Xt, Y_test=Yt, z_test=zt)
+    assert isinstance(hist, ActiveLearningHistory) and len(hist) == 20
+    assert all(calls)
+    assert hist.rmse[-1] < hist.rmse[0]
+    assert hist.safe_query_ratio[-1] >= 0.8
+    assert np.all(np.isin(hist.output, [0, 1]))
+    assert hist.n_observations[-1] == 12 + 20
+    assert np.all(np.isfinite(hist.log_density))
+    assert hist.to_frame().shape[0] == 20 if _has_pandas() else True
+
+
+def _has_pandas():
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_no_safety_baseline_queries_unsafe_points():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    with _quiet():
+        safe = learner().fit(X0, Y0, z0).run(oracle, pool, 15)
+        nosafe = learner(safety=False).fit(X0, Y0, z0).run(oracle, pool, 15)
+    assert nosafe.safe_query_ratio[-1] < safe.safe_query_ratio[-1]
+
+
+def test_loop_is_deterministic_for_a_seed():
+    outs = []
+    for _ in range(2):
+        pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(1)
+        with _quiet():
+            outs.append(learner(strategy="random").fit(X0, Y0, z0).run(oracle, pool, 6))
+    np.testing.assert_array_equal(outs[0].X, outs[1].X)
+    np.testing.assert_array_equal(outs[0].output, outs[1].output)
+
+
+def test_certified_queries_are_proven_safe_boxes():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner(certify_gamma=0.03, certify_options=dict(time_limit=0.2)).fit(X0, Y0, z0)
+    with _quiet():
+        for _ in range(3):
+            x, p = L.query(pool)
+            res = L.certify_safe(x[None], 0.03, time_limit=1.0, random_state=0)
+            assert res.status[0] in ("robust", "unknown")  # never a counterexample inside
+            P = x + 0.03 * (2 * np.random.RandomState(0).random_sample((300, 1)) - 1)
+            assert np.all(L.is_safe(P))
+            y, z = oracle(x, p)
+            L.update(x, y, z, output=p)
+
+
+def test_full_observation_uses_log_det():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    Yf = f_true(X0[:, 0])
+    L = learner(observe="full").fit(X0, Yf, z0)
+    s = L.acquisition(pool[:5])
+    _, cov = L.model_.predict(pool[:5], return_cov=True)
+    np.testing.assert_allclose(s, np.linalg.slogdet(cov)[1])
+    x, p = L.query(pool)
+    assert p is None
+    y, z = oracle(x, None)
+    L.update(x, y, z)
+    assert L.Y_.shape == (13, 2) and not np.isnan(L.Y_[-1]).any()
+
+
+def test_repeated_input_fills_the_row_without_duplicating_safety():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner().fit(X0, Y0, z0)
+    x = np.array([0.123])  # not among the initial inputs
+    L.update(x, 0.1, 0.9, output=0)
+    L.update(x, 0.2, 0.9, output=1)
+    assert L.X_.shape[0] == 13 and L.Xz_.shape[0] == 13
+    np.testing.assert_array_equal(L.Y_[-1], [0.1, 0.2])
+
+
+def test_learner_errors():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    with pytest.raises(ValueError, match="delta"):
+        learner().set_params(delta=1.5).fit(X0, Y0, z0)
+    with pytest.raises(ValueError, match="observe"):
+        learner(observe="some").fit(X0, Y0, z0)
+    with pytest.raises(ValueError, match="strategy"):
+        learner(strategy="greedy").fit(X0, Y0, z0)
+    Y_bad = Y0.copy()
+    Y_bad[:, 1] = np.nan
+    with pytest.raises(ValueError, match="no observed value"):
+        learner().fit(X0, Y_bad, z0)
+    with pytest.raises(ValueError, match="safety value"):
+        learner().fit(X0, Y0, z0[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        learner().fit(np.r_[X0[:-1], [[np.nan]]], Y0, z0)
+    L = learner().fit(X0, Y0, z0)
+    with pytest.raises(ValueError, match="non-empty"):
+        L.query(np.empty((0, 1)))
+    with pytest.raises(ValueError, match="features"):
+        L.query(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="output"):
+        L.update(pool[0], 0.1, 0.9)
+    with pytest.raises(ValueError, match="No eligible"):
+        L.query(np.array([[-1.9], [1.95]]))  # far outside the safe region
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        learner().query(pool)
+
+
+def test_budget_warning_is_raised_for_unknown_rows():
+    model, X, z = _safety_model(0)
+    with pytest.warns(BudgetExhaustedWarning):
+        certify_safe(model, np.array([[0.3]]), 1.5, threshold=0.2, safe_side="above", max_iter=0)
