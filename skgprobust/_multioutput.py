@@ -1,0 +1,1126 @@
+"""MultiOutputGaussianProcessRegressor: the linear model of coregionalisation
+(LMC) with partially observed outputs, and certified bounds for it.
+
+The model (Li, Rakitsch, Zimmer, AISTATS 2022, Sec. 3.1; Journel & Huijbregts)
+------------------------------------------------------------------------------
+``f(x) = W g(x)``: P outputs mixed from L independent latent GPs
+``g_l ~ GP(0, k_l)`` (sklearn kernels) by ``W`` (P, L), observed with
+per-output Gaussian noise ``y_p = f_p(x) + eps_p``, ``eps_p ~ N(0, sigma_p^2)``.
+The outputs are jointly Gaussian with
+
+    cov(f_p(x), f_q(x')) = k_pq(x, x') = sum_l W_pl W_ql k_l(x, x').
+
+Training data are Y (n, P) with NaN where an output was not observed. Only
+the observed pairs i = (row n_i, output o_i), i = 1..N (ordered output by
+output, rows ascending), enter the likelihood (the seed's Eqs. 5-6 and 28):
+
+    K = [k_{o_i o_j}(x_{n_i}, x_{n_j})]_ij + diag(sigma_{o_i}^2 + alpha) = L L^T,
+    beta = K^-1 y,   y_i = (Y[n_i, o_i] - m_{o_i}) / s_{o_i}
+
+(m, s: the per-output mean and standard deviation of the observed values
+with ``normalize_y``; 0 and 1 otherwise). The predictive distribution of
+output p at x is, with ``r_p(x) = [k_{p o_i}(x, x_{n_i})]_i`` (N,):
+
+    mean_p(x) = m_p + s_p * beta . r_p(x)
+    var_p(x)  = s_p^2 * (k_pp(x, x) - ||L^-1 r_p(x)||^2)
+    cov_pq(x) = s_p s_q * (k_pq(x, x) - (L^-1 r_p(x)) . (L^-1 r_q(x)))
+
+(Eqs. 3-6 of the seed; ``cov`` is the P x P covariance of the outputs at one
+input). ``W = I`` (L = P, fixed) makes K block diagonal and gives P
+independent GPs (the seed's AL_indGPs). A WhiteKernel inside a latent kernel
+is one latent noise value per training *row*, shared by the outputs
+observed at that row (sklearn's convention: per row, not per distinct x);
+cross-covariances ``k_l(x, X)`` never contain it, ``k_pp(x, x)`` does.
+
+Hyperparameters (every latent kernel's ``theta``, the entries of W, the log
+noise variances) are fitted by type-II maximum likelihood with the analytic
+gradient ``d lml / d theta = 1/2 tr((beta beta^T - K^-1) dK / d theta)``:
+
+* kernel hyperparameter t of latent l: ``dK = (w w^T)[o, o] * dK_l``,
+  accumulated onto the training rows;
+* ``W_pl``: ``sum_{i: o_i = p} ((M * K_l) @ W[o, l])_i``, M = beta beta^T - K^-1;
+* ``log sigma_p^2``: ``1/2 sigma_p^2 sum_{i: o_i = p} M_ii``.
+
+Certified bounds: the protocol form, exactly
+-------------------------------------------
+The posterior of output p is a GP of the inference form of the latent-model
+protocol (:mod:`skgprobust._engine._latent`) with one *composite kernel*:
+on the augmented input space (x, output index) the LMC covariance
+``K_aug((x, p), (x', q)) = k_pq(x, x')`` is a positive semi-definite kernel
+(a sum over l of the product of k_l and the rank-one PSD kernel
+``(p, q) -> W_pl W_ql``). The training pairs (x_{n_i}, o_i) are its support
+points, and for a query at (x, p):
+
+* ``k(x, Xs) = r_p(x)``, computed by :class:`_OutputAdapter` as
+  ``sum_l c_pl * k_l(x, Xs)`` with ``c_pl[i] = W_pl W_{o_i l}``: the sum over
+  latents of ordinary kernel terms. Every adapter question is answered by the
+  per-latent adapters of ``skgprobust.kernels`` with the weights multiplied
+  by ``c_pl`` (relaxations, Taylor models, intervals and input-rounding
+  bounds add up, as in the Sum adapter);
+* ``k(x, x) = k_pp(x, x) = sum_l W_pl^2 k_l(x, x)`` (``W_pl^2 >= 0``, so
+  diagonal intervals scale and add);
+* weights ``s_p beta``, offset ``m_p``, scale ``s_p``, factor ``L`` and no
+  column scaling: ``var_p = s_p^2 (k(x, x) - ||L^-1 k(Xs, x)||^2)``.
+
+So one :class:`~skgprobust._engine._latent.LatentModel` per output, all
+sharing the factor L (its inverse, spectrum and condition estimate are
+computed once per fit and shared), and the existing mean bounds (Prop. 2 /
+Taylor models), variance bounds (:class:`~skgprobust._bounds._variance.LatentVariance`),
+branch and bound and driver apply unchanged: :meth:`predict` computes
+exactly these formulas (the same weights, the same triangular solve with
+``L_``, the same per-latent coefficients).
+
+*The variance bounds' lemma (0 <= P <= I) holds.* Its proof in
+:mod:`skgprobust._bounds._variance` needs only that ``L L^T = Kc + E`` with
+Kc the Gram matrix of the support points' kernel sections in the RKHS H of
+the cross-covariance kernel and E PSD: f_X^T S f_X = max_c (2 c^T f_X -
+c^T (Kc + E) c) <= max_c (2 <f, g_c> - ||g_c||^2) <= ||f||^2. Here H is the
+RKHS of K_aug without WhiteKernels, Kc its Gram matrix at the pairs
+(x_{n_i}, o_i), and E = diag(sigma_{o_i}^2 + alpha) plus the latent white
+parts ``(W[o, l] W[o, l]^T) * white_l * [n_i = n_j]`` (block-diagonal over
+rows, each block rank one and PSD).
+
+*Special variance forms are not used.* The local RKHS bound (high
+signal-to-noise) and the exact polynomial form of
+:mod:`skgprobust._bounds._variance` parse ``adapter.kernel`` as the
+cross-covariance kernel of a single-kernel model; their rounding margins
+assume ``|k(x, x_i)| <= k(x, x)`` of that kernel, which the cross-output
+sections do not satisfy (only ``|k_{p o}(x, x')| <= sqrt(k_pp(x, x)
+k_oo(x', x'))``), and the polynomial design matrix would be that of k_pp,
+not of the cross-covariances. The composite kernel object
+(:class:`_OutputCovariance`) is therefore deliberately unknown to those
+parsers and only the default bounds (tangent plane of q, lambda_max and
+spectral split of the quadratic remainder) apply; they are generic in the
+adapter and converge as boxes shrink, but are loose for nearly noise-free
+outputs (known weakness).
+
+*Rounding.* The composite value ``r_p = sum_l fl(c_pl * k_l)`` adds L
+products and L - 1 additions per support point to what a single-kernel
+model evaluates: relative (L + 1) u of the summed magnitudes, which
+``mag`` (the sum over latents and points of |w c k|) already bounds. The
+mean bounds' margin ``margin_rtol(N, d) * mag`` is therefore computed with
+N + L + 2 terms (the relaxations' ``mag`` is scaled by
+``margin_rtol(N + L + 2, d) / margin_rtol(N, d)``), and so is the variance
+margin (:meth:`_OutputVariance.margin`). Everything else (kernel values,
+the triangular solve, sklearn-style sums) is the single-kernel situation the
+margins were written for. ``predict`` evaluates the latent kernels with
+sklearn's own ``kernel(X, X_train_)`` (what the adapters' bounds cover),
+selects the support columns and combines them in the same order.
+
+Not available: ``variance_bound="paper"`` (the QP/LP reference needs a
+single stationary kernel), the exact polynomial variance form, and the
+Bayesian (HMC) hyperparameter treatment of the seed.
+"""
+
+import copy
+import numbers
+import warnings
+
+import numpy as np
+import scipy.optimize
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.sparse import csr_matrix
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
+from sklearn.gaussian_process.kernels import RBF, Kernel
+from sklearn.utils import check_random_state
+from sklearn.utils.optimize import _check_optimize_result
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
+
+from ._bounds._variance import LatentVariance
+from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
+from ._engine._driver import RangeProblem, certify_rows, range_rows
+from ._engine._latent import BoundModel, LatentModel
+from ._engine._objectives import StdObjective
+from ._fp import margin_rtol
+from ._gpr import _certify_row
+from .kernels import make_adapter
+from .kernels._base import KernelAdapter, Relaxation, TaylorModel
+
+__all__ = ["MultiOutputGaussianProcessRegressor"]
+
+_NORMS = (1, 2, np.inf)
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+# ---------------------------------------------------------------------------
+# The composite kernel of one output (bounds side)
+# ---------------------------------------------------------------------------
+
+
+class _OutputCovariance:
+    """``k_pp(x, x') = sum_l W_pl^2 k_l(x, x')``: the prior covariance of output
+    p, as the variance bounds see ``adapter.kernel`` (``diag`` and
+    ``is_stationary``). Deliberately not a sklearn Kernel: the parsers of the
+    special variance forms must not mistake it for the cross-covariance
+    (module doc)."""
+
+    def __init__(self, kernels, wp):
+        wp = np.asarray(wp, dtype=np.float64)
+        self.kernels = [k for k, w in zip(kernels, wp) if w != 0]
+        self.w2 = np.array([w * w for w in wp if w != 0])
+
+    def diag(self, X):
+        out = np.zeros(len(X))
+        for k, w in zip(self.kernels, self.w2):
+            out = out + w * np.asarray(k.diag(X), dtype=np.float64)
+        return out
+
+    def is_stationary(self):
+        return all(k.is_stationary() for k in self.kernels)
+
+    def __repr__(self):
+        terms = " + ".join(f"{w:.3g} * {k!r}" for k, w in zip(self.kernels, self.w2))
+        return f"LMCOutputCovariance({terms})"
+
+
+def _scale_relaxation(rel, c):
+    return Relaxation(rel.const, rel.alpha, rel.beta, rel.ilb, rel.mag * c, rel.score)
+
+
+def _scale_taylor(tm, c):
+    return None if tm is None else TaylorModel(tm.value, tm.grad, tm.diag, tm.M, tm.rem, tm.mag * c)
+
+
+class _OutputAdapter(KernelAdapter):
+    """Adapter of ``r_p(x) = sum_l coef[l] * k_l(x, Xs)`` (module doc).
+
+    Parameters
+    ----------
+    kernel : _OutputCovariance
+    Xs : ndarray of shape (N, d)
+        The training input of each observed pair.
+    adapters : list of KernelAdapter
+        One per latent kernel, on Xs.
+    coef : ndarray of shape (L, N)
+        ``W_pl W_{o_i l}``.
+    wp : ndarray of shape (L,)
+        ``W_p.``; latents with ``W_pl = 0`` do not reach output p and are dropped.
+    """
+
+    nonnegative = False
+
+    def __init__(self, kernel, Xs, adapters, coef, wp):
+        super().__init__(kernel, Xs)
+        keep = [l for l in range(len(adapters)) if wp[l] != 0]
+        self.adapters = [adapters[l] for l in keep]
+        self.coef = np.asarray(coef, dtype=np.float64)[keep]
+        self.w2 = np.array([wp[l] * wp[l] for l in keep])
+        N, d = self.Xs.shape
+        # L more roundings per value than one kernel (module doc, "Rounding").
+        self.mag_factor = margin_rtol(N + len(adapters) + 2, d) / margin_rtol(N, d)
+
+    def values(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        out = np.zeros((len(X), len(self.Xs)))
+        for a, c in zip(self.adapters, self.coef):
+            out = out + a.values(X) * c
+        return out
+
+    def value_and_grad(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        K = np.zeros((len(X), len(self.Xs)))
+        G = np.zeros((len(X), len(self.Xs), X.shape[1]))
+        for a, c in zip(self.adapters, self.coef):
+            k, g = a.value_and_grad(X)
+            K = K + k * c
+            G = G + g * c[None, :, None]
+        return K, G
+
+    def interval(self, lo, hi):
+        shape = (len(lo), len(self.Xs))
+        klo, khi = np.zeros(shape), np.zeros(shape)
+        for a, c in zip(self.adapters, self.coef):
+            l, h = a.interval(lo, hi)
+            klo = klo + np.minimum(c * l, c * h)
+            khi = khi + np.maximum(c * l, c * h)
+        return klo, khi
+
+    def rounding(self, lo, hi):
+        out = np.zeros((len(lo), len(self.Xs)))
+        for a, c in zip(self.adapters, self.coef):
+            out = out + np.abs(c) * a.rounding(lo, hi)
+        return out
+
+    def diag(self, X):
+        return self.kernel.diag(X)
+
+    def diag_interval(self, lo, hi):
+        dlo, dhi = np.zeros(len(lo)), np.zeros(len(lo))
+        for a, w in zip(self.adapters, self.w2):
+            l, h = a.diag_interval(lo, hi)
+            dlo, dhi = dlo + w * l, dhi + w * h
+        return dlo, dhi
+
+    def relax(self, lo, hi, w):
+        return self.linearise(lo, hi, w)[0]
+
+    def taylor(self, lo, hi, w):
+        return self.linearise(lo, hi, w)[1]
+
+    def linearise(self, lo, hi, w):
+        rel, tm = None, None
+        for i, (a, c) in enumerate(zip(self.adapters, self.coef)):
+            r, t = a.linearise(lo, hi, w * c)
+            rel = r if rel is None else rel + r
+            tm = t if i == 0 else (None if tm is None or t is None else tm + t)
+        if rel is None:  # no latent reaches this output: r_p = 0
+            B, d = lo.shape
+            z = np.zeros(B)
+            rel, tm = Relaxation(z, np.zeros((B, d)), np.zeros((B, d)), z, z, np.zeros((B, d))), None
+        return _scale_relaxation(rel, self.mag_factor), _scale_taylor(tm, self.mag_factor)
+
+
+class _OutputVariance(LatentVariance):
+    """``var_p`` of one output: the shared factor's precomputations (inverse,
+    spectrum, condition estimate) with this output's composite adapter; the
+    rounding margin counts the L extra terms per value (module doc)."""
+
+    def margin(self, scale, d):
+        return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale
+
+
+class _SharedFactor:
+    """Builds the factor-dependent part of the variance bounds once per fit
+    and hands out one :class:`_OutputVariance` per output."""
+
+    def __init__(self, L):
+        self.L = L
+        self._base = None
+
+    def variance(self, adapter, n_extra):
+        if self._base is None:
+            # The composite kernel is unknown to SmoothCovariance.parse and
+            # PolynomialCovariance.parse: the base gets neither special form
+            # (module doc), only the factor's precomputations.
+            self._base = _OutputVariance(adapter, self.L, None)
+            if self._base.smooth is not None or self._base.poly is not None:  # pragma: no cover
+                raise RuntimeError("The composite LMC kernel must not parse as a special covariance form.")
+        var = copy.copy(self._base)
+        var.adapter = adapter
+        var.n_extra = n_extra
+        return var
+
+
+class _OutputLatent(LatentModel):
+    """One output of the LMC as a latent model (see module doc); its variance
+    object comes from the fit's shared factor."""
+
+    def variance(self, method="default"):
+        if method != "default":
+            raise ValueError(
+                "The multi-output model supports only the default variance bounds "
+                f"(variance_bound='paper' needs a single stationary kernel), got {method!r}."
+            )
+        var = self._variances.get(method)
+        if var is None:
+            shared, n_extra = self._lmc
+            var = shared.variance(self.adapter, n_extra)
+            self._variances[method] = var
+        return var
+
+
+class _MultiOutputBoundModel(BoundModel):
+    """Regression bound model with one latent model per output."""
+
+    def mean_pairs(self):
+        def build():
+            fs = [m.mean_objective(0) for m in self.latents]
+            return [(f, f.negated()) for f in fs]
+
+        return self._cached("mean_pairs", build)
+
+
+# ---------------------------------------------------------------------------
+# The likelihood
+# ---------------------------------------------------------------------------
+
+
+def _selection(rows, n):
+    """Sparse (N, n) matrix E with E[i, rows[i]] = 1."""
+    N = len(rows)
+    return csr_matrix((np.ones(N), (np.arange(N), rows)), shape=(N, n))
+
+
+class _Problem:
+    """Training data and parameter layout of one fit.
+
+    The parameter vector is ``[theta of latent kernel 0, ..., theta of latent
+    kernel L-1, W.ravel() (unless fixed), log noise variances (unless
+    fixed)]``; kernel thetas are sklearn's (log-transformed, free
+    hyperparameters only).
+    """
+
+    def __init__(self, X, rows, outs, y, P, kernels, W, W_fixed, W_bounds, noise, noise_fixed, noise_bounds, jitter):
+        self.X, self.rows, self.outs, self.y = X, rows, outs, y
+        self.n, self.N, self.P = len(X), len(rows), P
+        self.kernels, self.W, self.noise = list(kernels), np.asarray(W, float), np.asarray(noise, float)
+        self.L = len(self.kernels)
+        self.W_fixed, self.noise_fixed = W_fixed, noise_fixed
+        self.W_bounds, self.noise_bounds = W_bounds, noise_bounds
+        self.jitter = jitter
+        self.sizes = [len(k.theta) for k in self.kernels]
+        self.E = None if (self.N == self.n and np.array_equal(rows, np.arange(self.n))) else _selection(rows, self.n)
+
+    # -- packing -----------------------------------------------------------
+    def pack(self, kernels, W, noise):
+        parts = [k.theta for k in kernels]
+        if not self.W_fixed:
+            parts.append(np.asarray(W, float).ravel())
+        if not self.noise_fixed:
+            parts.append(np.log(noise))
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def unpack(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        kernels, i = [], 0
+        for k, s in zip(self.kernels, self.sizes):
+            kernels.append(k.clone_with_theta(theta[i : i + s]) if s else k)
+            i += s
+        W = self.W
+        if not self.W_fixed:
+            W = theta[i : i + self.P * self.L].reshape(self.P, self.L)
+            i += self.P * self.L
+        noise = self.noise
+        if not self.noise_fixed:
+            noise = np.exp(theta[i : i + self.P])
+        return kernels, W, noise
+
+    def bounds(self):
+        parts = [k.bounds for k in self.kernels if len(k.theta)]
+        if not self.W_fixed:
+            parts.append(np.tile(np.asarray(self.W_bounds, float), (self.P * self.L, 1)))
+        if not self.noise_fixed:
+            parts.append(np.tile(np.log(np.asarray(self.noise_bounds, float)), (self.P, 1)))
+        return np.vstack(parts) if parts else np.empty((0, 2))
+
+    # -- the model ---------------------------------------------------------
+    def gram(self, kernels, W, noise, eval_gradient=False):
+        """K (N, N) and, with eval_gradient, the per-latent (K_l on rows, dK_l)."""
+        K = np.zeros((self.N, self.N))
+        parts = []
+        for l, k in enumerate(kernels):
+            if eval_gradient:
+                Kl, dKl = k(self.X, eval_gradient=True)
+            else:
+                Kl, dKl = k(self.X), None
+            Kr = Kl[np.ix_(self.rows, self.rows)]
+            w = W[self.outs, l]
+            K += np.outer(w, w) * Kr
+            parts.append((Kr, dKl))
+        K[np.diag_indices_from(K)] += noise[self.outs] + self.jitter
+        return K, parts
+
+    def lml(self, theta, eval_gradient=False):
+        kernels, W, noise = self.unpack(theta)
+        K, parts = self.gram(kernels, W, noise, eval_gradient)
+        try:
+            Lc = cholesky(K, lower=True, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return (-np.inf, np.zeros_like(theta)) if eval_gradient else -np.inf
+        beta = cho_solve((Lc, True), self.y, check_finite=False)
+        value = -0.5 * self.y @ beta - np.log(np.diag(Lc)).sum() - 0.5 * self.N * _LOG_2PI
+        if not eval_gradient:
+            return value
+        M = np.outer(beta, beta) - cho_solve((Lc, True), np.eye(self.N), check_finite=False)
+        grads = []
+        for l, (Kr, dKl) in enumerate(parts):
+            if dKl.shape[2] == 0:
+                continue
+            w = W[self.outs, l]
+            MC = M * np.outer(w, w)
+            G = MC if self.E is None else np.asarray((self.E.T @ np.asarray(self.E.T @ MC).T).T)
+            grads.append(0.5 * np.einsum("ij,ijk->k", G, dKl))
+        if not self.W_fixed:
+            gW = np.empty((self.P, self.L))
+            for l, (Kr, _) in enumerate(parts):
+                T = (M * Kr) @ W[self.outs, l]
+                gW[:, l] = np.bincount(self.outs, T, minlength=self.P)
+            grads.append(gW.ravel())
+        if not self.noise_fixed:
+            grads.append(0.5 * noise * np.bincount(self.outs, np.diag(M), minlength=self.P))
+        return value, (np.concatenate(grads) if grads else np.empty(0))
+
+
+# ---------------------------------------------------------------------------
+# The estimator
+# ---------------------------------------------------------------------------
+
+
+def _check_bounds_param(value, name, positive):
+    if isinstance(value, str):
+        if value != "fixed":
+            raise ValueError(f"{name} must be 'fixed' or a pair (low, high), got {value!r}.")
+        return "fixed"
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be 'fixed' or a pair (low, high), got {value!r}.") from None
+    if not low < high or (positive and not (0 < low and np.isfinite(high))):
+        raise ValueError(f"{name} must satisfy {'0 < ' if positive else ''}low < high, got {value!r}.")
+    return (low, high)
+
+
+class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Multi-output GP regression (linear model of coregionalisation) with
+    partially observed outputs and certified robustness bounds.
+
+    ``f(x) = W g(x)``: P outputs mixed by ``W`` (P, L) from L independent
+    latent GPs with sklearn kernels, per-output Gaussian noise. Y entries that
+    are NaN are not observed: only the observed (input, output) pairs enter
+    the likelihood. Latent kernel hyperparameters, W and the noise variances
+    are fitted by maximising the log marginal likelihood (analytic
+    gradients). ``W="identity"`` gives P independent GPs.
+
+    :meth:`prediction_range` and :meth:`certify` give certified bounds of
+    each output's predictive mean / standard deviation over boxes and prove
+    delta-robustness of the mean across outputs; they hold for the numbers
+    :meth:`predict` returns (see the module documentation of
+    ``skgprobust._multioutput`` for the proof).
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        Kernel of every latent GP (cloned per latent; each latent gets its own
+        hyperparameters). None: ``RBF(1.0)`` (amplitudes live in W).
+    n_latent : int, default=None
+        Number L of latent GPs. None: ``len(kernels)`` if given, else the
+        number of outputs P (as in the seed paper).
+    kernels : list of sklearn kernels, default=None
+        One kernel per latent GP (instead of ``kernel``).
+    W : array-like of shape (n_outputs, n_latent), "identity" or None, default=None
+        Initial mixing matrix. None: from the principal components of the
+        (pairwise-complete) output covariance, deterministic. "identity":
+        ``W = I`` held fixed (independent GPs; needs L = P).
+    W_bounds : "fixed" or pair of float, default=(-1e5, 1e5)
+        Bounds of each W entry during optimisation; "fixed" keeps W.
+    noise_level : float or array-like of shape (n_outputs,), default=None
+        Initial per-output noise variance sigma_p^2 (in the units of the
+        normalised targets when ``normalize_y``). None: 10% of each output's
+        observed variance (clipped into ``noise_level_bounds``).
+    noise_level_bounds : "fixed" or pair of float, default=(1e-5, 1e5)
+        Bounds of the noise variances; "fixed" keeps ``noise_level``.
+    alpha : float, default=1e-10
+        Added to the diagonal of the training covariance (jitter), as in
+        sklearn's GaussianProcessRegressor.
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        As in sklearn: a callable ``optimizer(obj_func, initial_theta,
+        bounds) -> (theta_opt, func_min)`` minimising ``obj_func(theta,
+        eval_gradient=True)``; None keeps the initial parameters.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser runs from random starts (kernel and noise
+        hyperparameters log-uniform within their bounds, W Gaussian at the
+        scale of the targets); the best log marginal likelihood wins.
+    normalize_y : bool, default=False
+        Standardise each output by the mean and std of its observed values.
+    copy_X_train : bool, default=True
+    warm_start : bool, default=False
+        Refit from the previously fitted kernels, W and noise (same number of
+        outputs and latents) instead of the initial values.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the restarts.
+
+    Attributes
+    ----------
+    kernels_ : list of sklearn kernels
+        The fitted latent kernels.
+    W_ : ndarray of shape (n_outputs, n_latent)
+    noise_level_ : ndarray of shape (n_outputs,)
+        Fitted noise variances (normalised units when ``normalize_y``).
+    X_train_ : ndarray of shape (n_rows, n_features)
+        Training inputs with at least one observed output.
+    Y_train_ : ndarray of shape (n_rows, n_outputs)
+        Their targets (NaN = not observed).
+    observed_ : tuple (rows, outputs) of int arrays of length N
+        The observed pairs, output by output: the order of ``alpha_`` and
+        ``L_``.
+    L_ : ndarray of shape (N, N)
+        Lower Cholesky factor of the covariance of the observed pairs.
+    alpha_ : ndarray of shape (N,)
+        ``K^-1 y`` (normalised targets).
+    log_marginal_likelihood_value_ : float
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has feature names.
+    n_outputs_ : int
+    n_latent_ : int
+
+    Notes
+    -----
+    Shapes: ``predict(X)`` is (n, P) ((n,) when fitted on a 1-D y);
+    ``return_std=True`` adds the per-output std of the same shape;
+    ``return_cov=True`` adds the (n, P, P) covariance of the outputs at each
+    input (not the covariance across inputs, unlike sklearn's GPR).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-2, 2, (30, 1))
+    >>> Y = np.column_stack([np.sin(2 * X[:, 0]), np.sin(2 * X[:, 0]) + 0.5 * X[:, 0]])
+    >>> Y[::2, 1] = np.nan                      # output 1 observed at half the inputs
+    >>> mo = MultiOutputGaussianProcessRegressor(n_latent=2, random_state=0).fit(X, Y)
+    >>> mean, std = mo.predict(X[:3], return_std=True)
+    >>> mean.shape, std.shape
+    ((3, 2), (3, 2))
+    >>> r = mo.prediction_range(X[:1], gamma=0.05)
+    >>> bool(np.all(r.min_lower <= mo.predict(X[:1])))
+    True
+    """
+
+    _fitted_attributes = ("X_train_", "alpha_")
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_latent=None,
+        kernels=None,
+        W=None,
+        W_bounds=(-1e5, 1e5),
+        noise_level=None,
+        noise_level_bounds=(1e-5, 1e5),
+        alpha=1e-10,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        normalize_y=False,
+        copy_X_train=True,
+        warm_start=False,
+        random_state=None,
+    ):
+        self.kernel = kernel
+        self.n_latent = n_latent
+        self.kernels = kernels
+        self.W = W
+        self.W_bounds = W_bounds
+        self.noise_level = noise_level
+        self.noise_level_bounds = noise_level_bounds
+        self.alpha = alpha
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.normalize_y = normalize_y
+        self.copy_X_train = copy_X_train
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    # -- fitting -------------------------------------------------------------
+    def _latent_kernels(self, L):
+        if self.kernels is not None:
+            if self.kernel is not None:
+                raise ValueError("Give either kernel (shared by every latent) or kernels (one per latent), not both.")
+            ks = list(self.kernels)
+            if len(ks) != L:
+                raise ValueError(f"kernels has {len(ks)} entries but n_latent is {L}.")
+        else:
+            base = RBF(1.0) if self.kernel is None else self.kernel
+            ks = [base] * L
+        for k in ks:
+            if not isinstance(k, Kernel):
+                raise ValueError(f"Latent kernels must be sklearn kernels, got {k!r}.")
+        return [clone(k) for k in ks]
+
+    def _n_latent(self, P):
+        if self.n_latent is not None:
+            L = self.n_latent
+            if not isinstance(L, numbers.Integral) or isinstance(L, bool) or L < 1:
+                raise ValueError(f"n_latent must be a positive integer or None, got {L!r}.")
+            if self.kernels is not None and len(self.kernels) != L:
+                raise ValueError(f"kernels has {len(self.kernels)} entries but n_latent is {L}.")
+            return int(L)
+        if self.kernels is not None:
+            return len(self.kernels)
+        if isinstance(self.W, np.ndarray) or (self.W is not None and not isinstance(self.W, str)):
+            return np.asarray(self.W).shape[1] if np.ndim(self.W) == 2 else P
+        return P
+
+    @staticmethod
+    def _pca_init(Y, L):
+        """Deterministic W from the pairwise-complete covariance of Y."""
+        P = Y.shape[1]
+        obs = ~np.isnan(Y)
+        Yc = np.where(obs, Y - np.nanmean(Y, axis=0), 0.0)
+        counts = obs.T.astype(float) @ obs.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            C = np.where(counts > 1, (Yc.T @ Yc) / np.maximum(counts - 1, 1), 0.0)
+        var = np.diag(C).copy()
+        var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
+        C[np.diag_indices(P)] = var
+        lam, V = np.linalg.eigh(0.5 * (C + C.T))
+        lam, V = lam[::-1], V[:, ::-1]
+        floor = 0.05 * var.mean()
+        W = np.zeros((P, L))
+        k = min(L, P)
+        W[:, :k] = V[:, :k] * np.sqrt(0.9 * np.maximum(lam[:k], floor))
+        if L > P:  # extra latents: small, fixed, not all zero (a zero column is a saddle)
+            W[:, P:] = 0.1 * np.sqrt(var.mean()) * np.random.RandomState(0).normal(size=(P, L - P))
+        return W
+
+    def fit(self, X, y):
+        """Fit the LMC to X and the (partially observed) targets y.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Targets; NaN marks an output that was not observed at that row.
+            Every output needs at least one observed value; rows with no
+            observed output are dropped.
+
+        Returns
+        -------
+        self : object
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=1)
+        Y = check_array(
+            y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan", input_name="y", ensure_min_samples=1
+        )
+        if Y.ndim > 2:
+            raise ValueError(f"y must be 1-D or 2-D, got shape {Y.shape}.")
+        check_consistent_length(X, Y)
+        self._y_1d = Y.ndim == 1
+        Y = Y.reshape(len(Y), -1)
+        if np.isinf(Y).any():
+            raise ValueError("Input y contains infinity or a value too large for dtype('float64').")
+        obs = ~np.isnan(Y)
+        empty = np.flatnonzero(~obs.any(axis=0))
+        if empty.size:
+            raise ValueError(
+                f"Input y contains NaN: output column(s) {empty.tolist()} have no observed value; "
+                "every output needs at least one observation."
+            )
+        keep = obs.any(axis=1)
+        X, Y, obs = X[keep], Y[keep], obs[keep]
+        n, P = Y.shape
+        L = self._n_latent(P)
+
+        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) or self.alpha < 0:
+            raise ValueError(f"alpha must be a non-negative finite number, got {self.alpha!r}.")
+        if not isinstance(self.n_restarts_optimizer, numbers.Integral) or self.n_restarts_optimizer < 0:
+            raise ValueError(f"n_restarts_optimizer must be a non-negative integer, got {self.n_restarts_optimizer!r}.")
+
+        # Normalisation per output over the observed values.
+        if self.normalize_y:
+            mean = np.array([Y[obs[:, p], p].mean() for p in range(P)])
+            std = np.array([Y[obs[:, p], p].std() for p in range(P)])
+            std = np.where(std > 10 * np.finfo(float).eps * np.maximum(np.abs(mean), 1.0), std, 1.0)
+        else:
+            mean, std = np.zeros(P), np.ones(P)
+        Yn = (Y - mean) / std
+
+        # Observed pairs, output by output (the seed's ordering).
+        outs, rows = np.nonzero(obs.T)
+        yv = Yn[rows, outs]
+
+        # Initial parameters.
+        warm = self.warm_start and hasattr(self, "W_") and self.W_.shape == (P, L)
+        kernels = [clone(k) for k in self.kernels_] if warm else self._latent_kernels(L)
+        if isinstance(self.W, str):
+            if self.W != "identity":
+                raise ValueError(f"W must be an array, 'identity' or None, got {self.W!r}.")
+            if L != P:
+                raise ValueError(f"W='identity' needs n_latent == n_outputs ({P}), got {L}.")
+            W0, W_fixed, W_bounds = np.eye(P), True, None
+        else:
+            W_bounds = _check_bounds_param(self.W_bounds, "W_bounds", positive=False)
+            W_fixed = W_bounds == "fixed"
+            if warm:
+                W0 = self.W_.copy()
+            elif self.W is None:
+                W0 = self._pca_init(Yn, L)
+            else:
+                W0 = np.asarray(self.W, dtype=np.float64)
+                if W0.shape != (P, L):
+                    raise ValueError(f"W must have shape (n_outputs, n_latent) = ({P}, {L}), got {W0.shape}.")
+                if not np.all(np.isfinite(W0)):
+                    raise ValueError("W must be finite.")
+        noise_bounds = _check_bounds_param(self.noise_level_bounds, "noise_level_bounds", positive=True)
+        noise_fixed = noise_bounds == "fixed"
+        if warm:
+            noise0 = self.noise_level_.copy()
+        elif self.noise_level is None:
+            var = np.array([Yn[obs[:, p], p].var() if obs[:, p].sum() > 1 else 1.0 for p in range(P)])
+            noise0 = 0.1 * np.where(var > 0, var, 1.0)
+            if not noise_fixed:
+                noise0 = np.clip(noise0, *noise_bounds)
+        else:
+            noise0 = np.broadcast_to(np.asarray(self.noise_level, dtype=np.float64), (P,)).copy()
+            if not np.all(np.isfinite(noise0) & (noise0 > 0)):
+                raise ValueError(f"noise_level must be positive and finite, got {self.noise_level!r}.")
+
+        prob = _Problem(X, rows, outs, yv, P, kernels, W0, W_fixed, W_bounds, noise0, noise_fixed, noise_bounds,
+                        float(self.alpha))
+        theta0 = prob.pack(kernels, W0, noise0)
+        if self.optimizer is not None and len(theta0):
+            def obj_func(theta, eval_gradient=True):
+                if eval_gradient:
+                    v, g = prob.lml(theta, True)
+                    return -v, -g
+                return -prob.lml(theta, False)
+
+            bounds = prob.bounds()
+            runs = [self._constrained_optimization(obj_func, theta0, bounds)]
+            if self.n_restarts_optimizer > 0:
+                kb = [k.bounds for k in kernels if len(k.theta)]
+                if kb and not np.isfinite(np.vstack(kb)).all():
+                    raise ValueError(
+                        "Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite."
+                    )
+                rng = check_random_state(self.random_state)
+                for _ in range(self.n_restarts_optimizer):
+                    start = self._random_start(prob, rng, bounds, Yn, obs)
+                    runs.append(self._constrained_optimization(obj_func, start, bounds))
+            values = [r[1] for r in runs]
+            theta = runs[int(np.argmin(values))][0]
+        else:
+            theta = theta0
+        kernels, W, noise = prob.unpack(theta)
+        self.log_marginal_likelihood_value_ = float(prob.lml(theta, False))
+
+        K, _ = prob.gram(kernels, W, noise)
+        try:
+            Lc = cholesky(K, lower=True, check_finite=False)
+        except np.linalg.LinAlgError as exc:
+            exc.args = (
+                f"The covariance of the observed pairs is not positive definite ({exc}). "
+                "Try a larger alpha or noise_level_bounds with a larger lower bound.",
+            ) + exc.args
+            raise
+        self.kernels_ = [copy.deepcopy(k) for k in kernels]
+        self.W_ = np.array(W, dtype=np.float64)
+        self.noise_level_ = np.array(noise, dtype=np.float64)
+        self.X_train_ = np.copy(X) if self.copy_X_train else X
+        self.Y_train_ = np.copy(Y)
+        self.observed_ = (rows, outs)
+        self.L_ = Lc
+        self.alpha_ = cho_solve((Lc, True), yv, check_finite=False)
+        self._y_train_mean, self._y_train_std = mean, std
+        self.n_outputs_, self.n_latent_ = P, L
+        # Per output p and latent l: c_pl[i] = W_pl W_{o_i l} (the composite
+        # kernel's coefficients, module doc); the protocol's weights s_p beta.
+        self._coef = self.W_[:, :, None] * self.W_[outs].T[None, :, :]
+        self._weights = std[:, None] * self.alpha_[None, :]
+        return self
+
+    def _random_start(self, prob, rng, bounds, Yn, obs):
+        kernels = []
+        for k in prob.kernels:
+            if len(k.theta):
+                b = k.bounds
+                kernels.append(k.clone_with_theta(rng.uniform(b[:, 0], b[:, 1])))
+            else:
+                kernels.append(k)
+        W = prob.W
+        if not prob.W_fixed:
+            scale = np.array([np.nanstd(Yn[obs[:, p], p]) if obs[:, p].sum() > 1 else 1.0 for p in range(prob.P)])
+            scale = np.where(scale > 0, scale, 1.0)
+            W = np.clip(rng.normal(size=(prob.P, prob.L)) * scale[:, None] / np.sqrt(prob.L), *prob.W_bounds)
+        noise = prob.noise
+        if not prob.noise_fixed:
+            lb = np.log(prob.noise_bounds)
+            noise = np.exp(rng.uniform(lb[0], lb[1], prob.P))
+        return np.clip(prob.pack(kernels, W, noise), bounds[:, 0], bounds[:, 1])
+
+    def _constrained_optimization(self, obj_func, initial_theta, bounds):
+        if self.optimizer == "fmin_l_bfgs_b":
+            opt_res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+            _check_optimize_result("lbfgs", opt_res)
+            return opt_res.x, opt_res.fun
+        if callable(self.optimizer):
+            return self.optimizer(obj_func, initial_theta, bounds=bounds)
+        raise ValueError(f"Unknown optimizer {self.optimizer!r}.")
+
+    def _problem(self):
+        rows, outs = self.observed_
+        P = self.n_outputs_
+        yv = ((self.Y_train_ - self._y_train_mean) / self._y_train_std)[rows, outs]
+        W_fixed = isinstance(self.W, str) or isinstance(self.W_bounds, str)
+        W_bounds = None if W_fixed else self.W_bounds
+        noise_fixed = isinstance(self.noise_level_bounds, str)
+        return _Problem(self.X_train_, rows, outs, yv, P, self.kernels_, self.W_, W_fixed, W_bounds,
+                        self.noise_level_, noise_fixed, None if noise_fixed else self.noise_level_bounds,
+                        float(self.alpha))
+
+    @property
+    def theta_(self):
+        """The fitted parameter vector (the layout of :meth:`log_marginal_likelihood`)."""
+        check_is_fitted(self, self._fitted_attributes)
+        return self._problem().pack(self.kernels_, self.W_, self.noise_level_)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """Log marginal likelihood of the observed pairs (normalised targets).
+
+        Parameters
+        ----------
+        theta : array-like, default=None
+            ``[theta of each latent kernel, W.ravel() (unless fixed), log noise
+            variances (unless fixed)]``; None: :attr:`theta_` (returns
+            ``log_marginal_likelihood_value_``).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to theta.
+
+        Returns
+        -------
+        lml : float
+        grad : ndarray, only with ``eval_gradient=True``
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        if theta is None:
+            if eval_gradient:
+                return self._problem().lml(self.theta_, True)
+            return self.log_marginal_likelihood_value_
+        return self._problem().lml(np.asarray(theta, dtype=np.float64), eval_gradient)
+
+    # -- prediction ------------------------------------------------------------
+    def _cross(self, X):
+        """r_p(x) for every output: (P, n, N), and the latent kernel diagonals (L, n)."""
+        rows, _ = self.observed_
+        n, N = len(X), len(rows)
+        R = np.zeros((self.n_outputs_, n, N))
+        for l, k in enumerate(self.kernels_):
+            Kl = np.asarray(k(X, self.X_train_), dtype=np.float64)[:, rows]
+            for p in range(self.n_outputs_):
+                if self.W_[p, l] != 0:
+                    R[p] = R[p] + Kl * self._coef[p, l]
+        diags = np.array([np.asarray(k.diag(X), dtype=np.float64) for k in self.kernels_])
+        return R, diags
+
+    def _moments(self, X, what):
+        """mean (n, P) and, per ``what``, std (n, P) or cov (n, P, P) or None
+        (in chunks of rows: r_p(x) takes P * N floats per row)."""
+        step = max(1, (1 << 22) // max(1, self.n_outputs_ * len(self.observed_[0])))
+        if len(X) <= step:
+            return self._moments_chunk(X, what)
+        parts = [self._moments_chunk(X[i : i + step], what) for i in range(0, len(X), step)]
+        mean = np.concatenate([m for m, _ in parts])
+        return mean, (None if what is None else np.concatenate([e for _, e in parts]))
+
+    def _moments_chunk(self, X, what):
+        R, diags = self._cross(X)
+        P = self.n_outputs_
+        mean = np.column_stack([R[p] @ self._weights[p] + self._y_train_mean[p] for p in range(P)])
+        if what is None:
+            return mean, None
+        Z = [solve_triangular(self.L_, R[p].T, lower=True, check_finite=False) for p in range(P)]
+        s = self._y_train_std
+        if what == "std":
+            var = np.column_stack([
+                self._kdiag(diags, p, p) - np.einsum("ij,ij->j", Z[p], Z[p]) for p in range(P)
+            ])
+            if np.any(var < 0):
+                warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.")
+            return mean, s * np.sqrt(np.maximum(var, 0.0))
+        cov = np.empty((len(X), P, P))
+        for p in range(P):
+            for q in range(p, P):
+                c = s[p] * s[q] * (self._kdiag(diags, p, q) - np.einsum("ij,ij->j", Z[p], Z[q]))
+                cov[:, p, q] = cov[:, q, p] = c
+        return mean, cov
+
+    def _kdiag(self, diags, p, q):
+        """k_pq(x, x) = sum_l W_pl W_ql k_l(x, x), in the adapter's order."""
+        out = np.zeros(diags.shape[1])
+        for l in range(self.n_latent_):
+            if self.W_[p, l] != 0 and self.W_[q, l] != 0:
+                out = out + (self.W_[p, l] * self.W_[q, l]) * diags[l]
+        return out
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean (and std or covariance) of every output.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each output.
+        return_cov : bool, default=False
+            Also return the predictive covariance of the outputs at each input.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples, n_outputs) ((n_samples,) when
+            fitted on a 1-D y)
+        std : ndarray of the same shape, only with ``return_std=True``
+            Latent-function std: the observation noise is not included (as
+            sklearn's GPR without a WhiteKernel).
+        cov : ndarray of shape (n_samples, n_outputs, n_outputs), only with
+            ``return_cov=True``
+        """
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        check_is_fitted(self, self._fitted_attributes)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        what = "std" if return_std else ("cov" if return_cov else None)
+        mean, extra = self._moments(X, what)
+        if self._y_1d:
+            mean = mean[:, 0]
+            if what == "std":
+                extra = extra[:, 0]
+        return mean if what is None else (mean, extra)
+
+    def _predict_values(self, X):
+        """predict's mean as (n, P) for arrays of points (what the mean bounds are checked against)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            return self._moments(np.atleast_2d(np.asarray(X, dtype=np.float64)), None)[0]
+
+    def _predict_std_values(self, X):
+        """predict's std as (n, P) for arrays of points."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
+            return self._moments(np.atleast_2d(np.asarray(X, dtype=np.float64)), "std")[1]
+
+    # -- certified bounds --------------------------------------------------------
+    def _fit_token(self):
+        return self.alpha_
+
+    def _build_bound_model(self):
+        rows, outs = self.observed_
+        Xs = self.X_train_[rows]
+        d = Xs.shape[1]
+        adapters = [make_adapter(k, Xs) for k in self.kernels_]
+        shared = _SharedFactor(self.L_)
+        n_extra = self.n_latent_ + 2
+        latents = []
+        for p in range(self.n_outputs_):
+            wp = self.W_[p]
+            cov = _OutputCovariance(self.kernels_, wp)
+            adapter = _OutputAdapter(cov, Xs, adapters, self._coef[p], wp)
+            m = _OutputLatent(Xs, self._weights[p][:, None], [self._y_train_mean[p]], [self._y_train_std[p]], cov,
+                              L=self.L_, adapter=adapter)
+            m._lmc = (shared, n_extra)
+            latents.append(m)
+        return _MultiOutputBoundModel("regression", latents)
+
+    def _range_problem(self, statistic):
+        bm = self._bound_model()
+        if statistic == "mean":
+            return RangeProblem(bm.mean_pairs(), self._predict_values)
+        pairs = [(StdObjective(v, 1.0), StdObjective(v, -1.0)) for v in bm.variances("default")]
+        return RangeProblem(pairs, self._predict_std_values, scale=self._y_train_std)
+
+    def prediction_range(
+        self,
+        X,
+        gamma,
+        *,
+        epsilon=1e-2,
+        statistic="mean",
+        features=None,
+        domain=None,
+        max_iter=None,
+        time_limit=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        """Certified range of each output's predictive mean or std over the
+        box around each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Centres of the boxes.
+        gamma : float or array-like of shape (n_features,)
+            Half-width of the l_inf box per feature, in the units of X.
+        epsilon : float, default=1e-2
+            Refine until both gaps (min_upper - min_lower, max_upper -
+            max_lower) are <= epsilon for every output, or the budget is spent.
+        statistic : {"mean", "std"}, default="mean"
+            The predictive mean per output, as :meth:`predict` returns it, or
+            the predictive std, as ``predict(return_std=True)`` returns it.
+        features : array-like of int, bool or str, default=None
+            Features allowed to move; the others stay fixed. None: all.
+        domain : tuple (low, high), default=None
+            Valid input range; the box is clipped to it.
+        max_iter : int, default=None
+            Boxes split per row, all outputs together (5000 when both budgets
+            are None).
+        time_limit : float, default=None
+            Seconds per row.
+        n_jobs : int, default=None
+            Rows run in parallel with joblib; results do not depend on it.
+        random_state : int, RandomState instance or None, default=None
+            Seeds the random starts of the local search.
+        verbose : int, default=0
+
+        Returns
+        -------
+        result : RangeResult
+            Arrays of shape (n_samples, n_outputs): ``min_lower <= min over
+            the box <= min_upper`` and ``max_lower <= max <= max_upper``.
+        """
+        if statistic not in ("mean", "std"):
+            raise ValueError(f"statistic must be 'mean' or 'std', got {statistic!r}.")
+        check_epsilon(epsilon)
+        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        return range_rows(
+            {0: self._range_problem(statistic)}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter,
+            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+        )
+
+    def certify(
+        self,
+        X,
+        gamma,
+        *,
+        delta=None,
+        norm=np.inf,
+        features=None,
+        domain=None,
+        max_iter=None,
+        time_limit=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        """Prove ``||mean(x) - mean(x*)||_norm <= delta`` over the box around each row.
+
+        delta-robustness of the predictive mean vector across the outputs
+        (paper Prop. 13). Each output's worst deviation is bounded
+        separately, so with norm 1 or 2 the proof is sufficient, not
+        necessary (such rows may stay "unknown").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        gamma : float or array-like of shape (n_features,)
+        delta : float
+            Allowed change of the mean; required.
+        norm : {1, 2, np.inf}, default=np.inf
+            Norm over the outputs.
+        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
+            As in :meth:`prediction_range`.
+
+        Returns
+        -------
+        result : CertificationResult
+            ``status`` "robust" (proven), "not_robust" (a counterexample
+            whose violation :meth:`predict` confirms) or "unknown";
+            ``bound`` is a proven upper bound of the worst deviation.
+        """
+        if delta is None:
+            raise ValueError("certify needs delta, the allowed change of the predictive mean.")
+        if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
+            raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
+        if norm not in _NORMS:
+            raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
+        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        n, d = X.shape
+        # One predict per row, the call that checks candidates (see the GPR).
+        centers = np.array([self._predict_values(x[None])[0] for x in X]) if n else np.empty((0, 1))
+        shared = (self, self._bound_model().mean_pairs(), float(delta), norm, max_iter, time_limit)
+        rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
+
+        def violates(idx, P):
+            dev = [np.linalg.norm(self._predict_values(p[None])[0] - centers[i], ord=norm) for i, p in zip(idx, P)]
+            return np.array(dev) > delta
+
+        return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
