@@ -62,10 +62,13 @@ proposal, in natural parameters) because undamped parallel EP can oscillate.
 Convergence: the largest change of any site parameter in a sweep,
 ``max |d tau~| / (1 + tau~)`` and ``max |d nu~| / (1 + |nu~|)``, is <= ``tol``.
 
-For the probit likelihood (log-concave) exact EP keeps every site precision
-non-negative (the tilted variance never exceeds the cavity variance, Seeger
-2008), but rounding can produce tiny negative values or a non-positive
-cavity precision on near-deterministic sites. The standard guards apply:
+For the probit likelihood exact EP keeps every site precision in [0, 1]:
+the tilted variance is s2_hat = s2c (1 - s2c r (z + r) / (1 + s2c)) with
+r = N(z)/Phi(z) and 0 < r (z + r) < 1 (the variance of a truncated
+Gaussian), so s2c / (1 + s2c) < s2_hat <= s2c, i.e. 0 <= 1/s2_hat - 1/s2c
+< 1. (So ``W_sr_`` <= 1, like sklearn's Laplace ``W_sr_`` <= 1/2, and B is
+as well conditioned as there.) Rounding can still produce tiny negative
+values or a non-positive cavity precision on near-deterministic sites. The standard guards apply:
 a site whose cavity precision 1/Sigma_ii - tau~_i is not positive, or whose
 moments are not finite, keeps its old parameters for that sweep; a new site
 precision below zero is set to zero (tau~ >= 0 is what the square roots and
@@ -92,12 +95,14 @@ convergence (loose ``tol``) it is the gradient of a nearby function; the
 tests compare it with finite differences at tight tolerance.
 """
 
+import math
 import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.optimize
 from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg.blas import dger as _dger
 from scipy.special import log_ndtr
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
@@ -154,6 +159,27 @@ def _site_update(y, nu_cav, tau_cav, tau_old, nu_old):
     return np.where(ok, tau_new, tau_old), np.where(ok, nu_new, nu_old)
 
 
+def _site_update_scalar(y, nu_cav, tau_cav, tau_old, nu_old):
+    """:func:`_site_update` for one site in plain floats (the sequential
+    sweep's inner loop; the same formulas and guards)."""
+    if not tau_cav > 0:
+        return tau_old, nu_old
+    s2c = 1.0 / tau_cav
+    muc = nu_cav * s2c
+    denom = math.sqrt(1.0 + s2c)
+    z = y * muc / denom
+    ratio = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - float(log_ndtr(z)))
+    mu_hat = muc + y * s2c * ratio / denom
+    s2_hat = s2c - s2c * s2c * ratio * (z + ratio) / (1.0 + s2c)
+    if not (math.isfinite(mu_hat) and math.isfinite(s2_hat) and s2_hat > 0):
+        return tau_old, nu_old
+    tau_new = max(1.0 / s2_hat - tau_cav, 0.0)
+    nu_new = mu_hat / s2_hat - nu_cav
+    if not (math.isfinite(tau_new) and math.isfinite(nu_new)):
+        return tau_old, nu_old
+    return tau_new, nu_new
+
+
 def _factor(K, tau, nu):
     """Posterior of the sites (tau, nu): L = chol(B), sqrt(tau), Sigma, mu, w."""
     sW = np.sqrt(tau)
@@ -201,23 +227,32 @@ def expectation_propagation(K, y, *, tol=1e-6, max_sweeps=100, updates="sequenti
         sweeps += 1
         tau_prev, nu_prev = tau.copy(), nu.copy()
         if updates == "sequential":
+            # Sigma is symmetric: its transpose is a Fortran-ordered view of
+            # the same memory, which BLAS dger updates in place.
+            St = Sigma.T
             for i in range(n):
                 s_ii = Sigma[i, i]
                 tau_cav = 1.0 / s_ii - tau[i]
                 nu_cav = mu[i] / s_ii - nu[i]
-                t_new, n_new = _site_update(y[i : i + 1], np.array([nu_cav]), np.array([tau_cav]),
-                                            tau[i : i + 1], nu[i : i + 1])
-                dtau = float(t_new[0]) - tau[i]
-                tau[i], nu[i] = float(t_new[0]), float(n_new[0])
+                t_new, n_new = _site_update_scalar(y[i], nu_cav, tau_cav, tau[i], nu[i])
+                dtau, dnu = t_new - tau[i], n_new - nu[i]
+                tau[i], nu[i] = t_new, n_new
                 denom = 1.0 + dtau * s_ii
-                if dtau != 0.0 and denom > 0:
-                    s = Sigma[:, i].copy()
-                    Sigma -= (dtau / denom) * np.outer(s, s)
-                elif dtau != 0.0:
+                if denom > 0:
+                    # Sigma' = Sigma - c s s^T, mu' = Sigma' nu' (nu' = nu + dnu e_i):
+                    # mu' = mu + (dnu - c (mu_i + dnu s_ii)) s.
+                    c = dtau / denom
+                    si = Sigma[i].copy()  # row i = column i (symmetric), contiguous
+                    mu = mu + (dnu - c * (mu[i] + dnu * s_ii)) * si
+                    if c != 0.0:
+                        St = _dger(-c, si, si, a=St, overwrite_a=1)
+                        Sigma = St.T
+                else:
                     # A rank-one update that would lose positive definiteness
                     # (rounding): refactor from the sites instead.
                     L, sW, Sigma, mu, w = _factor(K, tau, nu)
-                mu = Sigma @ nu
+                    Sigma = np.ascontiguousarray(Sigma)
+                    St = Sigma.T
         else:
             d = np.diag(Sigma)
             with np.errstate(divide="ignore", invalid="ignore"):

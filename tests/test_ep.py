@@ -58,6 +58,8 @@ def test_matches_gpy_ep(updates, variance, lengthscale):
         ep_updates=updates,
     ).fit(X, y)
     assert clf.base_estimator_.converged_
+    tau = clf.base_estimator_.tau_tilde_
+    assert np.all(tau >= 0) and np.all(tau <= 1 + 1e-12)  # probit sites (module doc of _ep)
     # GPy's EP: sequential sweeps, stop when the mean squared change of the
     # sites is below epsilon; made tight so both sides sit at the fixed point.
     m = GPy.core.GP(
@@ -152,6 +154,23 @@ def test_log_marginal_likelihood_gradient_matches_finite_differences():
             for e in np.eye(len(theta))
         ]
         np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_scalar_and_vector_site_updates_agree():
+    from skgprobust._ep import _site_update, _site_update_scalar
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = rng.choice([-1.0, 1.0], n)
+    tau_cav = np.concatenate([10 ** rng.uniform(-4, 3, n - 20), [0.0, -1.0] * 10])
+    nu_cav = rng.normal(scale=30, size=n) * tau_cav
+    old_t, old_n = rng.uniform(0, 1, n), rng.normal(size=n)
+    tv, nv = _site_update(y, nu_cav, tau_cav, old_t, old_n)
+    ts = np.array([_site_update_scalar(*a) for a in zip(y, nu_cav, tau_cav, old_t, old_n)])
+    np.testing.assert_allclose(ts[:, 0], tv, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(ts[:, 1], nv, rtol=1e-9, atol=1e-9)
+    assert np.all((tv >= 0) & (tv <= 1 + 1e-9))  # probit sites: precision in [0, 1]
+    np.testing.assert_array_equal(tv[-20:], old_t[-20:])  # invalid cavities keep the old site
 
 
 def test_sequential_and_parallel_reach_the_same_fixed_point(fitted):
