@@ -62,6 +62,43 @@ class Link:
         p_hi = self.value(mu_hi, np.where(mu_hi >= 0, v_lo, v_hi)) + self.margin
         return p_lo, p_hi
 
+    def lines(self, mu_lo, mu_hi, v_lo, v_hi, upper=False):
+        """Linear bounds of p in mu over rectangles (see :func:`_lower_lines`).
+
+        Returns ``(alpha, slope)``, element-wise, with ``slope >= 0`` and
+        ``p(mu, v) >= alpha + slope * mu`` (``upper=False``) or ``<=``
+        (``upper=True``) for every mu in [mu_lo, mu_hi], v in [v_lo, v_hi],
+        for the values sklearn returns (rounding margin included).
+
+        Proof. For fixed v, ``d^2 p / d mu^2 = E[g''(f)] = 2 dp/dv``, which
+        is <= 0 for mu >= 0 and >= 0 for mu <= 0 (module doc): p(., v) is
+        convex on mu <= 0 and concave on mu >= 0, and increasing. The lower
+        envelope over v, ``G(mu) = p(mu, v_hi)`` for mu >= 0 and
+        ``p(mu, v_lo)`` for mu < 0 (monotonicity in v), is continuous
+        (p(0, v) = g(0) for every v, g(x) - g(0) being odd), increasing,
+        convex on mu <= 0 and concave on mu >= 0; a line below G is below
+        p. The upper envelope ``p(mu, v_lo)`` (mu >= 0) / ``p(mu, v_hi)``
+        (mu < 0) becomes such a G after ``mu -> -mu`` and a change of sign.
+        """
+        mu_lo, mu_hi = np.asarray(mu_lo, dtype=np.float64), np.asarray(mu_hi, dtype=np.float64)
+        v_lo = np.maximum(np.asarray(v_lo, dtype=np.float64), 0.0)
+        v_hi = np.maximum(np.asarray(v_hi, dtype=np.float64), v_lo)
+        if not upper:
+
+            def f(m):
+                vv = np.where(m >= 0, v_hi[..., None], v_lo[..., None])
+                return self.value(m, vv), self.grad(m, vv)[0]
+
+            alpha, slope = _lower_lines(f, mu_lo, mu_hi, self.margin, 0.0)
+            return alpha, slope
+
+        def f(m):  # -P(-m), P the upper envelope
+            vv = np.where(m <= 0, v_lo[..., None], v_hi[..., None])
+            return -self.value(-m, vv), self.grad(-m, vv)[0]
+
+        alpha, slope = _lower_lines(f, -mu_hi, -mu_lo, self.margin, -1.0)
+        return -alpha, slope
+
 
 class FiveErfLink(Link):
     """sklearn's ``predict_proba`` of the binary Laplace GPC."""
@@ -151,6 +188,82 @@ class LogisticLink(Link):
     def grad(self, mu, v):
         m = self._moments(mu, v, 2)
         return m[1], 0.5 * m[2]
+
+
+#: Tangent points tried per rectangle by :func:`_lower_lines`.
+N_TANGENTS = 9
+#: Bound on the rounding error of a computed slope dp/dmu (the five-erf sum
+#: has terms of size ~ 1e3: errors ~ 1e-12; ample headroom).
+SLOPE_ERROR = 1e-9
+
+
+def _lower_lines(f, a, b, margin, inf_value):
+    """Lines ``alpha + slope * m`` below G over [a, b], element-wise, for G
+    increasing, convex on m <= 0 and concave on m >= 0; ``f(m)`` returns
+    (G(m), G'(m)) for m of shape a.shape + (k,), each within ``margin`` of
+    the true G (the slope within SLOPE_ERROR).
+
+    * a >= 0 (concave): the chord, the best lower line.
+    * otherwise, tangents at N_TANGENTS points t of [a, min(b, 0)]: a
+      tangent at t is below G on [a, min(b, 0)] (convexity) and, when b > 0,
+      on [0, b] iff it is below G at 0 (true: tangent to the convex part, G
+      continuous) and at b (G concave there lies above the chord from
+      (0, G(0)) to (b, G(b))); they must pass the check at b (with
+      margins). And the line through (a, G(a)) with slope s = min(G'(a),
+      chord slope): on [a, min(b, 0)], G(m) >= G(a) + G'(a) (m - a) >=
+      G(a) + s (m - a), and at b it is <= the chord's G(b), so the same
+      argument covers [0, b]. The valid candidates compete by their value
+      at the midpoint.
+
+    Every line is lowered by 4 margin + SLOPE_ERROR (b - a) + 1e-12 (1 +
+    slope (|a| + |b|)) for the rounding of the values, the slope and the
+    line's own evaluation. Non-finite ends give the constant line G(a)
+    (``inf_value``, the infimum of G, when a = -inf).
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    finite = np.isfinite(a) & np.isfinite(b)
+    a0 = np.where(finite, a, 0.0)
+    b0 = np.where(finite, np.maximum(b, a0), 0.0)
+    top = np.minimum(b0, 0.0)
+    frac = np.linspace(0.0, 1.0, N_TANGENTS)
+    t = a0[..., None] + (top - a0)[..., None] * frac
+    ends = np.stack([a0, b0], axis=-1)
+    with np.errstate(all="ignore"):
+        gt, dt = f(t)
+        ge, _ = f(ends)
+        ga, gb = ge[..., 0], ge[..., 1]
+        mid = 0.5 * (a0 + b0)
+        width = b0 - a0
+        chord = np.where(width > 0, (gb - ga) / np.where(width > 0, width, 1.0), 0.0)
+        chord = np.maximum(chord, 0.0)
+        # Tangents, and the line through (a, G(a)) with slope min(G'(a),
+        # chord), with their value at b and mid.
+        s_a = np.minimum(np.maximum(dt[..., 0], 0.0), chord)
+        slope_t = np.concatenate([np.maximum(dt, 0.0), s_a[..., None]], axis=-1)
+        alpha_t = np.concatenate([gt - slope_t[..., :-1] * t, (ga - s_a * a0)[..., None]], axis=-1)
+        at_b = alpha_t + slope_t * b0[..., None]
+        pad = 4.0 * margin + SLOPE_ERROR * (b0 - a0)[..., None]
+        ok = (b0[..., None] <= 0) | (at_b + pad <= gb[..., None] - margin)
+        ok[..., -1] = True
+        val = np.where(ok, alpha_t + slope_t * mid[..., None], -np.inf)
+        j = np.argmax(val, axis=-1)[..., None]
+        alpha = np.take_along_axis(alpha_t, j, -1)[..., 0]
+        slope = np.take_along_axis(slope_t, j, -1)[..., 0]
+        # Concave case: the chord.
+        concave = a0 >= 0
+        slope = np.where(concave, chord, slope)
+        alpha = np.where(concave, ga - chord * a0, alpha)
+        alpha = alpha - (4.0 * margin + SLOPE_ERROR * width + 1e-12 * (1.0 + slope * (np.abs(a0) + np.abs(b0))))
+    bad = ~finite | ~np.isfinite(alpha) | ~np.isfinite(slope)
+    if bad.any():
+        # The constant G(a) (G increasing), or G's infimum when a = -inf.
+        fa = np.isfinite(a)
+        with np.errstate(all="ignore"):
+            g_a = f(np.where(fa, a, 0.0)[..., None])[0][..., 0]
+        const = np.where(fa & np.isfinite(g_a), g_a, inf_value) - 4.0 * margin
+        alpha = np.where(bad, const, alpha)
+        slope = np.where(bad, 0.0, slope)
+    return alpha, slope
 
 
 def verify_five_erf_shape(x_max=15.0, n_grid=200_001):

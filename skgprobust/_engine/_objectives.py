@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._bounds._mean import BoxBound, affine_lower
+from .._fp import margin_rtol
 from .._bounds._links import FiveErfLink
 
 
@@ -113,6 +114,16 @@ class ClassProbabilities:
         self.link = link if link is not None else FiveErfLink()
         self.binary = len(models) == 1
         self._cache = None  # (key, result) of the last box batch
+        # Classes whose latent means share one kernel and support (sklearn's
+        # one-vs-rest with a fixed kernel): their means combine into one
+        # affine mean, bounded jointly (:meth:`pair_lower`).
+        self.group = list(range(len(models)))
+        for k, m in enumerate(models):
+            for j in range(k):
+                if self.group[j] == j and _same_support(models[j], m):
+                    self.group[k] = j
+                    break
+        self._kd_support = {}
 
     def _idx(self, classes):
         return range(len(self.points)) if classes is None else classes
@@ -154,6 +165,77 @@ class ClassProbabilities:
             np.column_stack([fresh[k][1] for k in idx]),
             [fresh[k][2] for k in idx],
         )
+
+
+    def pair_lower(self, lo, hi, c, others, boxes):
+        """Joint lower bounds of ``p_c(x) - p_k(x)`` over each box, for each
+        k in ``others`` whose latent mean shares c's kernel and support
+        (NaN for the others).
+
+        Proof. :meth:`Link.lines` gives, from the latent intervals of the
+        box (``boxes``: the :class:`LatentBox` of c followed by those of
+        ``others``), lines with p_c(x) >= a_c + s_c mu_c(x) and p_k(x) <=
+        a_k + s_k mu_k(x) for every x of the box (they hold over the whole
+        latent rectangle, which contains (mu(x), v(x))). So p_c - p_k >=
+        a_c - a_k + s_c o_c - s_k o_k + sum_i (s_c w_ci - s_k w_ki) k(x, x_i),
+        one affine mean in the shared kernel, bounded by
+        :func:`~skgprobust._bounds._mean.affine_lower` (the correlation of
+        the two means, lost by separate intervals, is kept). Rounding: the
+        combined weights and sklearn's two separate sums err by at most
+        margin_rtol(N, d) (s_c ||w_c||_1 + s_k ||w_k||_1) max|k(x, x_i)|,
+        subtracted, with |k(x, x_i)| <= sqrt(k(x, x) max_i k(x_i, x_i))
+        (positive semi-definite kernel).
+
+        Returns the bounds (B, K) and the minimisers of the relaxations (B, K, d).
+        """
+        B, d = lo.shape
+        K = len(others)
+        out = np.full((B, K), np.nan)
+        args = np.repeat(0.5 * (lo + hi)[:, None, :], K, axis=1)
+        pair = [j for j, k in enumerate(others) if self.group[k] == self.group[c]]
+        if not pair or B == 0:
+            return out, args
+        bc = boxes[0]
+        a_c, s_c = self.link.lines(bc.mu_lo, bc.mu_hi, bc.v_lo, bc.v_hi)
+        mc = self.models[c]
+        adapter = mc.adapter
+        N = len(mc.X_support)
+        kd = self._kd_support.get(self.group[c])
+        if kd is None:
+            kd = self._kd_support[self.group[c]] = float(np.max(adapter.diag(mc.X_support), initial=0.0))
+        try:
+            dhi = adapter.diag_interval(lo, hi)[1]
+        except Exception:  # no diagonal bound for this kernel: no joint bound
+            return out, args
+        kmax = np.sqrt(np.maximum(dhi, 0.0) * max(kd, 0.0))
+        wc, oc = mc.weights[:, 0], float(mc.offset[0])
+        n1c = np.abs(wc).sum()
+        Ws, consts, extra = [], [], []
+        for j in pair:
+            k = others[j]
+            bk = boxes[1 + j]
+            a_k, s_k = self.link.lines(bk.mu_lo, bk.mu_hi, bk.v_lo, bk.v_hi, upper=True)
+            mk = self.models[k]
+            wk, ok = mk.weights[:, 0], float(mk.offset[0])
+            Ws.append(s_c[:, None] * wc[None] - s_k[:, None] * wk[None])
+            consts.append(a_c - a_k + s_c * oc - s_k * ok)
+            extra.append(margin_rtol(N, d) * kmax * (s_c * n1c + s_k * np.abs(wk).sum()))
+        P = len(pair)
+        bb = affine_lower(adapter, np.vstack(Ws), 0.0, np.tile(lo, (P, 1)), np.tile(hi, (P, 1)))
+        low = bb.lower.reshape(P, B) + np.array(consts) - np.array(extra)
+        out[:, pair] = np.where(np.isnan(low), -np.inf, low).T
+        args[:, pair] = bb.argmin.reshape(P, B, d).transpose(1, 0, 2)
+        return out, args
+
+
+def _same_support(a, b):
+    """Two latent models whose kernel values k(x, Xs) are the same function."""
+    if a.X_support.shape != b.X_support.shape or not np.array_equal(a.X_support, b.X_support):
+        return False
+    try:
+        return bool(a.kernel == b.kernel)
+    except Exception:
+        return False
 
 
 def _proba(P, cls, binary):
@@ -223,8 +305,8 @@ class MarginObjective:
     many-class model spends its time.
     """
 
-    def __init__(self, probs, cls, others=None, floor=-np.inf):
-        self.probs, self.cls = probs, int(cls)
+    def __init__(self, probs, cls, others=None, floor=-np.inf, joint=True):
+        self.probs, self.cls, self.joint = probs, int(cls), bool(joint)
         if others is None:
             others = [k for k in range(len(probs.models)) if k != cls]
         self.others = np.asarray(others, dtype=int)
@@ -252,10 +334,25 @@ class MarginObjective:
         return P[:, 0] - self._rest(P), grad
 
     def bound(self, lo, hi):
+        """Per kept competitor k the better of the interval bound p_lo_c -
+        p_hi_k and the joint bound of :meth:`ClassProbabilities.pair_lower`
+        (both lower bounds of p_c - p_k over the box); the margin's bound is
+        the smallest of these and p_lo_c - floor."""
         plo, phi, boxes = self.probs.p_box(lo, hi, self.columns)
-        lower = plo[:, 0] - self._rest(phi)
+        m = 2 * self.probs.link.margin
+        lower = plo[:, 0] - self.floor  # +inf without dropped classes
+        arg = boxes[0].arg_mu_min
         score = sum(bx.score for bx in boxes)
-        return BoxBound(lower - 2 * self.probs.link.margin, boxes[0].arg_mu_min, score)
+        if len(self.others):
+            pair = plo[:, :1] - phi[:, 1:]
+            if self.joint:
+                joint, jargs = self.probs.pair_lower(lo, hi, self.cls, self.others, boxes)
+                pair = np.fmax(pair, joint)
+                worst = np.argmin(pair, axis=1)
+                use = np.isfinite(joint[np.arange(len(lo)), worst])
+                arg = np.where(use[:, None], jargs[np.arange(len(lo)), worst], arg)
+            lower = np.minimum(lower, pair.min(axis=1))
+        return BoxBound(lower - m, arg, score)
 
     def restricted(self, lo, hi):
         """The same decision on sub-boxes of ``[lo, hi]`` (shape (d,)) with the
@@ -277,7 +374,7 @@ class MarginObjective:
         if not dead.any():
             return self
         floor = max(self.floor, float(phi[0, 1:][dead].max()))
-        return MarginObjective(self.probs, self.cls, self.others[~dead], floor)
+        return MarginObjective(self.probs, self.cls, self.others[~dead], floor, self.joint)
 
 
 class SoftmaxProbabilities:

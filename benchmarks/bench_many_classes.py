@@ -1,0 +1,119 @@
+"""Many classes (issue 12, example 4): the target workloads, one table each.
+
+1. 10-class one-vs-rest GPC on ``load_digits`` (pixels / 16, the first 1000
+   rows for training, ``C(20.0) * RBF(2.5)``, ``optimizer=None``; accuracy
+   0.97 on the other rows): ``certify(X_test, gamma, time_limit=2.0,
+   domain=(0, 1))`` at gamma in {0.05, 0.02}: unknown %, median and max
+   seconds per row. Targets: <= 2% unknown, median <= 0.2 s per row.
+2. The same model: ``prediction_range`` of the probabilities, epsilon = 0.01,
+   gamma 0.05 (option ``--proba-gamma``), domain (0, 1), ``time_limit=10``:
+   % of rows whose 10 columns all converged, median seconds per row.
+   Target: >= 95% converged.
+3. Iris (all 4 features, 150 rows), one-vs-rest GPC with the fitted
+   ``1.0 * RBF(1.0)``: probability ranges at gamma = 10% of each feature's
+   range, epsilon = 0.01, ``time_limit=2``: converged columns.
+
+Test rows are the first ``--rows`` held-out rows (digits) and every 10th row
+(iris). Run against any checkout: ``PYTHONPATH=<checkout> python
+benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``.
+"""
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import load_digits, load_iris  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF  # noqa: E402
+from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
+
+from _bench import package_state, table  # noqa: E402
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier  # noqa: E402
+
+
+def digits_model():
+    D = load_digits()
+    X, y = D.data / 16.0, D.target
+    clf = RobustGaussianProcessClassifier(C(20.0) * RBF(2.5), optimizer=None).fit(X[:1000], y[:1000])
+    return clf, X[1000:], y[1000:]
+
+
+def bench_certify(clf, X, gammas, time_limit):
+    rows = []
+    for gamma in gammas:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetExhaustedWarning)
+            t = time.perf_counter()
+            c = clf.certify(X, gamma, domain=(0.0, 1.0), time_limit=time_limit, random_state=0)
+            wall = time.perf_counter() - t
+        # Re-check counterexamples with the model's own predict.
+        bad = 0
+        for i in np.flatnonzero(c.status == "not_robust"):
+            bad += int(clf.predict(c.counterexample[i][None])[0] == clf.predict(X[i][None])[0])
+        frac = {s: np.mean(c.status == s) for s in ("robust", "not_robust", "unknown")}
+        rows.append([f"{gamma:g}", len(X), f"{frac['robust']:.1%}", f"{frac['not_robust']:.1%}",
+                     f"{frac['unknown']:.1%}", f"{np.median(c.time):.3f}", f"{c.time.max():.3f}",
+                     f"{wall:.1f}", bad])
+    print(table(["gamma", "rows", "robust", "not_robust", "unknown", "median s/row", "max s/row", "wall s",
+                 "bad cex"], rows))
+
+
+def bench_range(clf, X, gamma, epsilon, time_limit, domain, label):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        t = time.perf_counter()
+        r = clf.prediction_range(X, gamma, epsilon=epsilon, domain=domain, time_limit=time_limit, random_state=0)
+        wall = time.perf_counter() - t
+    # Bracket check at sampled points of each box.
+    rng = np.random.default_rng(0)
+    lo_dom, hi_dom = (-np.inf, np.inf) if domain is None else domain
+    bad = 0
+    for i, x in enumerate(X):
+        lo, hi = np.maximum(x - gamma, lo_dom), np.minimum(x + gamma, hi_dom)
+        P = clf.predict_proba(lo + (hi - lo) * rng.random((100, len(x))))
+        bad += int(np.any(P < r.min_lower[i] - 1e-9) or np.any(P > r.max_upper[i] + 1e-9))
+    gap = np.maximum(r.min_upper - r.min_lower, r.max_upper - r.max_lower)
+    print(table(["model", "rows", "rows converged", "columns converged", "median s/row", "max s/row",
+                 "median worst gap", "wall s", "bad"],
+                [[label, len(X), f"{r.converged.all(1).mean():.0%}", f"{r.converged.mean():.0%}",
+                  f"{np.median(r.time):.3f}", f"{r.time.max():.3f}", f"{np.median(gap.max(1)):.2e}",
+                  f"{wall:.1f}", bad]]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=40)
+    ap.add_argument("--proba-rows", type=int, default=20)
+    ap.add_argument("--gammas", type=float, nargs="+", default=[0.05, 0.02])
+    ap.add_argument("--proba-gamma", type=float, default=0.05)
+    ap.add_argument("--only", choices=["certify", "proba", "iris"], nargs="+", default=None)
+    args = ap.parse_args()
+    only = set(args.only or ["certify", "proba", "iris"])
+    print(package_state())
+    if only & {"certify", "proba"}:
+        clf, Xt, yt = digits_model()
+        print(f"digits 10-class OvR, N=1000, d=64: accuracy {np.mean(clf.predict(Xt) == yt):.3f}")
+        if "certify" in only:
+            print("\ncertify, time_limit=2, domain=(0, 1)")
+            bench_certify(clf, Xt[: args.rows], args.gammas, 2.0)
+        if "proba" in only:
+            print(f"\nprobability ranges, gamma={args.proba_gamma}, epsilon=0.01, time_limit=10, domain=(0, 1)")
+            bench_range(clf, Xt[: args.proba_rows], args.proba_gamma, 0.01, 10.0, (0.0, 1.0), "digits")
+    if "iris" in only:
+        X, y = load_iris(return_X_y=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = RobustGaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y)
+        print(f"\niris 3-class OvR, fitted {clf.kernel_}: probability ranges, gamma = 10% of each feature's "
+              f"range, epsilon=0.01, time_limit=2")
+        bench_range(clf, X[::10], 0.1 * np.ptp(X, axis=0), 0.01, 2.0, None, "iris")
+    print(package_state())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Many-class one-vs-rest models (issue 12, example 4): the link's linear
+bounds, the joint pairwise margin bound, certificates and probability ranges
+of models with up to 10 classes, attacked by dense sampling and L-BFGS-B
+inside the box; counterexamples re-checked by the model's own ``predict``."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
+
+from skgprobust import RobustGaussianProcessClassifier
+from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink
+from skgprobust._engine._common import bound_model_of
+
+from ._helpers import SLOW
+
+LINKS = [FiveErfLink(), ProbitLink(), LogisticLink()]
+
+
+def _fit(X, y, kernel, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RobustGaussianProcessClassifier(kernel, **kw).fit(X, y)
+
+
+def _unnormalised(clf, P):
+    return np.column_stack([e.predict_proba(P)[:, 1] for e in clf.base_estimator_.estimators_])
+
+
+# --------------------------------------------------------------------------
+# Link lines
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("link", LINKS, ids=lambda L: type(L).__name__)
+def test_link_lines_bound_the_link_over_rectangles(link):
+    """p(mu, v) >= lower line and <= upper line on dense grids of random
+    rectangles (all-negative, all-positive and sign-crossing mean ranges,
+    wide and tiny, plus infinite ends), slopes >= 0."""
+    rng = np.random.default_rng(1)
+    n = 400
+    a = rng.normal(0, 4, n) * rng.choice([0.1, 1.0, 3.0], n)
+    b = a + rng.exponential(1.0, n) * rng.choice([1e-6, 0.1, 1.0, 5.0], n)
+    v_lo = rng.exponential(3.0, n) * rng.choice([0.0, 1.0], n)
+    v_hi = v_lo + rng.exponential(3.0, n)
+    a[:5], b[5:10] = -np.inf, np.inf
+    for upper in (False, True):
+        alpha, slope = link.lines(a, b, v_lo, v_hi, upper=upper)
+        assert np.all(np.isfinite(alpha)) and np.all(slope >= 0)
+        fa, fb = np.where(np.isfinite(a), a, -60.0), np.where(np.isfinite(b), b, 60.0)
+        m = fa[:, None] + (fb - fa)[:, None] * np.r_[0.0, 1.0, np.sort(rng.random(300))][None]
+        m = np.concatenate([m, np.clip(np.zeros((n, 1)), fa[:, None], fb[:, None])], axis=1)
+        v = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random(m.shape)
+        v[:, 0], v[:, 1] = v_lo, v_hi
+        p = link.value(m, v)
+        line = alpha[:, None] + slope[:, None] * m
+        if upper:
+            assert np.all(p <= line)
+        else:
+            assert np.all(p >= line)
+        finite = np.isfinite(a) & np.isfinite(b)
+        # Tight where it can be: the chord of a concave piece touches p at both ends.
+        gap = np.abs(line - p)[finite].min(axis=1)
+        assert np.median(gap) < 1e-3
+
+
+# --------------------------------------------------------------------------
+# Joint pairwise bound and the margin
+# --------------------------------------------------------------------------
+
+
+def _blobs_model(n_classes=5, d=3, seed=0, kernel=None):
+    X, y = make_blobs(60 * n_classes, n_features=d, centers=n_classes, cluster_std=1.5, random_state=seed)
+    kernel = kernel if kernel is not None else ConstantKernel(4.0) * RBF(1.5)
+    return _fit(X, y, kernel, optimizer=None), X
+
+
+def _lbfgs_min(f, lo, hi, starts):
+    best = np.inf
+    for s in starts:
+        r = minimize(lambda z: f(z[None])[0], s, method="L-BFGS-B", bounds=list(zip(lo, hi)))
+        best = min(best, float(r.fun))
+    return best
+
+
+def test_pair_lower_bounds_the_true_difference():
+    """p_c - p_k >= the joint bound at 2000 points per box and at L-BFGS-B
+    minima; the joint bound is often tighter than the interval bound."""
+    clf, X = _blobs_model()
+    bm = bound_model_of(clf)
+    probs = bm.probabilities()
+    assert probs.group == [0] * 5  # one shared kernel
+    rng = np.random.default_rng(0)
+    better = 0
+    for x in X[::25]:
+        half = rng.choice([0.1, 0.4, 1.0])
+        lo, hi = x - half, x + half
+        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
+        others = [k for k in range(5) if k != c]
+        plo, phi, boxes = probs.p_box(lo[None], hi[None], [c] + others)
+        joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
+        P = lo + (hi - lo) * rng.random((2000, 3))
+        U = _unnormalised(clf, P)
+        for j, k in enumerate(others):
+            diff = U[:, c] - U[:, k]
+            assert np.all(diff >= joint[0, j] - 1e-9)
+            f = lambda Z, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Z))  # noqa: E731
+            assert _lbfgs_min(f, lo, hi, [x, P[np.argmin(diff)], args[0, j]]) >= joint[0, j] - 1e-9
+            better += joint[0, j] > plo[0, 0] - phi[0, j + 1] + 1e-6
+    assert better > 0
+
+
+def test_joint_margin_is_sound_and_not_looser():
+    """The margin's box bound (joint pairs) is below the true margin on random
+    sub-boxes, and never below the interval-only bound."""
+    from skgprobust._engine._objectives import MarginObjective
+
+    clf, X = _blobs_model(n_classes=6, d=2, seed=3)
+    bm = bound_model_of(clf)
+    probs = bm.probabilities()
+    rng = np.random.default_rng(2)
+    for x in X[::30]:
+        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
+        m_joint, m_int = MarginObjective(probs, c), MarginObjective(probs, c, joint=False)
+        lo0, hi0 = x - 0.6, x + 0.6
+        for g in (m_joint, m_joint.restricted(lo0, hi0)):
+            a = lo0 + (hi0 - lo0) * rng.random((8, 2))
+            b = lo0 + (hi0 - lo0) * rng.random((8, 2))
+            lo, hi = np.minimum(a, b), np.maximum(a, b)
+            bj = g.bound(lo, hi).lower
+            if g is m_joint:
+                assert np.all(bj >= m_int.bound(lo, hi).lower - 1e-12)
+            for i in range(8):
+                P = lo[i] + (hi[i] - lo[i]) * rng.random((500, 2))
+                U = _unnormalised(clf, P)
+                true = U[:, c] - np.delete(U, c, axis=1).max(axis=1)
+                assert np.all(true >= bj[i] - 1e-9)
+
+
+def test_no_joint_bound_across_different_kernels():
+    """Fitted per-class kernels differ: classes are not grouped, and the
+    margin falls back to the interval bounds (still sound)."""
+    X, y = make_blobs(150, n_features=2, centers=3, cluster_std=1.0, random_state=0)
+    clf = _fit(X, y, 1.0 * RBF(1.0), random_state=0)
+    probs = bound_model_of(clf).probabilities()
+    kernels = [e.kernel_ for e in clf.base_estimator_.estimators_]
+    assert len(set(probs.group)) == len({repr(k) for k in kernels}) or kernels[0] == kernels[1]
+    c = 0
+    plo, phi, boxes = probs.p_box(X[:1] - 0.3, X[:1] + 0.3, [0, 1, 2])
+    joint, _ = probs.pair_lower(X[:1] - 0.3, X[:1] + 0.3, c, [1, 2], boxes)
+    for j, k in enumerate([1, 2]):
+        assert np.isnan(joint[0, j]) == (probs.group[k] != probs.group[c])
+
+
+# --------------------------------------------------------------------------
+# 10 classes end to end
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def digits10():
+    D = load_digits()
+    X, y = D.data / 16.0, D.target
+    idx = np.random.default_rng(0).permutation(len(X))
+    tr, te = idx[:300], idx[300:312]
+    return _fit(X[tr], y[tr], ConstantKernel(20.0) * RBF(2.5), optimizer=None), X[te]
+
+
+def test_digits10_certify_survives_attacks(digits10):
+    """64-D, 10 classes: robust rows keep their label at dense samples, the
+    box corners along the margin's gradient sign and L-BFGS-B minima of the
+    margin; not_robust rows' counterexamples change predict's label."""
+    clf, X = digits10
+    gamma = 0.06
+    res = clf.certify(X, gamma, domain=(0.0, 1.0), max_iter=30, random_state=0)
+    assert set(res.status) <= {"robust", "not_robust", "unknown"}
+    assert np.sum(res.status != "unknown") >= len(X) // 2
+    bm = bound_model_of(clf)
+    rng = np.random.default_rng(0)
+    labels = clf.predict(X)
+    for i, x in enumerate(X):
+        lo, hi = np.clip(x - gamma, 0, 1), np.clip(x + gamma, 0, 1)
+        if res.status[i] == "not_robust":
+            cex = res.counterexample[i]
+            assert np.all(cex >= lo - 1e-12) and np.all(cex <= hi + 1e-12)
+            assert clf.predict(cex[None])[0] != labels[i]
+            continue
+        if res.status[i] != "robust":
+            continue
+        margin = bm.margin(labels[i])
+        P = lo + (hi - lo) * rng.random((400, len(x)))
+        _, g = margin.value_and_grad(x[None])
+        corners = np.vstack([np.where(g < 0, hi, lo), np.where(g > 0, hi, lo)])
+        P = np.vstack([P, corners])
+        assert np.all(clf.predict(P) == labels[i])
+        r = minimize(lambda z: tuple(a[0] for a in margin.value_and_grad(z[None])), x, jac=True,
+                     method="L-BFGS-B", bounds=list(zip(lo, hi)), options={"maxiter": 50})
+        assert clf.predict(r.x[None])[0] == labels[i]
+        assert r.fun >= res.bound[i] - 1e-9
+
+
+def test_digits10_probability_ranges_bracket_predict_proba(digits10):
+    clf, X = digits10
+    gamma = 0.02
+    r = clf.prediction_range(X[:3], gamma, epsilon=0.01, domain=(0.0, 1.0), max_iter=20, random_state=0)
+    rng = np.random.default_rng(1)
+    for i, x in enumerate(X[:3]):
+        lo, hi = np.clip(x - gamma, 0, 1), np.clip(x + gamma, 0, 1)
+        P = clf.predict_proba(lo + (hi - lo) * rng.random((300, len(x))))
+        assert np.all(P >= r.min_lower[i] - 1e-9) and np.all(P <= r.max_upper[i] + 1e-9)
+        assert np.all(r.min_lower[i] <= r.min_upper[i] + 1e-12)
+
+
+# --------------------------------------------------------------------------
+# Sweep over random multi-class models
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@SLOW
+@given(
+    n_classes=st.integers(3, 10),
+    d=st.integers(1, 5),
+    seed=st.integers(0, 10_000),
+    amp=st.floats(0.5, 30.0),
+    ls=st.floats(0.3, 5.0),
+    matern=st.booleans(),
+    half=st.floats(0.02, 1.5),
+)
+def test_many_class_certify_and_ranges_sweep(n_classes, d, seed, amp, ls, matern, half):
+    X, y = make_blobs(25 * n_classes, n_features=d, centers=n_classes, cluster_std=1.5, random_state=seed)
+    base = Matern(ls, nu=2.5) if matern else RBF(ls)
+    clf = _fit(X, y, ConstantKernel(amp) * base, optimizer=None)
+    rng = np.random.default_rng(seed)
+    rows = X[rng.choice(len(X), 3, replace=False)]
+    res = clf.certify(rows, half, max_iter=40, random_state=0)
+    rr = clf.prediction_range(rows[:1], half, epsilon=0.01, max_iter=20, random_state=0)
+    labels = clf.predict(rows)
+    for i, x in enumerate(rows):
+        lo, hi = x - half, x + half
+        P = lo + (hi - lo) * rng.random((500, d))
+        if res.status[i] == "robust":
+            assert np.all(clf.predict(P) == labels[i])
+        elif res.status[i] == "not_robust":
+            assert clf.predict(res.counterexample[i][None])[0] != labels[i]
+        if i == 0:
+            Q = clf.predict_proba(P)
+            assert np.all(Q >= rr.min_lower[0] - 1e-9) and np.all(Q <= rr.max_upper[0] + 1e-9)
