@@ -102,6 +102,7 @@ from operator import itemgetter
 
 import numpy as np
 from scipy.linalg import cholesky, eigh, qr, solve_triangular
+from scipy.linalg.blas import dsyrk as _dsyrk
 from scipy.spatial.distance import cdist
 from sklearn.base import clone
 from sklearn.cluster import kmeans_plusplus
@@ -125,6 +126,8 @@ _JITTER = 1e-8
 _MU_FLOOR = 1e-10
 #: Elements per chunk of the (rows x M x n_theta) derivative arrays.
 _CHUNK_ELEMENTS = 2_000_000
+#: Largest Lz^-1 Kzx (bytes) kept between the two passes of a gradient evaluation.
+_CACHE_BYTES = 4e8
 
 
 # ---------------------------------------------------------------------------
@@ -205,6 +208,59 @@ def _cross_grad(kernel, X, Y):
             G = Kc[:, :, None] * Dj
         return Kc, G
     return _stacked_cross(kernel, X, Y)
+
+
+def _quadratic_contract(Wp, Xs, Ys, aniso):
+    """sum_im Wp_im D_imj with D_imj = (Xs_ij - Ys_mj)^2 (per feature j when
+    aniso, summed over j otherwise), without the (n, m, d) array:
+    (x - y)^2 = x^2 - 2 x y + y^2 (inputs centred first)."""
+    c = Ys.mean(axis=0) if len(Ys) else 0.0
+    Xs, Ys = Xs - c, Ys - c
+    r, col = Wp.sum(axis=1), Wp.sum(axis=0)
+    per = r @ (Xs * Xs) - 2.0 * np.einsum("ij,ij->j", Xs, Wp @ Ys) + col @ (Ys * Ys)
+    return per if aniso else np.array([per.sum()])
+
+
+def _cross_contract(kernel, X, Y, W):
+    """sum_im W_im d k_c(X, Y)_im / d theta (shape (n_theta,)), i.e.
+    ``einsum("im,imk->k", W, _cross_grad(kernel, X, Y)[1])`` without the
+    (n, m, n_theta) array for the kernels with closed forms."""
+    if isinstance(kernel, K.Sum):
+        return np.concatenate([_cross_contract(kernel.k1, X, Y, W), _cross_contract(kernel.k2, X, Y, W)])
+    if isinstance(kernel, K.Product):
+        K1, K2 = kernel.k1(X, Y), kernel.k2(X, Y)
+        return np.concatenate([_cross_contract(kernel.k1, X, Y, W * K2), _cross_contract(kernel.k2, X, Y, W * K1)])
+    if isinstance(kernel, K.Exponentiation):
+        e = kernel.exponent
+        return _cross_contract(kernel.kernel, X, Y, W * e * kernel.kernel(X, Y) ** (e - 1))
+    t = type(kernel)
+    if t is K.ConstantKernel:
+        n = 0 if kernel.hyperparameter_constant_value.fixed else 1
+        return np.full(n, kernel.constant_value * W.sum())
+    if t is K.WhiteKernel:
+        return np.zeros(0 if kernel.hyperparameter_noise_level.fixed else 1)
+    if t is K.RBF or (t is K.Matern and float(kernel.nu) in (0.5, 1.5, 2.5, np.inf)):
+        if kernel.hyperparameter_length_scale.fixed:
+            return np.zeros(0)
+        nu = np.inf if t is K.RBF else float(kernel.nu)
+        ls = np.asarray(kernel.length_scale, dtype=np.float64)
+        aniso = np.iterable(kernel.length_scale) and len(kernel.length_scale) > 1
+        Xs, Ys = X / ls, Y / ls
+        D2 = cdist(Xs, Ys, metric="sqeuclidean")
+        if nu == np.inf:
+            Wp = W * np.exp(-0.5 * D2)
+        else:
+            d = np.sqrt(D2)
+            if nu == 0.5:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    Wp = np.where(d > 0, W * np.exp(-d) / d, 0.0)
+            elif nu == 1.5:
+                Wp = W * 3.0 * np.exp(-np.sqrt(3.0) * d)
+            else:
+                Wp = W * (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d)
+        return _quadratic_contract(Wp, Xs, Ys, aniso)
+    _, G = _stacked_cross(kernel, X, Y)
+    return np.einsum("im,imk->k", W, G)
 
 
 def _diag_parts(kernel, X, eval_gradient=False):
@@ -308,8 +364,7 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     except np.linalg.LinAlgError as exc:
         exc.args = (f"The kernel {kernel} is not positive definite on the inducing points.",) + exc.args
         raise
-    n_theta = len(kernel.theta)
-    chunks = _chunks(N, M, n_theta if eval_gradient else 1)
+    chunks = _chunks(N, M, 4 if eval_gradient else 1)
 
     UUt = np.zeros((M, M))
     Vy = np.zeros((M, P))
@@ -317,23 +372,26 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     logdet_lam = 0.0
     trace = 0.0
     lam_all = np.empty(N)
+    # Keep Lz^-1 Kzx for the gradient pass when it fits in _CACHE_BYTES.
+    cache = [] if (eval_gradient and 8.0 * N * M <= _CACHE_BYTES) else None
     for sl in chunks:
         Kxz = kernel(X[sl], Z)
         full, cov = _diag_parts(kernel, X[sl])
         n = full - cov + alpha[sl]
         _noise_check(n)
         V = solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)
+        if cache is not None:
+            cache.append(V)
         q = np.einsum("ij,ij->j", V, V)
         lam = n if approximation != "fitc" else np.maximum(cov - q, 0.0) + n
         lam_all[sl] = lam
-        Vl = V / lam
-        UUt += Vl @ V.T
-        Vy += Vl @ y[sl]
+        UUt = _syrk(V / np.sqrt(lam), UUt)
+        Vy += (V / lam) @ y[sl]
         yLy += np.einsum("ij,ij->j", y[sl], y[sl] / lam[:, None])
         logdet_lam += float(np.sum(np.log(lam)))
         if approximation == "vfe":
             trace += float(np.sum(np.maximum(cov - q, 0.0) / n))
-    UUt = 0.5 * (UUt + UUt.T)
+    UUt = np.triu(UUt) + np.triu(UUt, 1).T
     mu, E = eigh(UUt, check_finite=False)
     mu = np.maximum(mu, _MU_FLOOR)
     c = E.T @ Vy
@@ -346,7 +404,9 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     beta = solve_triangular(Lz, w, lower=True, trans="T", check_finite=False)
     out = [lml]
     if eval_gradient:
-        out.append(_gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, dKzz, chunks))
+        out.append(
+            _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, UUt, dKzz, chunks, cache)
+        )
     if state:
         Wm = Lz @ (E * np.sqrt((1.0 + mu) / mu))
         R = qr(Wm.T, mode="r", check_finite=False)[0]
@@ -355,48 +415,54 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     return tuple(out) if len(out) > 1 else out[0]
 
 
-def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, dKzz, chunks):
+def _syrk(A, C):
+    """C + A A^T (upper triangle only), BLAS syrk."""
+    return _dsyrk(1.0, A, beta=1.0, c=C, trans=0, lower=0, overwrite_c=1)
+
+
+def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, UUt, dKzz, chunks, cache):
+    """Gradient of :func:`sparse_objective` (module doc), in whitened
+    coordinates: with V = Lz^-1 Kzx and B1 = E diag(1/(1+mu)) E^T,
+    Sigma = Lz^-T B1 Lz^-1 and d/dKxz = a beta^T + Y Lz^-1,
+    Y = -P Lambda^-1 V^T B1 + diag(coef) V^T (coef: FITC -2 g, VFE P / n)."""
     M, P = len(Z), y.shape[1]
+    B1 = (E / (1.0 + mu)) @ E.T
     Linv = solve_triangular(Lz, np.eye(M), lower=True, check_finite=False)  # Lz^-1
-    A_sig = Linv.T @ (E / np.sqrt(1.0 + mu))  # Sigma = A_sig A_sig^T
-    Sigma = A_sig @ A_sig.T
-    A_diff = Linv.T @ (E * np.sqrt(mu / (1.0 + mu)))
-    Kinv_minus_Sigma = A_diff @ A_diff.T
+    Dm = (E * (mu / (1.0 + mu))) @ E.T
+    Kinv_minus_Sigma = Linv.T @ Dm @ Linv
     grad = np.zeros(len(kernel.theta))
     G_kzz = -0.5 * (beta @ beta.T - P * Kinv_minus_Sigma)
     H_fitc = np.zeros((M, M))
-    UUt_vfe = np.zeros((M, M))
-    for sl in chunks:
-        Kxz, dKxz = _cross_grad(kernel, X[sl], Z)
+    for k, sl in enumerate(chunks):
+        Kxz = kernel(X[sl], Z)
         full, cov, dfull, dcov = _diag_parts(kernel, X[sl], eval_gradient=True)
         n = full - cov + alpha[sl]
         lam = lam_all[sl]
-        V = solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)  # Lz^-1 Kzx
-        KxzKinv = (Linv.T @ V).T  # Kxz Kzz^-1
+        V = cache[k] if cache is not None else solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)
         a = (y[sl] - Kxz @ beta) / lam[:, None]
-        KS = Kxz @ A_sig
-        s = np.einsum("ij,ij->i", KS, KS)  # k_i^T Sigma k_i
+        VB = V.T @ B1
+        s = np.einsum("ij,ji->i", VB, V)  # k_i^T Sigma k_i
         g = 0.5 * (np.sum(a * a, axis=1) - P * (1.0 / lam - s / lam**2))  # d/dlam
-        dF_dK = a @ beta.T - P * (Kxz @ Sigma) / lam[:, None]
+        Y = (-P / lam)[:, None] * VB
         dF_dn = g.copy()
         dF_dc = np.zeros_like(g)
         if approximation == "fitc":
             dF_dc += g
-            dF_dK -= 2.0 * g[:, None] * KxzKinv
+            Y -= (2.0 * g)[:, None] * V.T
             H_fitc += (V * g) @ V.T
         elif approximation == "vfe":
             q = np.einsum("ij,ij->j", V, V)
             dF_dc -= 0.5 * P / n
             dF_dn += 0.5 * P * np.maximum(cov - q, 0.0) / n**2
-            dF_dK += P * KxzKinv / n[:, None]
-            UUt_vfe += (V / n) @ V.T
-        grad += np.einsum("ij,ijk->k", dF_dK, dKxz)
+            Y += (P / n)[:, None] * V.T
+        dF_dK = a @ beta.T + solve_triangular(Lz, Y.T, lower=True, trans="T", check_finite=False).T
+        grad += _cross_contract(kernel, X[sl], Z, dF_dK)
         # n = full - cov + alpha
         grad += dF_dn @ (dfull - dcov) + dF_dc @ dcov
     if approximation == "fitc":
         G_kzz += Linv.T @ H_fitc @ Linv
     elif approximation == "vfe":
-        G_kzz -= 0.5 * P * (Linv.T @ UUt_vfe @ Linv)
+        G_kzz -= 0.5 * P * (Linv.T @ UUt @ Linv)  # Lambda = diag(n): U U^T = Lz^-1 Kzx N^-1 Kxz Lz^-T
     G_kzz = 0.5 * (G_kzz + G_kzz.T)
     grad += np.einsum("ij,ijk->k", G_kzz, dKzz)
     return grad
@@ -593,6 +659,9 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         rng = check_random_state(self.random_state)
         self._rng = rng
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        # Same memory layout whatever the input (a DataFrame gives Fortran
+        # order): BLAS results, hence the optimiser's path, do not depend on it.
+        X, y = np.ascontiguousarray(X), np.ascontiguousarray(y)
         n_targets_seen = y.shape[1] if y.ndim > 1 else 1
         if self.n_targets is not None and n_targets_seen != self.n_targets:
             raise ValueError(

@@ -31,7 +31,13 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skgprobust import BudgetExhaustedWarning
-from skgprobust._sparse import SparseGaussianProcessRegressor, _cross_grad, _diag_parts, _stacked_cross
+from skgprobust._sparse import (
+    SparseGaussianProcessRegressor,
+    _cross_contract,
+    _cross_grad,
+    _diag_parts,
+    _stacked_cross,
+)
 
 from ._helpers import FAST, SLOW, datasets, kernels, perturbations
 from .test_soundness import Case, _call, check_gpr_certificate, check_range
@@ -144,6 +150,11 @@ def test_kernel_derivatives_match_sklearn(kernel):
     np.testing.assert_allclose(K1, K2, atol=1e-14)
     np.testing.assert_allclose(G1, G2, atol=1e-13)
     np.testing.assert_allclose(K1, kernel(X, Z), atol=1e-14)
+    W = rng.normal(size=K1.shape)
+    for shift in (0.0, 100.0):  # the contraction centres the inputs: no cancellation from an offset
+        G = _stacked_cross(kernel, X + shift, Z + shift)[1]
+        want = np.einsum("im,imk->k", W, G)
+        np.testing.assert_allclose(_cross_contract(kernel, X + shift, Z + shift, W), want, atol=1e-9 * np.abs(want).max())
     f, c, gf, gc = _diag_parts(kernel, X, eval_gradient=True)
     Kd, Gd = kernel(np.vstack([X, X]), eval_gradient=True)
     i = np.arange(len(X))
