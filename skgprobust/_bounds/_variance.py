@@ -474,6 +474,13 @@ class LatentVariance:
         dr2 = np.einsum("bi,bi->b", dr, dr)
         e = self.lam_max * dr2
         m = self._n_top(B, d) if self.lam_max * np.max(np.abs(dhi), initial=0.0) > _SPECTRAL_MIN_GAIN else 0
+        if self.smooth is not None:
+            # ||A dr||^2 <= ||k_x - k_x0||_H^2 <= sum_j H0_j h_j^2 (module doc,
+            # "The RKHS remainder"): free, and within a small factor of the
+            # spectral split (which costs 2m mean-type bounds per box).
+            h1 = np.maximum(hi - centre, centre - lo) * (1.0 + 4.0 * _U)
+            e = np.minimum(e, (self.smooth.H0 * h1 * h1).sum(-1) * (1.0 + 1e-12))
+            m = 0
         rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
         scale0 = (
             np.abs(q0)
@@ -484,15 +491,19 @@ class LatentVariance:
         )
         rin = self.input_rounding(lo, hi, dhi)
         poly = self._poly_bounds(lo, hi, dhi) if self.poly is not None else None
+        local = self._local_bounds(lo, hi, dlo, dhi) if self.smooth is not None else None
         if m > 0:
             # The spectral split only lowers e, i.e. raises the lower bound,
             # to at most the value with e = 0 (the margin grows with e): it
             # is computed only for the boxes where that could beat the
-            # polynomial bound (which one wins changes nothing about soundness).
+            # polynomial or the local RKHS bound (which one wins changes
+            # nothing about soundness).
             need = np.ones(B, dtype=bool)
+            best = dlo - (q0 - g_r0 + gmax) - self.margin(scale0, d) - rin
             if poly is not None:
-                best = dlo - (q0 - g_r0 + gmax) - self.margin(scale0, d) - rin
-                need = ~(best <= poly[0])
+                need &= ~(best <= poly[0])
+            if local is not None:
+                need &= ~(best <= local[0])
             if need.all():
                 e = np.minimum(e, self._spectral(lo, hi, r0, dr2, m))
             elif need.any():
@@ -509,7 +520,7 @@ class LatentVariance:
         arg_min, arg_max, score = both.argmin[B:], both.argmin[:B], both.score[:B]
         if self.smooth is not None:
             # The local RKHS bound; the tighter of the two per box and side.
-            lo2, hi2, amin2, amax2, score2 = self._local_bounds(lo, hi, dlo, dhi)
+            lo2, hi2, amin2, amax2, score2 = local
             use_lo, use_hi = lo2 > lower, hi2 < upper
             lower, upper = np.where(use_lo, lo2, lower), np.where(use_hi, hi2, upper)
             arg_min = np.where(use_lo[:, None], amin2, arg_min)
