@@ -118,7 +118,7 @@ import warnings
 
 import numpy as np
 import scipy.optimize
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
 from scipy.sparse import csr_matrix
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF, Kernel
@@ -421,7 +421,11 @@ class _Problem:
         value = -0.5 * self.y @ beta - np.log(np.diag(Lc)).sum() - 0.5 * self.N * _LOG_2PI
         if not eval_gradient:
             return value
-        M = np.outer(beta, beta) - cho_solve((Lc, True), np.eye(self.N), check_finite=False)
+        Kinv, info = lapack.dpotri(Lc, lower=1)
+        if info != 0:
+            return -np.inf, np.zeros_like(theta)
+        Kinv = np.tril(Kinv)
+        M = np.outer(beta, beta) - (Kinv + np.tril(Kinv, -1).T)
         grads = []
         for l, (Kr, dKl) in enumerate(parts):
             if dKl.shape[2] == 0:
