@@ -391,6 +391,11 @@ def test_is_a_robust_classifier_everywhere(fitted):
 
     c = pipe_certify(pipe, X[:2], 0.05, random_state=0)
     assert c.status.shape == (2,)
+    from skgprobust import make_robustness_scorer
+
+    cert = clf.certify(X[:8], 0.05, random_state=0)
+    expected = np.mean(cert.robust & (clf.predict(X[:8]) == y[:8]))
+    assert make_robustness_scorer(0.05, random_state=0)(clf, X[:8], y[:8]) == pytest.approx(expected)
 
 
 # --------------------------------------------------------------------------
