@@ -405,7 +405,7 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     out = [lml]
     if eval_gradient:
         out.append(
-            _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, UUt, dKzz, chunks, cache)
+            _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache)
         )
     if state:
         Wm = Lz @ (E * np.sqrt((1.0 + mu) / mu))
@@ -420,7 +420,7 @@ def _syrk(A, C):
     return _dsyrk(1.0, A, beta=1.0, c=C, trans=0, lower=0, overwrite_c=1)
 
 
-def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, UUt, dKzz, chunks, cache):
+def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache):
     """Gradient of :func:`sparse_objective` (module doc), in whitened
     coordinates: with V = Lz^-1 Kzx and B1 = E diag(1/(1+mu)) E^T,
     Sigma = Lz^-T B1 Lz^-1 and d/dKxz = a beta^T + Y Lz^-1,
@@ -434,12 +434,14 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, lam_all, U
     G_kzz = -0.5 * (beta @ beta.T - P * Kinv_minus_Sigma)
     H_fitc = np.zeros((M, M))
     for k, sl in enumerate(chunks):
-        Kxz = kernel(X[sl], Z)
+        if cache is not None:
+            V = cache[k]
+        else:
+            V = solve_triangular(Lz, kernel(X[sl], Z).T, lower=True, check_finite=False)
         full, cov, dfull, dcov = _diag_parts(kernel, X[sl], eval_gradient=True)
         n = full - cov + alpha[sl]
         lam = lam_all[sl]
-        V = cache[k] if cache is not None else solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)
-        a = (y[sl] - Kxz @ beta) / lam[:, None]
+        a = (y[sl] - V.T @ w) / lam[:, None]  # Kxz beta = V^T Lz^T beta
         VB = V.T @ B1
         s = np.einsum("ij,ji->i", VB, V)  # k_i^T Sigma k_i
         g = 0.5 * (np.sum(a * a, axis=1) - P * (1.0 / lam - s / lam**2))  # d/dlam

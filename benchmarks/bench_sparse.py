@@ -1,0 +1,172 @@
+"""Sparse GP regression at scale: fit, predict and certification cost vs N and M.
+
+What it measures
+----------------
+Data: Friedman #1, ``make_friedman1(n_samples=100_000 + 1000, n_features=5,
+noise=1.0, random_state=0)`` (inputs uniform on [0, 1]^5, target std about
+5). The first N rows train; the last 1000 rows are the test points (all
+1000 for predict, the first 20 for the per-row bounds; ``--quick``: N =
+20,000 and 6 rows).
+
+Kernel: ``ConstantKernel(1.0) * Matern(length_scale=np.ones(5), nu=2.5) +
+WhiteKernel(0.1)``, normalize_y=True. Its hyperparameters are fitted ONCE by
+:class:`SparseGaussianProcessRegressor` (VFE, M = 100, L-BFGS-B, all N rows;
+the "fit (optimised)" row) and then frozen (``optimizer=None``) for every
+other model, so that only N and M change between rows:
+
+* sparse VFE with M in {100, 300, 500} on all N rows, and M = 300 on
+  N / 10 rows (same M, ten times fewer points: per-row bound times should
+  not change);
+* the exact :class:`RobustGaussianProcessRegressor` with N = M (its first
+  M rows) and N = 2000 (the largest it fits here in a few seconds; 1000
+  with --quick).
+
+Columns: fit time (optimizer=None for the frozen rows: inducing inputs by
+k-means++ plus one pass; the cost of one objective + gradient evaluation,
+which the optimiser repeats, is the "f+g" column), predict time of 1000
+points (mean and std), the RMSE against the noise-free Friedman function,
+and per row, median seconds of
+
+* ``prediction_range(x, gamma=0.05, epsilon=0.05)`` (mean),
+* ``prediction_range(..., statistic="std", epsilon=0.01)``,
+* ``certify(x, gamma=0.05, delta=2.5)`` (the worst change of the mean over these boxes is 1-4),
+
+each with ``time_limit=2`` s per row, plus the fraction of ranges converged
+and of rows certified robust. Target (issue 13): per-row times independent
+of N, within 2x of the exact model with N = M.
+
+How to run
+----------
+::
+
+    python benchmarks/bench_sparse.py            # about 10-15 min on 2 loaded cores
+    python benchmarks/bench_sparse.py --quick    # about 2 min
+
+BLAS is pinned to one thread (set before numpy is imported); rows run
+serially.
+"""
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.datasets import make_friedman1  # noqa: E402
+from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel  # noqa: E402
+
+from _bench import package_state, table  # noqa: E402
+from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessRegressor  # noqa: E402
+from skgprobust._sparse import SparseGaussianProcessRegressor  # noqa: E402
+
+warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
+
+GAMMA = 0.05
+EPS_MEAN = 0.05
+EPS_STD = 0.01
+DELTA = 2.5
+TIME_LIMIT = 2.0
+
+
+def friedman(X):
+    return 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] + 5 * X[:, 4]
+
+
+def base_kernel():
+    return ConstantKernel(1.0) * Matern(length_scale=np.ones(5), nu=2.5) + WhiteKernel(0.1)
+
+
+def measure(name, reg, X, y, X_pred, X_rows, fit_note=""):
+    t0 = time.perf_counter()
+    reg.fit(X, y)
+    t_fit = time.perf_counter() - t0
+    fg = ""
+    if isinstance(reg, SparseGaussianProcessRegressor):
+        t0 = time.perf_counter()
+        reg.log_marginal_likelihood(reg.kernel_.theta, eval_gradient=True)
+        fg = f"{time.perf_counter() - t0:.2f}"
+    t0 = time.perf_counter()
+    mean, _ = reg.predict(X_pred, return_std=True)
+    t_pred = time.perf_counter() - t0
+    rmse = float(np.sqrt(np.mean((mean - friedman(X_pred)) ** 2)))
+    kw = dict(time_limit=TIME_LIMIT, random_state=0)
+    rm = reg.prediction_range(X_rows, GAMMA, epsilon=EPS_MEAN, **kw)
+    rs = reg.prediction_range(X_rows, GAMMA, epsilon=EPS_STD, statistic="std", **kw)
+    c = reg.certify(X_rows, GAMMA, delta=DELTA, **kw)
+    return [
+        name,
+        len(X),
+        f"{t_fit:.2f}{fit_note}",
+        fg,
+        f"{t_pred:.3f}",
+        f"{rmse:.3f}",
+        f"{np.median(rm.time) * 1e3:.1f}",
+        f"{rm.converged.mean():.0%}",
+        f"{np.median(rs.time) * 1e3:.1f}",
+        f"{rs.converged.mean():.0%}",
+        f"{np.median(c.time) * 1e3:.1f}",
+        f"{np.mean(c.status == 'robust'):.0%} / {np.mean(c.status == 'unknown'):.0%}",
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="N = 20,000, 6 rows, M in {100, 300}")
+    args = ap.parse_args()
+    N = 20_000 if args.quick else 100_000
+    n_rows = 6 if args.quick else 20
+    Ms = (100, 300) if args.quick else (100, 300, 500)
+    n_exact = 1000 if args.quick else 2000
+
+    X_all, y_all = make_friedman1(n_samples=N + 1000, n_features=5, noise=1.0, random_state=0)
+    X, y = X_all[:N], y_all[:N]
+    X_pred = X_all[N:]
+    X_rows = X_pred[:n_rows]
+
+    print(f"# bench_sparse: Friedman #1, N = {N:,}, d = 5, {n_rows} rows, gamma = {GAMMA}")
+    print(f"# {package_state()}")
+    print(f"# python {platform.python_version()}, numpy {np.__version__}, sklearn {sklearn.__version__}")
+
+    rows = []
+    # Hyperparameters: fitted once (sparse VFE, M = 100, all N rows).
+    pilot = SparseGaussianProcessRegressor(base_kernel(), inducing_points=100, normalize_y=True, random_state=0)
+    t0 = time.perf_counter()
+    pilot.fit(X, y)
+    t_opt = time.perf_counter() - t0
+    kernel = pilot.kernel_
+    print(f"# fitted kernel (VFE, M = 100, {t_opt:.1f} s with L-BFGS-B): {kernel}")
+
+    def sparse(M):
+        return SparseGaussianProcessRegressor(
+            kernel, inducing_points=M, normalize_y=True, optimizer=None, random_state=0
+        )
+
+    for M in Ms:
+        rows.append(measure(f"sparse VFE M={M}", sparse(M), X, y, X_pred, X_rows))
+    rows.append(measure(f"sparse VFE M={Ms[1]}", sparse(Ms[1]), X[: N // 10], y[: N // 10], X_pred, X_rows))
+    for n in list(Ms) + [n_exact]:
+        exact = RobustGaussianProcessRegressor(kernel, normalize_y=True, optimizer=None)
+        rows.append(measure("exact", exact, X[:n], y[:n], X_pred, X_rows))
+    rows.append(
+        ["(pilot) sparse VFE M=100", N, f"{t_opt:.1f} (optimised)", "", "", "", "", "", "", "", "", ""]
+    )
+    print(
+        table(
+            [
+                "model", "N", "fit s", "f+g s", "predict 1000 s", "RMSE", "mean range ms/row", "conv",
+                "std range ms/row", "conv", "certify ms/row", "robust / unknown",
+            ],
+            rows,
+        )
+    )
+    print(f"# done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
