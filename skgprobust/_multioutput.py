@@ -78,7 +78,9 @@ c^T (Kc + E) c) <= max_c (2 <f, g_c> - ||g_c||^2) <= ||f||^2. Here H is the
 RKHS of K_aug without WhiteKernels, Kc its Gram matrix at the pairs
 (x_{n_i}, o_i), and E = diag(sigma_{o_i}^2 + alpha) plus the latent white
 parts ``(W[o, l] W[o, l]^T) * white_l * [n_i = n_j]`` (block-diagonal over
-rows, each block rank one and PSD).
+rows, each block rank one and PSD). The default bounds use the lemma
+only through ``q(x) = ||L^-1 r_p(x)||^2 <= k_pp(x, x)`` (input rounding:
+``||L^-1 r|| <= sqrt(k(x, x))``), which therefore holds here.
 
 *Special variance forms are not used.* The local RKHS bound (high
 signal-to-noise) and the exact polynomial form of
