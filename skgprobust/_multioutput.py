@@ -129,18 +129,17 @@ from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
 from ._bounds._variance import LatentVariance
-from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
-from ._engine._driver import RangeProblem, certify_rows, range_rows
+from ._engine._common import BoundModelMixin
+from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
 from ._fp import margin_rtol
-from ._gpr import _certify_row
+from ._gpr import RobustGaussianProcessRegressor
 from .kernels import make_adapter
 from .kernels._base import KernelAdapter, Relaxation, TaylorModel
 
 __all__ = ["MultiOutputGaussianProcessRegressor"]
 
-_NORMS = (1, 2, np.inf)
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
@@ -1005,11 +1004,13 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             latents.append(m)
         return _MultiOutputBoundModel("regression", latents)
 
-    def _range_problem(self, statistic):
+    def _range_problem(self, statistic="mean", variance_bound="default"):
+        """The :class:`RangeProblem` of a statistic: one column per output
+        (the hook :meth:`RobustGaussianProcessRegressor.prediction_range` calls)."""
         bm = self._bound_model()
         if statistic == "mean":
             return RangeProblem(bm.mean_pairs(), self._predict_values)
-        pairs = [(StdObjective(v, 1.0), StdObjective(v, -1.0)) for v in bm.variances("default")]
+        pairs = [(StdObjective(v, 1.0), StdObjective(v, -1.0)) for v in bm.variances(variance_bound)]
         return RangeProblem(pairs, self._predict_std_values, scale=self._y_train_std)
 
     def prediction_range(
@@ -1063,13 +1064,11 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             Arrays of shape (n_samples, n_outputs): ``min_lower <= min over
             the box <= min_upper`` and ``max_lower <= max <= max_upper``.
         """
-        if statistic not in ("mean", "std"):
-            raise ValueError(f"statistic must be 'mean' or 'std', got {statistic!r}.")
-        check_epsilon(epsilon)
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        return range_rows(
-            {0: self._range_problem(statistic)}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter,
-            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+        # One implementation: the single-output regressor's, on this model's
+        # bound model, predict and range problems.
+        return RobustGaussianProcessRegressor.prediction_range(
+            self, X, gamma, epsilon=epsilon, statistic=statistic, features=features, domain=domain,
+            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
     def certify(
@@ -1112,21 +1111,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             whose violation :meth:`predict` confirms) or "unknown";
             ``bound`` is a proven upper bound of the worst deviation.
         """
-        if delta is None:
-            raise ValueError("certify needs delta, the allowed change of the predictive mean.")
-        if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
-            raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
-        if norm not in _NORMS:
-            raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        n, d = X.shape
-        # One predict per row, the call that checks candidates (see the GPR).
-        centers = np.array([self._predict_values(x[None])[0] for x in X]) if n else np.empty((0, 1))
-        shared = (self, self._bound_model().mean_pairs(), float(delta), norm, max_iter, time_limit)
-        rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
-
-        def violates(idx, P):
-            dev = [np.linalg.norm(self._predict_values(p[None])[0] - centers[i], ord=norm) for i, p in zip(idx, P)]
-            return np.array(dev) > delta
-
-        return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+        return RobustGaussianProcessRegressor.certify(
+            self, X, gamma, delta=delta, norm=norm, features=features, domain=domain, max_iter=max_iter,
+            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+        )
