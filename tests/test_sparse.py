@@ -449,3 +449,25 @@ def test_explain_runs_on_inducing_points(fitted):
     e = sp.explain(Xt[:2], 0.1, max_iter=50)
     assert e.values.shape == (2, 2)
     assert np.all(e.lower <= e.values + 1e-9) and np.all(e.values <= e.upper + 1e-9)
+
+
+@pytest.mark.parametrize("approximation", ["vfe", "fitc"])
+@pytest.mark.parametrize("alpha", [1e-10, 1e-6, 1e-2])
+def test_small_noise_factor_is_well_conditioned_and_std_sound(approximation, alpha):
+    """Many close inducing inputs (k(Z, Z) numerically singular, condition
+    ~1e19 before the jitter) and tiny noise: the variance factor L_ stays
+    well conditioned (small noise makes mu large, L -> Lz) and the std range
+    brackets predict on a dense grid."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (400, 1))
+    sp = SparseGaussianProcessRegressor(
+        ConstantKernel(1.0) * RBF(1.0), inducing_points=100, alpha=alpha, approximation=approximation,
+        optimizer=None, random_state=0,
+    ).fit(X, np.sin(2 * X[:, 0]))
+    assert np.linalg.cond(sp.L_) < 1e6
+    r = sp.prediction_range(np.array([[0.3]]), 0.2, statistic="std", epsilon=1e-4, max_iter=300)
+    s = _std(sp, np.linspace(0.1, 0.5, 20001)[:, None])
+    assert r.min_lower[0, 0] <= s.min() + 1e-12 and s.max() <= r.max_upper[0, 0] + 1e-12
+    r = sp.prediction_range(np.array([[0.3]]), 0.2, epsilon=1e-4, max_iter=300)
+    m = sp.predict(np.linspace(0.1, 0.5, 20001)[:, None])
+    assert r.min_lower[0, 0] <= m.min() + 1e-12 and m.max() <= r.max_upper[0, 0] + 1e-12
