@@ -970,6 +970,40 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
                 extra = extra[:, 0]
         return mean if what is None else (mean, extra)
 
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 per output over its *observed*
+        entries (NaN in y = not observed), averaged over the outputs.
+
+        Without NaN this is sklearn's ``r2_score(y, predict(X))``
+        (``multioutput="uniform_average"``). Outputs with fewer than two
+        observed entries are left out.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        from sklearn.metrics import r2_score
+
+        pred = self.predict(X)
+        Y = check_array(y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan", input_name="y")
+        check_consistent_length(pred, Y)
+        Y, pred = Y.reshape(len(Y), -1), pred.reshape(len(pred), -1)
+        if Y.shape[1] != pred.shape[1]:
+            raise ValueError(f"y has {Y.shape[1]} outputs, the model {pred.shape[1]}.")
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        scores = []
+        for p in range(Y.shape[1]):
+            ok = ~np.isnan(Y[:, p])
+            if ok.sum() >= 2:
+                scores.append(r2_score(Y[ok, p], pred[ok, p], sample_weight=None if w is None else w[ok]))
+        return float(np.mean(scores)) if scores else float("nan")
+
     def _predict_values(self, X):
         """predict's mean as (n, P) for arrays of points (what the mean bounds are checked against)."""
         with warnings.catch_warnings():

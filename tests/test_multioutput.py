@@ -192,6 +192,17 @@ def test_optimizer_improves_likelihood_and_restarts_are_deterministic():
     assert w.log_marginal_likelihood_value_ >= lml - 1e-8
 
 
+def test_score_ignores_unobserved_entries(fitted):
+    from sklearn.metrics import r2_score
+
+    mo, X, Y = fitted
+    pred = mo.predict(X)
+    expected = np.mean([r2_score(Y[~np.isnan(Y[:, p]), p], pred[~np.isnan(Y[:, p]), p]) for p in range(3)])
+    assert mo.score(X, Y) == pytest.approx(expected, rel=1e-12)
+    full = np.where(np.isnan(Y), pred, Y)
+    assert mo.score(X, full) == pytest.approx(r2_score(full, pred), rel=1e-12)
+
+
 def test_custom_optimizer_callable():
     X, Y = _data(seed=8)
     calls = []
