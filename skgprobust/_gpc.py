@@ -218,6 +218,10 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
         n, d = X.shape
         labels = self.base_estimator_.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
         bm = self._bound_model()
+        if bm.kind == "one_vs_rest" and n:
+            # Per-fit variance precomputations (factors, spectra) before the
+            # rows start, so that no row's time_limit pays for them.
+            bm.probabilities(variance_bound)
         func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
         shared = (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
         rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))

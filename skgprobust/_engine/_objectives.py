@@ -100,6 +100,12 @@ class StdObjective:
         return BoxBound(-np.sqrt(np.maximum(vb.upper, 0.0)), vb.arg_max, vb.score)
 
 
+#: Directions (besides the link lines') of the joint pairwise bound, and the
+#: cells of its grid over the predicted class's mean (:meth:`ClassProbabilities.pair_lower`).
+N_DIRECTIONS = 4
+N_CELLS = 128
+
+
 class ClassProbabilities:
     """Per-class probabilities of a binary (one latent model) or one-vs-rest
     (one per class) GPC, their gradients and their intervals over boxes.
@@ -167,36 +173,66 @@ class ClassProbabilities:
         )
 
 
-    def pair_lower(self, lo, hi, c, others, boxes):
+    def prior_upper(self, lo, hi, classes):
+        """Upper bounds (B, K) of p_k over each box from the mean bound and
+        the prior variance only: var_k(x) in [0, scale^2 k(x, x)] (sklearn's
+        variance is k(x, x) minus a sum of squares), so p_k <= p(mu_hi, v)
+        at v = 0 (mu_hi >= 0) or v = scale^2 max k(x, x) (mu_hi < 0). About a
+        third of the cost of :meth:`p_box`: no variance bound."""
+        B = len(lo)
+        out = np.empty((B, len(classes)))
+        for j, k in enumerate(classes):
+            m = self.models[k]
+            w, c = m.weights[:, 0], float(m.offset[0])
+            mu_hi = -affine_lower(m.adapter, np.broadcast_to(-w, (B, len(w))), -c, lo, hi).lower
+            v_hi = float(m.scale[0]) ** 2 * m.adapter.diag_interval(lo, hi)[1]
+            v_hi = np.abs(v_hi) * (1.0 + 1e-12) + 1e-300
+            out[:, j] = self.link.range(mu_hi, mu_hi, np.zeros(B), v_hi)[1]
+        return out
+
+    def pair_lower(self, lo, hi, c, others, boxes, todo=None):
         """Joint lower bounds of ``p_c(x) - p_k(x)`` over each box, for each
         k in ``others`` whose latent mean shares c's kernel and support
-        (NaN for the others).
+        (NaN for the others, and where ``todo`` (B, K) is False).
 
-        Proof. :meth:`Link.lines` gives, from the latent intervals of the
-        box (``boxes``: the :class:`LatentBox` of c followed by those of
-        ``others``), lines with p_c(x) >= a_c + s_c mu_c(x) and p_k(x) <=
-        a_k + s_k mu_k(x) for every x of the box (they hold over the whole
-        latent rectangle, which contains (mu(x), v(x))). So p_c - p_k >=
-        a_c - a_k + s_c o_c - s_k o_k + sum_i (s_c w_ci - s_k w_ki) k(x, x_i),
-        one affine mean in the shared kernel, bounded by
-        :func:`~skgprobust._bounds._mean.affine_lower` (the correlation of
-        the two means, lost by separate intervals, is kept). Rounding: the
-        combined weights and sklearn's two separate sums err by at most
-        margin_rtol(N, d) (s_c ||w_c||_1 + s_k ||w_k||_1) max|k(x, x_i)|,
-        subtracted, with |k(x, x_i)| <= sqrt(k(x, x) max_i k(x_i, x_i))
-        (positive semi-definite kernel).
+        Proof. Let G_c(a) = min over v in [v_lo_c, v_hi_c] of p(a, v) and
+        H_k(b) = max over v in [v_lo_k, v_hi_k] of p(b, v) (closed forms by
+        the link's monotonicity in v, :mod:`~skgprobust._bounds._links`);
+        both are increasing, and p_c(x) - p_k(x) >= G_c(mu_c(x)) -
+        H_k(mu_k(x)) on the box (``boxes``: the :class:`LatentBox` of c then
+        those of ``others``, which contain (mu(x), v(x))). For directions
+        (S, T) with S >= 0, T > 0, the combined mean S mu_c - T mu_k =
+        S o_c - T o_k + sum_i (S w_ci - T w_ki) k(x, x_i) is one affine mean
+        in the shared kernel, and :func:`~skgprobust._bounds._mean.affine_lower`
+        gives S mu_c(x) - T mu_k(x) >= L_(S,T) on the box: so mu_k(x) <=
+        b_max(mu_c(x)) with b_max(a) = min(mu_hi_k, min_(S,T) (S a - L) / T),
+        increasing in a. Over a grid a_0 = mu_lo_c < ... < a_n = mu_hi_c, any
+        x has mu_c(x) in some [a_i, a_(i+1)], where p_c(x) - p_k(x) >=
+        G_c(a_i) - H_k(b_max(a_(i+1))); the minimum over the cells is the
+        bound. Directions: the slopes of the link lines of
+        :meth:`Link.lines` (with it, the bound is at least the linearised
+        one, a_c - a_k + L, up to the grid) and ``N_DIRECTIONS`` angles
+        scaled by the widths of the two mean intervals; the correlation of
+        the two means, which separate intervals lose, is kept.
 
-        Returns the bounds (B, K) and the minimisers of the relaxations (B, K, d).
+        Rounding: the combined weights and sklearn's two separate sums err
+        by at most margin_rtol(N, d) (S ||w_c||_1 + T ||w_k||_1) max|k(x,
+        x_i)|, subtracted from L, with |k(x, x_i)| <= sqrt(k(x, x) max_i
+        k(x_i, x_i)) (positive semi-definite kernel); b_max is raised by
+        1e-12 of its terms; G and H carry the link's margin.
+
+        Returns the bounds (B, K) and the minimisers of the relaxations of
+        the direction that is binding in the worst cell (B, K, d).
         """
         B, d = lo.shape
         K = len(others)
         out = np.full((B, K), np.nan)
         args = np.repeat(0.5 * (lo + hi)[:, None, :], K, axis=1)
-        pair = [j for j, k in enumerate(others) if self.group[k] == self.group[c]]
+        todo = np.ones((B, K), dtype=bool) if todo is None else np.asarray(todo, dtype=bool)
+        pair = [j for j, k in enumerate(others) if self.group[k] == self.group[c] and todo[:, j].any()]
         if not pair or B == 0:
             return out, args
-        bc = boxes[0]
-        a_c, s_c = self.link.lines(bc.mu_lo, bc.mu_hi, bc.v_lo, bc.v_hi)
+        link = self.link
         mc = self.models[c]
         adapter = mc.adapter
         N = len(mc.X_support)
@@ -208,23 +244,69 @@ class ClassProbabilities:
         except Exception:  # no diagonal bound for this kernel: no joint bound
             return out, args
         kmax = np.sqrt(np.maximum(dhi, 0.0) * max(kd, 0.0))
+        bc = boxes[0]
+        _, s_line_c = link.lines(bc.mu_lo, bc.mu_hi, bc.v_lo, bc.v_hi)
         wc, oc = mc.weights[:, 0], float(mc.offset[0])
         n1c = np.abs(wc).sum()
-        Ws, consts, extra = [], [], []
+        ang = (np.arange(N_DIRECTIONS) + 1.0) * (0.5 * np.pi / (N_DIRECTIONS + 1))
+        width_c = np.where(bc.mu_hi > bc.mu_lo, bc.mu_hi - bc.mu_lo, 1.0)
+        D = N_DIRECTIONS + 1
+        rows, S_all, T_all, C_all, E_all = [], [], [], [], []
         for j in pair:
             k = others[j]
             bk = boxes[1 + j]
-            a_k, s_k = self.link.lines(bk.mu_lo, bk.mu_hi, bk.v_lo, bk.v_hi, upper=True)
+            _, s_line_k = link.lines(bk.mu_lo, bk.mu_hi, bk.v_lo, bk.v_hi, upper=True)
+            width_k = np.where(bk.mu_hi > bk.mu_lo, bk.mu_hi - bk.mu_lo, 1.0)
+            # (B, D): the link lines' direction (T > 0 required), then the angles.
+            S = np.column_stack([np.where(s_line_k > 0, s_line_c, 1.0 / width_c)]
+                                + [np.cos(a) / width_c for a in ang])
+            T = np.column_stack([np.where(s_line_k > 0, s_line_k, 1.0 / width_k)]
+                                + [np.sin(a) / width_k for a in ang])
             mk = self.models[k]
             wk, ok = mk.weights[:, 0], float(mk.offset[0])
-            Ws.append(s_c[:, None] * wc[None] - s_k[:, None] * wk[None])
-            consts.append(a_c - a_k + s_c * oc - s_k * ok)
-            extra.append(margin_rtol(N, d) * kmax * (s_c * n1c + s_k * np.abs(wk).sum()))
+            rows.append(S[:, :, None] * wc[None, None] - T[:, :, None] * wk[None, None])  # (B, D, N)
+            S_all.append(S)
+            T_all.append(T)
+            C_all.append(S * oc - T * ok)
+            E_all.append(margin_rtol(N, d) * kmax[:, None] * (S * n1c + T * np.abs(wk).sum()))
         P = len(pair)
-        bb = affine_lower(adapter, np.vstack(Ws), 0.0, np.tile(lo, (P, 1)), np.tile(hi, (P, 1)))
-        low = bb.lower.reshape(P, B) + np.array(consts) - np.array(extra)
-        out[:, pair] = np.where(np.isnan(low), -np.inf, low).T
-        args[:, pair] = bb.argmin.reshape(P, B, d).transpose(1, 0, 2)
+        W = np.stack(rows).reshape(P * B * D, N)
+        LO = np.broadcast_to(lo[None, :, None], (P, B, D, d)).reshape(-1, d)
+        HI = np.broadcast_to(hi[None, :, None], (P, B, D, d)).reshape(-1, d)
+        bb = affine_lower(adapter, W, 0.0, LO, HI)
+        S, T = np.stack(S_all), np.stack(T_all)  # (P, B, D)
+        Lb = bb.lower.reshape(P, B, D) + np.stack(C_all) - np.stack(E_all)
+        # Grid over mu_c: a (B, n + 1), exact ends.
+        frac = np.linspace(0.0, 1.0, N_CELLS + 1)
+        a = bc.mu_lo[:, None] + (bc.mu_hi - bc.mu_lo)[:, None] * frac
+        a[:, 0], a[:, -1] = bc.mu_lo, bc.mu_hi
+        with np.errstate(all="ignore"):
+            G = link.value(a, np.where(a >= 0, bc.v_hi[:, None], bc.v_lo[:, None])) - link.margin  # (B, n + 1)
+            Sa = S[..., None] * a[None, :, None, :]  # (P, B, D, n + 1)
+            bnd = (Sa - Lb[..., None]) / T[..., None]
+            bnd = bnd + 1e-12 * (np.abs(Sa) + np.abs(Lb[..., None])) / T[..., None] + 1e-12 * np.abs(bnd)
+            bnd = np.where(np.isnan(bnd), np.inf, bnd)
+            which = np.argmin(bnd, axis=2)  # (P, B, n + 1)
+            bmax = np.min(bnd, axis=2)
+            mu_lo_k = np.stack([boxes[1 + j].mu_lo for j in pair])[..., None]
+            mu_hi_k = np.stack([boxes[1 + j].mu_hi for j in pair])[..., None]
+            v_lo_k = np.stack([boxes[1 + j].v_lo for j in pair])[..., None]
+            v_hi_k = np.stack([boxes[1 + j].v_hi for j in pair])[..., None]
+            b = np.clip(bmax, mu_lo_k, mu_hi_k)
+            H = link.value(b, np.where(b >= 0, v_lo_k, v_hi_k)) + link.margin  # (P, B, n + 1)
+            cells = G[None, :, :-1] - H[:, :, 1:]  # (P, B, n)
+            low = cells.min(axis=-1)
+        ok = (np.isfinite(bc.mu_lo) & np.isfinite(bc.mu_hi))[None] & np.isfinite(mu_lo_k[..., 0]) \
+            & np.isfinite(mu_hi_k[..., 0]) & ~np.isnan(low)
+        low = np.where(ok, low, np.nan)
+        todo_p = todo[:, pair].T
+        out[:, pair] = np.where(todo_p, low, np.nan).T
+        # Candidate point: the relaxation minimiser of the direction binding at the worst cell.
+        worst = np.argmin(np.where(np.isnan(cells), np.inf, cells), axis=-1)  # (P, B)
+        dsel = np.take_along_axis(which, (worst + 1)[..., None], -1)[..., 0]  # (P, B)
+        am = bb.argmin.reshape(P, B, D, d)
+        pick = np.take_along_axis(am, dsel[..., None, None], 2)[:, :, 0]  # (P, B, d)
+        args[:, pair] = pick.transpose(1, 0, 2)
         return out, args
 
 
@@ -336,8 +418,10 @@ class MarginObjective:
     def bound(self, lo, hi):
         """Per kept competitor k the better of the interval bound p_lo_c -
         p_hi_k and the joint bound of :meth:`ClassProbabilities.pair_lower`
-        (both lower bounds of p_c - p_k over the box); the margin's bound is
-        the smallest of these and p_lo_c - floor."""
+        (both lower bounds of p_c - p_k over the box; the joint one is
+        computed only where the interval bound is <= 0, where it can change
+        the decision); the margin's bound is the smallest of these and
+        p_lo_c - floor."""
         plo, phi, boxes = self.probs.p_box(lo, hi, self.columns)
         m = 2 * self.probs.link.margin
         lower = plo[:, 0] - self.floor  # +inf without dropped classes
@@ -346,7 +430,8 @@ class MarginObjective:
         if len(self.others):
             pair = plo[:, :1] - phi[:, 1:]
             if self.joint:
-                joint, jargs = self.probs.pair_lower(lo, hi, self.cls, self.others, boxes)
+                # Joint bounds where the interval bound cannot decide the sign.
+                joint, jargs = self.probs.pair_lower(lo, hi, self.cls, self.others, boxes, todo=pair <= 0)
                 pair = np.fmax(pair, joint)
                 worst = np.argmin(pair, axis=1)
                 use = np.isfinite(joint[np.arange(len(lo)), worst])
@@ -359,7 +444,9 @@ class MarginObjective:
         classes that cannot win there dropped.
 
         Proof. Let D be the dropped classes: p_hi_k < p_lo_c - 2 m over the
-        box (certified bounds, m the link margin), F = max_D p_hi_k. For x in
+        box (certified bounds, m the link margin; p_hi_k from
+        :meth:`ClassProbabilities.prior_upper` first, the full bound only
+        for the classes that this does not drop), F = max_D p_hi_k. For x in
         any sub-box, p_k(x) <= F < p_c(x) for k in D, so with g(x) = p_c(x) -
         max(max_{kept} p_k(x), F): g(x) <= margin(x) (F bounds the dropped
         p_k), and g(x) <= 0 implies a kept k with p_k(x) >= p_c(x), i.e.
@@ -368,12 +455,18 @@ class MarginObjective:
         are lower bounds of the margin as well.
         """
         lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
-        plo, phi, _ = self.probs.p_box(lo, hi, self.columns)
         m = 2 * self.probs.link.margin
-        dead = phi[0, 1:] < plo[0, 0] - m
+        plo_c = self.probs.p_box(lo, hi, [self.cls])[0][0, 0]
+        # First with the prior variance (no variance bound: cheap), then the
+        # classes left with their full bounds; either upper bound is valid.
+        phi = self.probs.prior_upper(lo, hi, self.others)[0]
+        left = phi >= plo_c - m
+        if left.any():
+            phi[left] = np.minimum(phi[left], self.probs.p_box(lo, hi, self.others[left].tolist())[1][0])
+        dead = phi < plo_c - m
         if not dead.any():
             return self
-        floor = max(self.floor, float(phi[0, 1:][dead].max()))
+        floor = max(self.floor, float(phi[dead].max()))
         return MarginObjective(self.probs, self.cls, self.others[~dead], floor, self.joint)
 
 
