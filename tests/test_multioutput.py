@@ -157,10 +157,14 @@ def test_one_dimensional_y_is_a_single_gp():
         dict(kernel=RationalQuadratic(1.0, 1.0), n_latent=4),
         dict(kernel=RBF([1.0, 1.0]), n_latent=1, W_bounds="fixed"),
         dict(kernel=RBF(1.0), n_latent=2, noise_level_bounds="fixed"),
+        dict(kernel=ConstantKernel(1.0) * Matern(1.0, nu=1.5) + WhiteKernel(0.1), single=True),
     ],
 )
 def test_gradient_matches_finite_differences(params):
     X, Y = _data(seed=6, n=15)
+    params = dict(params)
+    if params.pop("single", False):  # one output, every row observed: no row selection
+        Y = np.where(np.isnan(Y[:, 0]), 0.3, Y[:, 0])
     mo = MO(optimizer=None, **params).fit(X, Y)
     rng = np.random.default_rng(0)
     theta0 = mo.theta_
