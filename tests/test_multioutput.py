@@ -419,6 +419,8 @@ def _lmc_cases(draw):
         Y[p % n, p] = 1.0 if np.isnan(Y[p % n, p]) else Y[p % n, p]
     noise = draw(st.sampled_from([1e-4, 1e-2, 0.3]))
     x0 = rng.uniform(-2.3, 2.3, (1, d))
+    offset = draw(st.sampled_from([0.0, 0.0, 1e4]))  # large feature offsets: input rounding
+    X, x0 = X + offset, x0 + offset
     gamma = draw(st.sampled_from([0.01, 0.1, 0.4]))
     normalize = draw(st.booleans())
     return kernels, W, noise, normalize, X, Y, x0, gamma, seed
