@@ -159,8 +159,10 @@ class SafeActiveLearner(BaseEstimator):
         Keyword arguments of :func:`~skgprobust.active.certify_safe`
         (``max_iter``, ``time_limit``, ``domain``, ``n_jobs``, ...).
     warm_start : bool, default=True
-        Refit each model starting from the previously fitted kernel
-        hyperparameters (the ``kernel_`` of the last fit).
+        Refit each model starting from its previous fit: estimators with a
+        ``warm_start`` parameter (e.g. the multi-output GP) refit themselves
+        with it on; others are cloned with ``kernel`` set to the previously
+        fitted ``kernel_``.
     random_state : int, RandomState instance or None, default=None
         Seeds the random strategy and the certification's local search.
 
@@ -256,10 +258,14 @@ class SafeActiveLearner(BaseEstimator):
         self.safety_model_ = self._fit_one(self.safety_model, self.safety_model_, self.Xz_, self.z_)
 
     def _fit_one(self, template, previous, X, y):
-        est = clone(template)
-        if self.warm_start and previous is not None and hasattr(previous, "kernel_") and "kernel" in est.get_params():
-            est.set_params(kernel=previous.kernel_)
-        return est.fit(X, y)
+        if self.warm_start and previous is not None:
+            params = previous.get_params()
+            if "warm_start" in params:
+                # The estimator warm-starts itself from its fitted state.
+                return previous.set_params(warm_start=True).fit(X, y)
+            if hasattr(previous, "kernel_") and "kernel" in params:
+                return clone(template).set_params(kernel=previous.kernel_).fit(X, y)
+        return clone(template).fit(X, y)
 
     def _check_X(self, X, name="X"):
         X = _as_2d_float(X, name)
