@@ -90,7 +90,94 @@ rounding (large feature offsets) perturbs r0 and J by dr0
 |P~ - P| <= 2 sqrt(F) delta + delta^2 with delta = sqrt(lam_max) (||dr0|| +
 sum_j h_j ||dJ_j||), added to the margin of P before the square roots. The
 outer margin (sklearn's own rounding of v at points of the box) is the one of
-:meth:`LatentVariance.bounds`.
+:meth:`LatentVariance.bounds`. Both margins are replaced, where smaller, by
+the componentwise ones below (the two are valid bounds of the same errors;
+the smaller is taken per box).
+
+*The RKHS remainder* (also used by the old bound). For x in the box,
+dr = r(x) - r(x0) = (k_x - k_x0)_X, so ||A dr||^2 = <k_x - k_x0, P (k_x - k_x0)>
+<= ||k_x - k_x0||_H^2 = sum_t a_t 2 (kappa_t(0) - kappa_t(s_t)) <= sum_t a_t c2_t
+s_t^2 = u^T H0 u <= sum_j H0_j h_j^2 =: Dh^2, because kappa_t''(s) >= -c2_t for
+all s (so kappa(0) - kappa(s) <= c2 s^2 / 2 by Taylor's theorem with
+kappa'(0) = 0): RBF (1 - s^2) e^(-s^2/2) <= 1; Matern 2.5 with t = sqrt5 s,
+(1 + t - t^2) e^-t <= 1 (e^t >= 1 + t); Matern 1.5, (1 - t) e^-t <= 1 (checked
+in 50 digits in the tests). In :meth:`LatentVariance.bounds` this
+replaces the spectral split (2m mean-type bounds per box, within a factor ~2 of
+it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``.
+
+Rounding of the local bound: componentwise solve margins
+--------------------------------------------------------
+The kappa-scaled margin above bounds the error of a triangular solve by
+kappa u ||z||: on fitted high signal-to-noise models (noise / amplitude
+~1e-7, kappa ~ 6e4) it was ~10% of v and stalled branch and bound. The
+error that matters is much smaller: only the *adjoint weights* a =
+(L L^T)^-1 D r (for the regressor a = K_y^-1 k(Xs, x), the interpolation
+weights, ||a|| ~ 0.3 on those models) enter it to first order. Notation:
+D = col_scale (I for the regressor), r' = D r, z = L^-1 r', q = ||z||^2,
+a = L^-T z; nLabs >= || |L| ||_2 (:func:`~skgprobust._fp.nonneg_norm2_upper`,
+Collatz-Wielandt, rigorous); nLinv >= ||L^-1||_2 (regressor: sqrt(lam_max);
+Laplace GPC: L L^T = fl(I + W^1/2 K W^1/2) + dB >= (1 - 2 gam nLabs^2) I);
+gam = ``margin_rtol(N, d)``.
+
+*Solve model.* Each column z~ of a triangular solve (sklearn's
+``solve_triangular(L_, K_trans.T)``, our :meth:`LatentVariance._apply_A`)
+satisfies (L + dL) z~ = r' with ||dL z~|| <= gam nLabs ||z~||: true for
+substitution in any order (|dL| <= gamma_N |L|, Higham Thm 8.5), for blocked
+BLAS trsm with substitution on the diagonal blocks and conventional products
+(componentwise as well, with gamma_cN), and for any normwise backward stable
+solve (||dL|| <= c u ||L||); gam = (8 (N + d) + 256) u is >= 8 gamma_N.
+
+*Lemma (first-order error).* With z = L^-1 r' exact and z~ computed,
+z~ - z = -L^-1 dL z~, so
+
+    ||z~||^2 - ||z||^2 = -2 a^T dL z~ + ||L^-1 dL z~||^2,
+    | . | <= 2 gam ||a|| nLabs ||z~|| + (nLinv gam nLabs ||z~||)^2,
+
+and ||z~|| <= ||z|| / (1 - rho), rho = nLinv gam nLabs (< 1/2 required;
+otherwise the kappa margin is used). For a perturbation delta of r' (kernel
+rounding), q(r' + delta) - q(r') = 2 a^T delta + ||L^-1 delta||^2, bounded by
+2 ||a|| ||delta|| + nLinv^2 ||delta||^2 or by 2 ||z|| nLinv ||delta|| +
+nLinv^2 ||delta||^2 (the smaller is used).
+
+*The weights over the box.* a(x) = (L L^T)^-1 D r(x). At the centre we
+compute a0~ = fl(L^-T z0~) with z0~ = fl(L^-1 fl(D R)), R our kernel values;
+by the solve model twice, ||(L L^T)^-1 fl(D R)|| <= ||a0~|| + nLinv gam nLabs
+(nLinv ||z0~|| + ||a0~||) =: aR. For any vector f_X of values of f in H,
+||(L L^T)^-1 D f_X|| <= nLinv ||L^-1 D f_X|| = nLinv <f, P f>^1/2 <= nLinv
+||f||_H (lemma 0 <= P <= I). Hence, with ||fl(D R) - D r0|| <= dR (input
+rounding :meth:`KernelAdapter.rounding` plus the rounding of each kernel value
+and of the product with D, <= cv = (2d + 44 + 2T) u kappa0 per entry, T the
+number of terms: the (squared) distance errs by <= gamma_(d+3) relative,
+which moves kappa_t by <= gamma_(d+3) sup_s s |kappa_t'(s)| <= 0.74 gamma_(d+3)
+(RBF: s^2 e^(-s^2/2) <= 2/e; Matern 2.5 / 1.5 with t = sqrt5 s / sqrt3 s:
+t^2 (1 + t) e^-t / 3, t^2 e^-t <= 0.6), the polynomial factor, exp, products and the sum of T terms a few u
+more; 2x headroom):
+
+    ||a(x)|| <= aR + nLinv^2 dR + nLinv ||k_x - k_x0||_H <= aR + nLinv^2 dR + nLinv Dh.
+
+*Our evaluation of P* (replaces mP where smaller). P~ is assembled from
+z0~, ZJ~; exactly, kappa0 + u^T H0 u - ||y~(u)||^2 with y~(u) = z0~ + ZJ~ u,
+while y*(u) = L^-1 (fl(D R) + fl(D G) u) and (L + dL) y~(u) = ... with
+||dL-term|| <= gam nLabs s, s = ||z0~|| + sum_j h_j ||ZJ~_j|| (columns solved
+separately), so by the lemma |  ||y~||^2 - ||y*||^2 | <= 2 gam a_own nLabs s +
+(nLinv gam nLabs s)^2, a_own = aR + nLinv (Dh + nLinv dGh) >= ||L^-T y*(u)||
+(dGh >= ||(fl(D G) - D J) u||, the Jacobian's rounding). The computed R, G
+differ from the exact r0, J by dn = dR + dGh: perturbation term with
+||a|| <= aR + nLinv^2 dR + nLinv Dh and ||z|| <= sqrt(kappa0 + Dh^2). The
+assembly (vc0, g, H1) and :func:`taylor_lower` err by <= gam times the summed
+magnitudes (``scale``), as before but without kappa.
+
+*sklearn's evaluation* (replaces the outer margin where smaller). At any x
+of the box sklearn's kernel values r~'(x) differ from D r(x) by <= dRx
+(as dR, over the box), z = L^-1 r~', ||z|| <= sqrt(kappa0) + nLinv dRx (since
+||L^-1 D r(x)||^2 = q(x) <= k_c(x, x) = kappa0), ||L^-T z|| <= aR +
+nLinv^2 (dR + dRx) + nLinv Dh; its v~ = fl(fl(diag) - fl(sum z~_i^2)) errs
+from v(x) by at most
+
+    gam ||z~||^2 + 2 gam ||a|| nLabs ||z~|| + (rho ||z~||)^2 + gam |dhi|
+      + (perturbation term of dRx with ||a|| <= aR + nLinv^2 dR + nLinv Dh).
+
+On the Friedman #1 Matern models this margin is ~1e-7 of v instead of ~0.1.
 
 Polynomial kernels: the exact polynomial form
 ---------------------------------------------
