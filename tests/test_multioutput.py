@@ -381,6 +381,20 @@ def test_certify_survives_attack_and_counterexamples_are_real(fitted):
     assert (res.status == "not_robust").any()  # delta = 0.05 under norm 1 is violated somewhere
 
 
+def test_explain_brackets_the_slope(fitted):
+    mo, X, _ = fitted
+    g, h = 0.05, 1e-5
+    e = mo.explain(X[:2], g, target=2, epsilon=1e-3)
+    assert e.values.shape == (2, 2) and np.all(e.target == 2)
+    for i in range(2):
+        for j in range(2):
+            step = np.zeros(2)
+            step[j] = h
+            slope = (mo.predict((X[i] + step)[None])[0, 2] - mo.predict((X[i] - step)[None])[0, 2]) / (2 * h)
+            assert e.lower[i, j] - 1e-9 <= e.values[i, j] <= e.upper[i, j] + 1e-9
+            assert e.values[i, j] == pytest.approx(2 * g * slope, abs=0.05 * abs(2 * g * slope) + 1e-3)
+
+
 def test_zero_budget_still_sound(fitted):
     mo, X, _ = fitted
     rng = np.random.default_rng(13)
