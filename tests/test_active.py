@@ -423,3 +423,23 @@ def test_budget_warning_is_raised_for_unknown_rows():
     model, X, z = _safety_model(0)
     with pytest.warns(BudgetExhaustedWarning):
         certify_safe(model, np.array([[0.3]]), 1.5, threshold=0.2, safe_side="above", max_iter=0)
+
+
+def test_loop_with_the_multioutput_gp():
+    """The learner with the suite's own LMC model (partial and full observation)."""
+    from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(2)
+    for observe, Y in (("partial", Y0), ("full", f_true(X0[:, 0]))):
+        model = MultiOutputGaussianProcessRegressor(RBF(0.5, (0.05, 10)), n_latent=2, normalize_y=True,
+                                                    noise_level_bounds=(1e-2, 1.0))
+        L = SafeActiveLearner(model, learner().safety_model, threshold=0.7, safe_side="above", observe=observe,
+                              random_state=0).fit(X0, Y, z0)
+        calls = _spy(L)
+        with _quiet():
+            hist = L.run(oracle, pool, 8, X_test=Xt, Y_test=Yt, z_test=zt)
+        assert all(calls) and len(hist) == 8
+        assert np.all(np.isfinite(hist.rmse))
+        assert L.model_.W_.shape == (2, 2)
+        if observe == "full":
+            assert np.all(hist.output == -1)
