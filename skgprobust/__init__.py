@@ -1,7 +1,8 @@
 """skgprobust: provable robustness guarantees for scikit-learn Gaussian processes.
 
 The public API is what ``__all__`` lists here, plus the public subpackages
-:mod:`skgprobust.pipeline` (pipelines), :mod:`skgprobust.inspection`
+:mod:`skgprobust.pipeline` (pipelines), :mod:`skgprobust.active` (safe
+active learning with certified safety), :mod:`skgprobust.inspection`
 (explanations, attacks, plots, LIME), :mod:`skgprobust.kernels` (kernel
 adapters: the extension API) and :mod:`skgprobust.exceptions`. Every other
 module is private.
@@ -15,8 +16,11 @@ from . import explain as _explain_module  # noqa: F401
 from ._engine._delta import Explanation
 from ._engine._results import CertificationResult, RangeResult
 from ._gpc import RobustGaussianProcessClassifier
+from ._ep import EPGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
+from ._multioutput import MultiOutputGaussianProcessRegressor
 from ._scoring import make_robustness_scorer
+from ._sparse import SparseGaussianProcessRegressor
 from .exceptions import (
     BudgetExhaustedWarning,
     RoundTripWarning,
@@ -32,6 +36,9 @@ __version__ = "0.1.0"
 __all__ = [
     "RobustGaussianProcessClassifier",
     "RobustGaussianProcessRegressor",
+    "EPGaussianProcessClassifier",
+    "SparseGaussianProcessRegressor",
+    "MultiOutputGaussianProcessRegressor",
     "certify",
     "prediction_range",
     "explain",

@@ -31,6 +31,7 @@ API_RST = REPO / "docs" / "api.rst"
 PUBLIC_MODULES = (
     "skgprobust",
     "skgprobust.pipeline",
+    "skgprobust.active",
     "skgprobust.inspection",
     "skgprobust.exceptions",
     "skgprobust.kernels",
