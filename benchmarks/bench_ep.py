@@ -28,7 +28,9 @@ gives valid, looser bounds). Median and quartiles of delta; the median of
 the attained spread (the model's own largest minus smallest probability
 found in T, a lower bound of the true spread: the true value lies between
 the two); fraction of rows converged; median seconds per row. BLAS threads
-pinned to 1.
+pinned to 1. Sanity checks ("anomalies", exit status 1): predict_proba at
+500 sampled points of each box and at the incumbents lies within the
+certified range.
 
 Usage: python benchmarks/bench_ep.py [--quick] [--train 200] [--rows 50] [--time-limit 0.5] [--cap maxfun]
 """
@@ -39,6 +41,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -90,10 +93,24 @@ def load_spam(n_train, rng):
     return X_tr, y_tr, X_te, y_te
 
 
+def check_ranges(clf, rows, r, rng, label, n_samples=500):
+    """Sanity checks: the model's own predict_proba at sampled points of each
+    box, and at the reported incumbents, lies within the certified range."""
+    problems = []
+    for i, x in enumerate(rows):
+        P = x + GAMMA * rng.uniform(-1.0, 1.0, (n_samples, len(x)))
+        p = clf.predict_proba(np.vstack([P, r.argmin[i], r.argmax[i]]))
+        if np.any(p < r.min_lower[i] - 1e-9) or np.any(p > r.max_upper[i] + 1e-9):
+            problems.append(f"{label}: row {i}: predict_proba outside the certified range")
+        if np.any(r.min_lower[i] > r.min_upper[i] + 1e-12) or np.any(r.max_lower[i] > r.max_upper[i] + 1e-12):
+            problems.append(f"{label}: row {i}: certified end beyond the attained value")
+    return problems
+
+
 def run(name, data, kernel, rows, time_limit, iterations, rng, cap="maxiter"):
     X, y, X_test, y_test = data
     pick = rng.choice(len(X_test), size=min(rows, len(X_test)), replace=False)
-    out = []
+    out, anomalies = [], []
     for it in iterations:
         for label, cls in (("Laplace", RobustGaussianProcessClassifier), ("EP", EPGaussianProcessClassifier)):
             clf = cls(kernel=kernel, optimizer=capped_lbfgsb(it, cap), random_state=0)
@@ -106,6 +123,7 @@ def run(name, data, kernel, rows, time_limit, iterations, rng, cap="maxiter"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BudgetExhaustedWarning)
                 r = clf.prediction_range(X_test[pick], GAMMA, epsilon=0.01, time_limit=time_limit, random_state=0)
+            anomalies += check_ranges(clf, X_test[pick], r, rng, f"{name} {label} {cap}={it}")
             delta = r.max_upper[:, 1] - r.min_lower[:, 1]
             attained = r.max_lower[:, 1] - r.min_upper[:, 1]  # the model's own values in the box
             q1, med, q3 = np.percentile(delta, [25, 50, 75])
@@ -115,7 +133,7 @@ def run(name, data, kernel, rows, time_limit, iterations, rng, cap="maxiter"):
                 f"{r.converged.all(1).mean():.0%}", f"{np.median(r.time):.3f}", str(clf.kernel_),
             ])
             print(" | ".join(out[-1]), flush=True)
-    return out
+    return out, anomalies
 
 
 def main():
@@ -135,18 +153,24 @@ def main():
     print(f"gamma={GAMMA}, N_train={n_train}, rows={rows}, time limit {args.time_limit} s/row, "
           f"optimiser limit: {args.cap}\n")
     t0 = time.perf_counter()
-    results = run("Synthetic2D", load_synthetic(n_train, np.random.default_rng(0)), ConstantKernel(1.0) * RBF(1.0),
-                  rows, args.time_limit, iterations, np.random.default_rng(1), args.cap)
+    results, anomalies = run("Synthetic2D", load_synthetic(n_train, np.random.default_rng(0)),
+                             ConstantKernel(1.0) * RBF(1.0), rows, args.time_limit, iterations,
+                             np.random.default_rng(1), args.cap)
     if not args.skip_spam:
-        results += run("Spambase-11", load_spam(n_train, np.random.default_rng(0)),
-                       ConstantKernel(1.0) * RBF(np.ones(11)), rows, args.time_limit, iterations,
-                       np.random.default_rng(1), args.cap)
+        res, anom = run("Spambase-11", load_spam(n_train, np.random.default_rng(0)),
+                        ConstantKernel(1.0) * RBF(np.ones(11)), rows, args.time_limit, iterations,
+                        np.random.default_rng(1), args.cap)
+        results, anomalies = results + res, anomalies + anom
     print()
     headers = ["data", args.cap, "model", "fit s", "accuracy", "median delta", "quartiles", "attained (median)",
                "converged", "s/row", "kernel"]
     print(table(headers, results))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; {package_state()}")
+    print(f"\n## anomalies: {len(anomalies) or 'none'}")
+    for a in anomalies:
+        print(f"- {a}")
+    return 1 if anomalies else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

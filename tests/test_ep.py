@@ -420,7 +420,7 @@ def _fit_or_reject(kernel, X, y, **params):
 
 
 @st.composite
-def ep_cases(draw, n_classes=2, max_iter_cap=None):
+def ep_cases(draw, n_classes=2, max_iter_cap=None, multi_class="one_vs_rest"):
     data = draw(datasets(classification=True))
     y = data.y
     if n_classes == 3:
@@ -432,7 +432,7 @@ def ep_cases(draw, n_classes=2, max_iter_cap=None):
     kernel = draw(kernels(d))
     clf = _fit_or_reject(
         kernel, data.X, y, ep_updates=draw(st.sampled_from(["sequential", "parallel"])),
-        max_iter_predict=draw(st.sampled_from([1, 3, 100])),
+        max_iter_predict=draw(st.sampled_from([1, 3, 100])), multi_class=multi_class,
     )
     gamma, features, domain = draw(perturbations(data.X_test))
     max_iter, time_limit = draw(budgets())
@@ -467,7 +467,10 @@ def _certify_ovr(case):
     for i in range(len(case.X_test)):
         if c.status[i] == "not_robust":
             assert clf.predict(c.counterexample[i][None])[0] != labels[i]
-        if c.status[i] == "robust":
+        if c.status[i] == "robust" and not hasattr(clf, "predict_proba"):  # one-vs-one: votes
+            P = box_points(lo[i], hi[i], rng, 10_000)
+            assert not np.any(clf.predict(P) != labels[i])
+        elif c.status[i] == "robust":
             k = list(clf.classes_).index(labels[i])
 
             def margin(Q, k=k):
@@ -526,6 +529,13 @@ def test_ovr_proba_range_sound_sweep(case):
 @settings(parent=SLOW, max_examples=max(10, SWEEP_EXAMPLES // 4))
 @given(ep_cases(n_classes=3))
 def test_ovr_certify_sound_sweep(case):
+    _certify_ovr(case)
+
+
+@pytest.mark.slow
+@settings(parent=SLOW, max_examples=max(10, SWEEP_EXAMPLES // 4))
+@given(ep_cases(n_classes=3, multi_class="one_vs_one"))
+def test_ovo_certify_sound_sweep(case):
     _certify_ovr(case)
 
 
