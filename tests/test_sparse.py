@@ -40,7 +40,7 @@ from skgprobust._sparse import (
 )
 
 from ._helpers import FAST, SLOW, datasets, kernels, perturbations
-from .test_soundness import Case, _call, check_gpr_certificate, check_range
+from .test_soundness import Case, _call, check_gpc_certificate, check_gpr_certificate, check_range
 
 APPROX = ["vfe", "dtc", "fitc"]
 
@@ -471,3 +471,200 @@ def test_small_noise_factor_is_well_conditioned_and_std_sound(approximation, alp
     r = sp.prediction_range(np.array([[0.3]]), 0.2, epsilon=1e-4, max_iter=300)
     m = sp.predict(np.linspace(0.1, 0.5, 20001)[:, None])
     assert r.min_lower[0, 0] <= m.min() + 1e-12 and m.max() <= r.max_upper[0, 0] + 1e-12
+
+
+# --------------------------------------------------------------------------
+# SparseGaussianProcessClassifier (probit, Laplace)
+# --------------------------------------------------------------------------
+
+
+def _dense_probit_laplace(kernel, X, y01, Xt, jitter):
+    """Reference: GPML Alg. 3.1 / 3.2 (Newton in f, dense K) with the probit
+    likelihood; returns latent mean, variance at Xt and log q(y)."""
+    from scipy.special import log_ndtr
+
+    s = np.where(y01 == 1, 1.0, -1.0)
+    K = kernel(X, X) + jitter * np.eye(len(X))
+    f = np.zeros(len(X))
+    for _ in range(200):
+        z = s * f
+        r = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - log_ndtr(z))
+        g, W = s * r, r * (z + r)
+        sW = np.sqrt(W)
+        L = np.linalg.cholesky(np.eye(len(X)) + sW[:, None] * K * sW[None, :])
+        b = W * f + g
+        a = b - sW * np.linalg.solve(L.T, np.linalg.solve(L, sW * (K @ b)))
+        f_new = K @ a
+        if np.max(np.abs(f_new - f)) < 1e-12:
+            f = f_new
+            break
+        f = f_new
+    z = s * f
+    r = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - log_ndtr(z))
+    W = r * (z + r)
+    sW = np.sqrt(W)
+    L = np.linalg.cholesky(np.eye(len(X)) + sW[:, None] * K * sW[None, :])
+    lml = -0.5 * a @ f + log_ndtr(z).sum() - np.log(np.diag(L)).sum()
+    Ks = kernel(Xt, X)
+    mean = Ks @ (s * r)
+    v = np.linalg.solve(L, sW[:, None] * Ks.T)
+    return mean, kernel.diag(Xt) - np.sum(v * v, 0), lml
+
+
+def _clf_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y, rng
+
+
+@pytest.mark.parametrize("approximation", ["fitc", "dtc"])
+def test_classifier_inducing_equal_training_is_dense_laplace(approximation):
+    """Z = X: the sparse prior is the full prior (d_i = 0 for both) and the
+    sparse Laplace fit equals a dense probit Laplace (GPML Alg. 3.1)."""
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    X, y, rng = _clf_data()
+    kernel = ConstantKernel(2.0) * RBF(0.8)
+    clf = SparseGaussianProcessClassifier(kernel, inducing_points=X, approximation=approximation, optimizer=None)
+    clf.fit(X, y)
+    Xt = rng.uniform(-2.5, 2.5, (20, 2))
+    jitter = 1e-8 * np.mean(np.diag(kernel(X, X)))
+    mean, var, lml = _dense_probit_laplace(kernel, X, y, Xt, jitter)
+    m1, v1 = clf.latent_mean_and_variance(Xt)
+    np.testing.assert_allclose(m1, mean, atol=1e-6)
+    np.testing.assert_allclose(v1, var, atol=1e-6)
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(lml, rel=1e-7)
+    from scipy.special import ndtr
+
+    np.testing.assert_allclose(clf.predict_proba(Xt)[:, 1], ndtr(mean / np.sqrt(1 + var)), atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(Xt), np.where(m1 > 0, 1, 0))
+
+
+def test_classifier_fits_and_certifies():
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    X, y, rng = _clf_data(600, seed=1)
+    clf = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), inducing_points=25, random_state=0)
+    clf.fit(X, y)
+    start = SparseGaussianProcessClassifier(
+        ConstantKernel(1.0) * RBF(1.0), inducing_points=25, random_state=0, optimizer=None
+    ).fit(X, y)
+    assert clf.log_marginal_likelihood_value_ >= start.log_marginal_likelihood_value_
+    assert clf.score(X, y) > 0.85
+    assert clf._bound_model().latents[0].X_support.shape == (25, 2)
+    loaded = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(loaded.predict_proba(X[:5]), clf.predict_proba(X[:5]))
+    c = clf.certify(X[:4], 0.05, max_iter=100, random_state=0)
+    assert set(c.status) <= {"robust", "not_robust", "unknown"}
+
+
+def test_classifier_bad_input():
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    X, y, _ = _clf_data()
+    with pytest.raises(ValueError, match="1 class"):
+        SparseGaussianProcessClassifier(inducing_points=5).fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="Only binary classification"):
+        SparseGaussianProcessClassifier(inducing_points=5).fit(X, np.arange(len(X)) % 3)
+    with pytest.raises(ValueError, match="vfe"):
+        SparseGaussianProcessClassifier(approximation="vfe").fit(X, y)
+    with pytest.raises(ValueError, match="3 features"):
+        SparseGaussianProcessClassifier(inducing_points=np.zeros((4, 3))).fit(X, y)
+    with pytest.raises(NotFittedError):
+        SparseGaussianProcessClassifier().certify(X[:1], 0.1)
+
+
+def _sparse_clf_check_params():
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    return [SparseGaussianProcessClassifier(inducing_points=10)]
+
+
+@parametrize_with_checks(_sparse_clf_check_params())
+def test_classifier_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check(estimator)
+
+
+@st.composite
+def sparse_clf_cases(draw):
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    data = draw(datasets(classification=True))
+    N, d = data.X.shape
+    kernel = draw(kernels(d))
+    M = draw(st.integers(1, min(N, 12)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    inducing = M if draw(st.booleans()) else rng.uniform(-2, 2, (M, d))
+    clf = SparseGaussianProcessClassifier(
+        kernel, inducing_points=inducing, approximation=draw(st.sampled_from(["fitc", "dtc"])), optimizer=None,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(data.X, data.y)
+    gamma, features, domain = draw(perturbations(data.X_test))
+    return Case(
+        model=clf, X_test=data.X_test, gamma=gamma, features=features, domain=domain,
+        max_iter=draw(st.sampled_from([0, 5, 30, 200])), time_limit=None,
+        epsilon=draw(st.sampled_from([1e-1, 1e-2, 1e-3])), seed=draw(st.integers(0, 2**31 - 1)),
+    )
+
+
+def _clf_proba(case):
+    r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, **case.kwargs())
+    check_range(case, r, lambda P: case.model.predict_proba(np.atleast_2d(P)), warned)
+
+
+def _clf_latent(case):
+    r, warned = _call(
+        case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, statistic="latent_mean",
+        **case.kwargs(),
+    )
+    check_range(case, r, lambda P: case.model.latent_mean_and_variance(np.atleast_2d(P))[0][:, None], warned)
+
+
+def _clf_certify(case):
+    c, warned = _call(case.model.certify, case.X_test, case.gamma, **case.kwargs())
+    check_gpc_certificate(case, c, warned)
+
+
+@FAST_SPARSE
+@given(sparse_clf_cases())
+def test_classifier_proba_range_sound(case):
+    _clf_proba(case)
+
+
+@FAST_SPARSE
+@given(sparse_clf_cases())
+def test_classifier_latent_range_sound(case):
+    _clf_latent(case)
+
+
+@FAST_SPARSE
+@given(sparse_clf_cases())
+def test_classifier_certify_sound(case):
+    _clf_certify(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_clf_cases())
+def test_classifier_proba_range_sound_sweep(case):
+    _clf_proba(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_clf_cases())
+def test_classifier_latent_range_sound_sweep(case):
+    _clf_latent(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(sparse_clf_cases())
+def test_classifier_certify_sound_sweep(case):
+    _clf_certify(case)
