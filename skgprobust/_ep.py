@@ -546,8 +546,8 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Seeds the optimiser restarts.
     multi_class : {'one_vs_rest', 'one_vs_one'}, default='one_vs_rest'
     n_jobs : int, default=None
-        Parallel fits of the binary models (multi-class), and the default of
-        nothing else: the certification methods take their own ``n_jobs``.
+        Parallel fits of the binary models (multi-class only); the
+        certification methods take their own ``n_jobs``.
     tol : float, default=1e-6
         EP stops when no site parameter changed by more than ``tol``
         (relative) in a sweep.
