@@ -100,7 +100,6 @@ import warnings
 from numbers import Real
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import dger as _dger
 from scipy.special import log_ndtr
@@ -113,12 +112,12 @@ from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
 from ._engine._latent import BoundModel, LatentModel
 from ._gpc import RobustGaussianProcessClassifier
+from ._hyperopt import optimise_hyperparameters
 
 EP_UPDATES = ("sequential", "parallel")
 
@@ -401,22 +400,12 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
                     return -lml, -grad
                 return -self.log_marginal_likelihood(theta, clone_kernel=False)
 
-            runs = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
-            if self.n_restarts_optimizer > 0:
-                bounds = self.kernel_.bounds
-                if not np.isfinite(bounds).all():
-                    raise ValueError(
-                        "Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite."
-                    )
-                for _ in range(self.n_restarts_optimizer):
-                    # Bounds are on log(theta): a uniform draw there is log-uniform.
-                    start = rng.uniform(bounds[:, 0], bounds[:, 1])
-                    runs.append(self._constrained_optimization(obj_func, start, bounds))
-            values = [f for _, f in runs]
-            best = int(np.argmin(values))
-            self.kernel_.theta = runs[best][0]
+            theta, value = optimise_hyperparameters(
+                self.optimizer, obj_func, self.kernel_.theta, self.kernel_.bounds, self.n_restarts_optimizer, rng
+            )
+            self.kernel_.theta = theta
             self.kernel_._check_bounds_params()
-            self.log_marginal_likelihood_value_ = -float(values[best])
+            self.log_marginal_likelihood_value_ = -value
 
         state = self._run_ep(self.kernel_(self.X_train_))
         if self.optimizer is None or self.kernel_.n_dims == 0:
@@ -431,15 +420,6 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
                 ConvergenceWarning,
             )
         return self
-
-    def _constrained_optimization(self, obj_func, initial_theta, bounds):
-        if self.optimizer == "fmin_l_bfgs_b":
-            res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
-            _check_optimize_result("lbfgs", res)
-            return res.x, res.fun
-        if callable(self.optimizer):
-            return self.optimizer(obj_func, initial_theta, bounds=bounds)
-        raise ValueError(f"Unknown optimizer {self.optimizer}.")
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """The EP approximation log Z_EP of the log marginal likelihood.
