@@ -210,6 +210,33 @@ def test_hyperparameter_optimisation():
         EPGaussianProcessClassifier(ConstantKernel(1.0, (1e-3, np.inf)) * RBF(1.0), n_restarts_optimizer=1).fit(X, y)
 
 
+def test_optimise_hyperparameters_loop():
+    from skgprobust._hyperopt import optimise_hyperparameters, run_optimizer
+
+    starts = []
+
+    def record(obj_func, x0, bounds):
+        starts.append(np.array(x0))
+        return x0, float(obj_func(x0, eval_gradient=False))
+
+    def obj(theta, eval_gradient=True):
+        value = float(np.sum((theta - 1.0) ** 2))
+        return (value, 2 * (theta - 1.0)) if eval_gradient else value
+
+    bounds = np.array([[-2.0, 3.0], [0.0, 0.5]])
+    theta, value = optimise_hyperparameters(record, obj, np.zeros(2), bounds, 5, np.random.RandomState(0))
+    assert len(starts) == 6 and np.array_equal(starts[0], np.zeros(2))
+    S = np.array(starts[1:])
+    assert np.all((S >= bounds[:, 0]) & (S <= bounds[:, 1]))  # log-space draws inside the bounds
+    assert value == min(obj(s, False) for s in starts) and value == obj(theta, False)
+    theta, value = optimise_hyperparameters("fmin_l_bfgs_b", obj, np.zeros(2), bounds, 0, None)
+    np.testing.assert_allclose(theta, [1.0, 0.5], atol=1e-6)
+    with pytest.raises(ValueError, match="finite"):
+        optimise_hyperparameters(record, obj, np.zeros(2), np.array([[0.0, np.inf], [0, 1]]), 1, np.random.RandomState(0))
+    with pytest.raises(ValueError, match="Unknown optimizer"):
+        run_optimizer("newton", obj, np.zeros(2), bounds)
+
+
 def test_not_converged_still_consistent():
     """One sweep: a ConvergenceWarning, and the stored factors still describe
     one GP (the protocol formulas), so the bounds hold (tested below too)."""
