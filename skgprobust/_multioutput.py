@@ -119,13 +119,11 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
 from scipy.sparse import csr_matrix
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.utils import check_random_state
-from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
 from ._bounds._variance import LatentVariance
@@ -135,6 +133,7 @@ from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
 from ._fp import margin_rtol
 from ._gpr import RobustGaussianProcessRegressor
+from ._hyperopt import run_optimizer
 from .kernels import make_adapter
 from .kernels._base import KernelAdapter, Relaxation, TaylorModel
 
@@ -771,7 +770,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
                 return -prob.lml(theta, False)
 
             bounds = prob.bounds()
-            runs = [self._constrained_optimization(obj_func, theta0, bounds)]
+            runs = [run_optimizer(self.optimizer, obj_func, theta0, bounds)]
             if self.n_restarts_optimizer > 0:
                 kb = [k.bounds for k in kernels if len(k.theta)]
                 if kb and not np.isfinite(np.vstack(kb)).all():
@@ -781,7 +780,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
                 rng = check_random_state(self.random_state)
                 for _ in range(self.n_restarts_optimizer):
                     start = self._random_start(prob, rng, bounds, Yn, obs)
-                    runs.append(self._constrained_optimization(obj_func, start, bounds))
+                    runs.append(run_optimizer(self.optimizer, obj_func, start, bounds))
             values = [r[1] for r in runs]
             theta = runs[int(np.argmin(values))][0]
         else:
@@ -832,15 +831,6 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             lb = np.log(prob.noise_bounds)
             noise = np.exp(rng.uniform(lb[0], lb[1], prob.P))
         return np.clip(prob.pack(kernels, W, noise), bounds[:, 0], bounds[:, 1])
-
-    def _constrained_optimization(self, obj_func, initial_theta, bounds):
-        if self.optimizer == "fmin_l_bfgs_b":
-            opt_res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
-            _check_optimize_result("lbfgs", opt_res)
-            return opt_res.x, opt_res.fun
-        if callable(self.optimizer):
-            return self.optimizer(obj_func, initial_theta, bounds=bounds)
-        raise ValueError(f"Unknown optimizer {self.optimizer!r}.")
 
     def _problem(self):
         rows, outs = self.observed_
