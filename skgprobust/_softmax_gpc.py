@@ -1,0 +1,1201 @@
+"""SoftmaxGaussianProcessClassifier: multi-class Laplace GPC with a softmax
+likelihood (GPML Algs. 3.3-3.4, 5.2) and certified bounds that cover the
+full predictive covariance between the latent classes.
+
+Model and inference
+-------------------
+m latent GPs f^c (one per class; one shared kernel or one kernel per class),
+``p(y_i = c | f) = softmax(f_i)_c``. The Laplace approximation is found by
+Newton's method in the block form of GPML Alg. 3.3: with pi the softmax
+probabilities at f, D = diag(pi), Pi the (mN x N) stack of diag(pi^c) and
+W = D - Pi Pi^T, every Newton step needs m Cholesky factorisations
+``L_c = chol(I + D_c^1/2 K_c D_c^1/2)``, ``E_c = D_c^1/2 L_c^-T L_c^-1 D_c^1/2``
+and one ``M = chol(sum_c E_c)``, never an (mN x mN) system. The approximate
+log marginal likelihood is
+
+    log q(y) = -1/2 a^T f + y^T f - sum_i log sum_c exp f_i^c
+               - sum_c sum_i log (L_c)_ii - sum_i log M_ii,
+
+the last term from the matrix determinant lemma (|I + K W| = prod_c |B_c|
+|sum_c E_c|, using sum_c D_c = I); its gradient (GPML Alg. 5.2: explicit
+term, trace term and the implicit dependence of the mode on theta) is in
+:func:`_lml_and_grad` and tested against finite differences.
+
+Predictive latent distribution at x (GPML Alg. 3.4)::
+
+    mu_c(x)   = k_c(x)^T (y_c - pi_c),
+    Sigma(x)  = diag(v(x)) + U(x)^T U(x),
+    v_c(x)    = k_c(x, x) - ||L_c^-1 D_c^1/2 k_c(x)||^2,
+    u_c(x)    = M^-1 E_c k_c(x)   (the columns of U),
+
+from ``(K + W^-1)^-1 = E - E R (R^T E R)^-1 R^T E`` with R the stacked
+identities and ``R^T E R = M M^T``. The correction ``U^T U`` is *not*
+diagonal and not small: with a shared kernel, ``Sigma(x) 1 = k(x, x) 1``
+(the softmax likelihood carries no information on a common shift of the
+latents, so that direction keeps its prior variance), and on load_digits
+the cross-class correlations are ~0.5.
+
+The reduction to a diagonal covariance (what is proven)
+-------------------------------------------------------
+Let P = I - 1 1^T / m (centring) and G(S) = E_{f ~ N(mu, S)}[softmax(f)].
+
+*Lemma 1 (shift invariance).* softmax(f) = softmax(P f), so G(S) depends
+on S only through P S P: G(S) = G(S') whenever P S P = P S' P (S, S' PSD).
+
+*Lemma 2 (Hessian of softmax).* With s = softmax(f),
+``H_c = d^2 s_c / df^2 = s_c (e_c - s)(e_c - s)^T - s_c (diag(s) - s s^T)``,
+a difference of two PSD matrices, so ``||H_c||_2 <= max(s_c ||e_c - s||^2,
+s_c lambda_max(diag(s) - s s^T)) <= max(8/27, 1/2) = 1/2`` (``||e_c -
+s||^2 <= 2 (1 - s_c)^2``; Gershgorin gives ``lambda_max(diag(s) - s s^T)
+<= max_j 2 s_j (1 - s_j) <= 1/2``). Also ``H_c 1 = 0`` (Lemma 1).
+
+*Proposition.* For any PSD diagonal D and Sigma PSD,
+``|G_c(Sigma) - G_c(D)| <= 1/4 ||P (Sigma - D) P||_*`` (nuclear norm).
+Proof: S_t = D + t (Sigma - D) is PSD for t in [0, 1]; by the heat
+equation (Price's theorem) d/dt G_c(S_t) = 1/2 tr((Sigma - D) E_t[H_c]),
+and since E_t[H_c] = P E_t[H_c] P (Lemma 2), this is 1/2 tr(P (Sigma - D) P
+E_t[H_c]) <= 1/2 ||P (Sigma - D) P||_* ||E_t[H_c]||_2 <= 1/4 ||...||_*
+(Jensen: ||E H|| <= E ||H||). Integrate over t.
+
+The model takes ``D = diag(a(x))``, a(x) the least-squares fit of
+``P diag(a) P`` to ``P Sigma(x) P`` (a fixed linear map of Sigma(x):
+``a_j = tr(Q_j Sigma)``, Q_j from the Gram matrix ``(delta_jk - 1/m)^2``),
+clipped at 0. For m = 3 the fit is exact (the centred symmetric matrices
+of rank 2 form a 3-dimensional space that ``P diag(a) P`` spans), so
+whenever a(x) >= 0 the diagonal Gaussian N(mu, diag(a)) has *exactly*
+the class probabilities of the full-covariance one. For m > 3 the
+remainder ``r(x) = 1/4 ||P (Sigma - diag(a)) P||_*`` is computed per row
+(:meth:`SoftmaxGaussianProcessClassifier.predict_proba_error`).
+
+``predict_proba`` (deterministic, proven error)
+-----------------------------------------------
+``predict_proba(x)`` is the midpoint of the certified enclosure of
+``F(mu(x), a(x)) = E_{N(mu, diag(a))}[softmax]``
+(:func:`~skgprobust._bounds._softmax.softmax_gaussian_bounds` on point
+intervals), refined (doubling the latent grid) until its half-width is
+<= ``proba_tol`` for every class; a row that cannot reach it raises
+(never a silently worse number). Hence, uniformly in x,
+``|predict_proba(x) - F(mu(x), a(x))| <= proba_tol`` and
+``|predict_proba(x) - E_{N(mu, Sigma)}[softmax]| <= proba_tol + r(x)``
+(r = 0 for m = 3 where a >= 0, and for m = 2 where the centred space is
+one-dimensional). ``predict`` is the argmax of ``predict_proba``.
+
+Certified bounds over boxes (what ``certify`` / ``prediction_range`` /
+``explain`` prove: statements about ``predict_proba``'s own numbers)
+---------------------------------------------------------------------
+Over a box T:
+
+* means: ``mu_c`` is a mean-type function (weights y_c - pi_c): exact
+  affine bounds (:func:`~skgprobust._bounds._mean.affine_lower`);
+* the reduced variances: ``a_j(x) = tr(Q_j Sigma(x)) = beta_j(x) -
+  kappa(x)^T T_j kappa(x)`` with kappa(x) the (stacked) kernel vectors,
+  ``beta_j = sum_c Q_j[c, c] k_c(x, x)`` and the fixed symmetric
+  ``T_j = sum_{c,c'} Q_j[c, c'] S_{cc'}``, ``S = (K + W^-1)^-1``. The
+  quadratic form is expanded at the box centre kappa0:
+  ``q(kappa) = q(kappa0) + g.(kappa - kappa0) + delta^T T_j delta``,
+  ``g = 2 T_j kappa0``; the linear part is bounded exactly like a mean
+  (affine_lower on each class's kernel), the quadratic part by
+  ``+- ||T_j||_2 ||delta||^2`` with |delta_i| from the kernel's interval
+  enclosure. Sound for any symmetric T_j; second order in the box width;
+  ``a^+ = max(a, 0)`` is monotone so its bounds are the clipped ones;
+* then ``softmax_gaussian_bounds`` (exact Lemma-12 cell bounds, paper
+  Props. 10-11) bounds F over all (mu, a) in those intervals, and the
+  engine widens by ``proba_tol`` (the SoftmaxProbabilities tolerance), so
+  every bound holds for the returned ``predict_proba``.
+
+Floating point: the a(x) intervals are widened by ``1e-9 (1 + |a|) +
+||T_j||_F (N m + 4) u ||kappa||^2`` (the two evaluation routes of a(x),
+Sigma through triangular solves and the T_j form, agree to far less);
+F is 1/2-Lipschitz in each mu_c and 1/4-Lipschitz in each a_c, and the
+rounding of mu is covered by affine_lower's own margin. The decision
+(``certify``) is the argmax of predict_proba: the margin objective
+``p_c* - max_k p_k`` is bounded from the same intervals.
+
+What is loose: the bounds are for F(mu, a), the diagonal reduction the
+model reports; for m > 3 the true full-covariance integral may differ
+from the returned numbers by the per-row ``r(x)`` above (proven, not
+certified over boxes). The softmax-Gaussian cell bounds have a
+discretisation gap (about 0.01-0.03 at 32-64 cells on point intervals)
+that does not shrink with the box.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.optimize
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._bounds._mean import affine_lower
+from ._bounds._softmax import softmax_gaussian_bounds
+from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
+from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
+from ._engine._driver import RangeProblem, certify_rows, range_rows
+from ._engine._latent import BoundModel
+from ._engine._objectives import (
+    SoftmaxMarginObjective,
+    SoftmaxProbabilities,
+    SoftmaxProbaObjective,
+)
+from ._engine._perturbation import resolve_features
+from ._engine._solve import Budget, solve_sign
+from ._fp import UNIT_ROUNDOFF as _U
+from .kernels import make_adapter
+
+__all__ = ["SoftmaxGaussianProcessClassifier"]
+
+
+# ---------------------------------------------------------------------------
+# Laplace approximation (block form)
+# ---------------------------------------------------------------------------
+
+
+def _softmax(F):
+    """Column-wise softmax of F (m, N)."""
+    Z = F - F.max(axis=0, keepdims=True)
+    E = np.exp(Z)
+    return E / E.sum(axis=0, keepdims=True)
+
+
+def _lse(F):
+    mx = F.max(axis=0)
+    return mx + np.log(np.exp(F - mx).sum(axis=0))
+
+
+def _factors(Ks, P):
+    """Per class: L_c, E_c; and M = chol(sum_c E_c)."""
+    m, N = P.shape
+    Ls, Es = [], []
+    for c in range(m):
+        sd = np.sqrt(P[c])
+        B = np.eye(N) + sd[:, None] * Ks[c] * sd[None, :]
+        Lc = cholesky(B, lower=True, check_finite=False)
+        Ec = sd[:, None] * cho_solve((Lc, True), np.diag(sd), check_finite=False)
+        Ls.append(Lc)
+        Es.append(0.5 * (Ec + Ec.T))
+    M = cholesky(sum(Es), lower=True, check_finite=False)
+    return Ls, Es, M
+
+
+def _objective(a, f, Y):
+    return -0.5 * float(np.sum(a * f)) + float(np.sum(Y * f)) - float(np.sum(_lse(f)))
+
+
+def _laplace_mode(Ks, Y, a0=None, max_iter=100, tol=1e-10):
+    """Newton iterations of GPML Alg. 3.3 (block form), warm-started at a0.
+
+    Returns f (m, N), a (m, N) with f_c = K_c a_c, converged flag.
+    A step that lowers the objective is halved (at most 20 times)."""
+    m, N = Y.shape
+    a = np.zeros((m, N))
+    f = np.zeros((m, N))
+    if a0 is not None and np.all(np.isfinite(a0)):
+        # Warm start (the previous mode's a); kept only if it beats f = 0.
+        f_w = np.stack([Ks[c] @ a0[c] for c in range(m)])
+        if _objective(a0, f_w, Y) > _objective(a, f, Y):
+            a, f = np.array(a0, dtype=np.float64), f_w
+    obj = _objective(a, f, Y)
+    converged = False
+    for _ in range(max_iter):
+        P = _softmax(f)
+        _, Es, M = _factors(Ks, P)
+        # b = W f + y - pi with W f = D f - Pi Pi^T f (per training point).
+        b = P * f - P * np.sum(P * f, axis=0, keepdims=True) + Y - P
+        cvec = np.stack([Es[c] @ (Ks[c] @ b[c]) for c in range(m)])
+        rc = cho_solve((M, True), cvec.sum(axis=0), check_finite=False)
+        a_new = b - cvec + np.stack([Es[c] @ rc for c in range(m)])
+        f_new = np.stack([Ks[c] @ a_new[c] for c in range(m)])
+        obj_new = _objective(a_new, f_new, Y)
+        step = 0
+        while not obj_new >= obj - 1e-12 * abs(obj) and step < 20:
+            a_new, f_new = 0.5 * (a + a_new), 0.5 * (f + f_new)
+            obj_new = _objective(a_new, f_new, Y)
+            step += 1
+        delta = obj_new - obj
+        a, f, obj = a_new, f_new, obj_new
+        if abs(delta) <= tol * max(1.0, abs(obj)):
+            converged = True
+            break
+    return f, a, converged
+
+
+def _lml_and_grad(Ks, dKs, Y, a0=None, max_iter=100, eval_gradient=True):
+    """Approximate log marginal likelihood (and its gradient w.r.t. the
+    log-hyperparameters) at the Laplace mode.
+
+    ``dKs[c]`` is (N, N, p): dK_c / dtheta (zero blocks allowed as None).
+    """
+    m, N = Y.shape
+    f, a, _ = _laplace_mode(Ks, Y, a0, max_iter)
+    P = _softmax(f)
+    Ls, Es, M = _factors(Ks, P)
+    lml = _objective(a, f, Y) - sum(np.log(np.diag(Lc)).sum() for Lc in Ls) - np.log(np.diag(M)).sum()
+    if not eval_gradient:
+        return lml, None, a
+    p = next(d.shape[2] for d in dKs if d is not None)
+    # H_c = M^-1 E_c; S_cc = E_c - H_c^T H_c; G_c = H_c K_c.
+    Hs = [solve_triangular(M, Ec, lower=True, check_finite=False) for Ec in Es]
+    Gs = [Hs[c] @ Ks[c] for c in range(m)]
+    # Diagonal blocks V_i (m x m) of the posterior covariance K - K S K at training points.
+    V = np.empty((N, m, m))
+    for c in range(m):
+        KEK = np.einsum("ij,ji->i", Ks[c] @ Es[c], Ks[c])
+        for c2 in range(c, m):
+            GG = np.einsum("ij,ij->j", Gs[c], Gs[c2])
+            if c2 == c:
+                V[:, c, c] = np.diag(Ks[c]) - KEK + GG
+            else:
+                V[:, c, c2] = V[:, c2, c] = GG
+    Pt = P.T  # (N, m)
+    dpi = Pt[:, :, None] * (np.eye(m)[None] - Pt[:, None, :])  # dpi[i, c, k] = d pi_c / d f_k
+    # s2[i, k] = -1/2 sum_cc' V[c,c'] dW[c,c',k], dW = delta dpi_c,k - dpi_c,k pi_c' - pi_c dpi_c',k
+    Vdiag = np.einsum("icc->ic", V)
+    s2 = -0.5 * (np.einsum("ic,ick->ik", Vdiag, dpi) - 2.0 * np.einsum("icd,ick,id->ik", V, dpi, Pt))
+    s2 = s2.T  # (m, N)
+    Sdiag = [Es[c] - Hs[c].T @ Hs[c] for c in range(m)]
+    grad = np.zeros(p)
+    for j in range(p):
+        b = np.zeros((m, N))
+        t1 = t2 = 0.0
+        for c in range(m):
+            if dKs[c] is None:
+                continue
+            dK = dKs[c][:, :, j]
+            b[c] = dK @ a[c]
+            t1 += 0.5 * float(a[c] @ b[c])
+            t2 -= 0.5 * float(np.sum(Sdiag[c] * dK))
+        Eb = np.stack([Es[c] @ b[c] for c in range(m)])
+        r = cho_solve((M, True), Eb.sum(axis=0), check_finite=False)
+        Sb = Eb - np.stack([Es[c] @ r for c in range(m)])
+        df = b - np.stack([Ks[c] @ Sb[c] for c in range(m)])
+        grad[j] = t1 + t2 + float(np.sum(s2 * df))
+    return lml, grad, a
+
+
+# ---------------------------------------------------------------------------
+# The diagonal reduction of the predictive covariance
+# ---------------------------------------------------------------------------
+
+
+def _reduction_matrices(m):
+    """Q (m, m, m): a_j = tr(Q_j Sigma) is the least-squares diagonal with
+    P diag(a) P closest to P Sigma P (Frobenius); see the module docstring."""
+    Pm = np.eye(m) - 1.0 / m
+    gram = (np.eye(m) - 1.0 / m) ** 2
+    A = np.linalg.pinv(gram)
+    # t_k = p_k^T Sigma p_k, p_k = P e_k; a = A t => Q_j = sum_k A_jk p_k p_k^T
+    Q = np.einsum("jk,ka,kb->jab", A, Pm, Pm)
+    return 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
+
+
+def _reduce(Sigma, Q):
+    """a (n, m) >= 0 and the proven remainder r (n,) of the reduction."""
+    m = Sigma.shape[-1]
+    a = np.einsum("jab,nab->nj", Q, Sigma)
+    a = np.maximum(a, 0.0)
+    Pm = np.eye(m) - 1.0 / m
+    R = Pm @ (Sigma - np.einsum("nj,jk->njk", a, np.eye(m))) @ Pm
+    r = 0.25 * np.abs(np.linalg.eigvalsh(0.5 * (R + np.transpose(R, (0, 2, 1))))).sum(axis=1)
+    # eigvalsh error: a few ulps of ||R||; sums of m terms.
+    r = r + 0.25 * m * (4 * m * _U) * np.abs(R).sum(axis=(1, 2))
+    return a, r
+
+
+# ---------------------------------------------------------------------------
+# The deterministic softmax-Gaussian rule with a proven error
+# ---------------------------------------------------------------------------
+
+#: Largest latent grid the point rule refines to.
+_MAX_CELLS = 1024
+
+
+def _start_cells(m):
+    return 64 if m <= 3 else 32
+
+
+def _point_cells(m, tol):
+    """First grid of the point rule (about the size the tolerance needs)."""
+    return (128 if tol < 0.04 else 64) if m <= 3 else 32
+
+
+def _auto_tol(m):
+    """Default proba_tol: 0.02 up to three classes, 0.05 up to five, 0.1 beyond
+    (the point rule's enclosure is first order in the grid; its cost grows
+    with m)."""
+    return 0.02 if m <= 3 else (0.05 if m <= 5 else 0.1)
+
+
+def softmax_point(mu, a, tol, n_cells=None):
+    """Probabilities within ``tol`` of F = E_{N(mu, diag(a))}[softmax] that
+    sum to one. Returns (p, err) with err (n,) the proven error per row.
+
+    The certified enclosure [lo, hi] of F (point intervals) is refined
+    (doubling the latent grid) until ``max_c (hi_c - lo_c) <= tol``; then
+    ``p = lo + t (hi - lo)`` with ``t = (1 - sum lo) / sum (hi - lo)``, in
+    [0, 1] because sum lo <= 1 = sum F <= sum hi, so p is in [lo, hi] like
+    F and |p_c - F_c| <= hi_c - lo_c <= tol."""
+    mu = np.atleast_2d(np.asarray(mu, dtype=np.float64))
+    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    n, m = mu.shape
+    out = np.empty((n, m))
+    err = np.full(n, np.inf)
+    if n == 0:
+        return out, np.zeros(0)
+    todo = np.arange(n)
+    cells = _point_cells(m, tol) if n_cells is None else int(n_cells)
+    while len(todo):
+        if cells > _MAX_CELLS:
+            raise RuntimeError(
+                f"the softmax-Gaussian enclosure did not reach proba_tol={tol:g} with {_MAX_CELLS} cells "
+                f"(latent variances up to {a[todo].max():.3g}); increase proba_tol."
+            )
+        lo, hi = softmax_gaussian_bounds(mu[todo], mu[todo], a[todo], a[todo], n_cells=cells, n_lse=2 * cells)
+        width = hi - lo
+        w = width.max(axis=1)
+        ok = w <= tol
+        idx = todo[ok]
+        tot = width[ok].sum(axis=1)
+        t = np.clip((1.0 - lo[ok].sum(axis=1)) / np.where(tot > 0, tot, 1.0), 0.0, 1.0)
+        out[idx] = np.minimum(lo[ok] + t[:, None] * width[ok], hi[ok])
+        err[idx] = w[ok]
+        todo = todo[~ok]
+        cells *= 2
+    return out, err
+
+
+#: The point rule sees mu and a rounded to multiples of this quantum: its
+#: enclosure is discontinuous (at the 1e-4 level) in its inputs, and the
+#: last bits of mu and a depend on the batch (BLAS blocking); snapping makes
+#: predict_proba batch-independent except in the rare case a value straddles
+#: a rounding boundary. The box bounds widen mu and a by one quantum.
+_QUANTUM = 2.0**-32
+
+
+def _snap(x):
+    return np.round(x / _QUANTUM) * _QUANTUM
+
+
+# ---------------------------------------------------------------------------
+# Bounds of the reduced variances over boxes
+# ---------------------------------------------------------------------------
+
+
+class _ReducedVariance:
+    """a_j(x) = beta_j(x) - kappa(x)^T T_j kappa(x) (module docstring) and
+    its bounds over boxes, for all j at once."""
+
+    def __init__(self, adapters, Q, S_blocks, shared):
+        self.adapters, self.shared = adapters, shared
+        self.m = m = Q.shape[0]
+        N = adapters[0].Xs.shape[0] if hasattr(adapters[0], "Xs") else S_blocks[0][0].shape[0]
+        self.N = N
+        self.beta = np.array([[Q[j, c, c] for c in range(m)] for j in range(m)])  # (m_j, m_c)
+        if shared:
+            T = np.zeros((m, N, N))
+            for j in range(m):
+                for c in range(m):
+                    for c2 in range(m):
+                        if Q[j, c, c2] != 0.0:
+                            T[j] += Q[j, c, c2] * S_blocks[c][c2]
+        else:
+            T = np.zeros((m, m * N, m * N))
+            for j in range(m):
+                for c in range(m):
+                    for c2 in range(m):
+                        T[j, c * N : (c + 1) * N, c2 * N : (c2 + 1) * N] = Q[j, c, c2] * S_blocks[c][c2]
+        self.T = 0.5 * (T + np.transpose(T, (0, 2, 1)))
+        self.norm2 = np.array([np.linalg.norm(t, 2) for t in self.T])
+        self.normF = np.linalg.norm(self.T, axis=(1, 2))
+
+    def _kappa(self, X):
+        if self.shared:
+            return self.adapters[0].values(X)
+        return np.hstack([ad.values(X) for ad in self.adapters])
+
+    def value(self, X):
+        kap = self._kappa(X)
+        d = np.column_stack([ad.diag(X) for ad in self._diag_adapters()])  # (n, m_c)
+        q = np.einsum("na,jab,nb->nj", kap, self.T, kap)
+        return d @ self.beta.T - q
+
+    def _diag_adapters(self):
+        return [self.adapters[0]] * self.m if self.shared else self.adapters
+
+    def bounds(self, lo, hi):
+        """(a_lo, a_hi), each (B, m), enclosing a_j(x) over each box."""
+        B = len(lo)
+        x0 = 0.5 * (lo + hi)
+        kap0 = self._kappa(x0)  # (B, n_kappa)
+        # |delta| per entry from the kernel interval enclosures (+ rounding).
+        ads = [self.adapters[0]] if self.shared else self.adapters
+        dev = []
+        start = 0
+        for ad in ads:
+            klo, khi = ad.interval(lo, hi)
+            k0 = kap0[:, start : start + klo.shape[1]]
+            dev.append(np.maximum(khi - k0, k0 - klo) + ad.rounding(lo, hi))
+            start += klo.shape[1]
+        dev = np.maximum(np.hstack(dev), 0.0)
+        dev2 = np.sum(dev * dev, axis=1)  # (B,)
+        q0 = np.einsum("ba,jac,bc->bj", kap0, self.T, kap0)
+        G = 2.0 * np.einsum("jac,bc->bja", self.T, kap0)  # (B, m, n_kappa)
+        a_lo = np.empty((B, self.m))
+        a_hi = np.empty((B, self.m))
+        dlo = np.empty((B, self.m))
+        dhi = np.empty((B, self.m))
+        for c, ad in enumerate(self._diag_adapters()):
+            dlo[:, c], dhi[:, c] = ad.diag_interval(lo, hi)
+        N = ads[0].values(x0[:1]).shape[1] if B else self.N
+        for j in range(self.m):
+            g = G[:, j]  # (B, n_kappa)
+            c0 = -np.einsum("ba,ba->b", g, kap0)
+            # lower and upper bounds of g . kappa(x) over the box (+ c0)
+            lin_lo = np.zeros(B)
+            lin_hi = np.zeros(B)
+            for i, ad in enumerate(ads):
+                gi = g[:, i * N : (i + 1) * N]
+                lin_lo += affine_lower(ad, gi, 0.0, lo, hi).lower
+                lin_hi -= affine_lower(ad, -gi, 0.0, lo, hi).lower
+            quad = self.norm2[j] * dev2
+            q_lo = q0[:, j] + c0 + lin_lo - quad
+            q_hi = q0[:, j] + c0 + lin_hi + quad
+            beta = self.beta[j]
+            b_lo = np.where(beta >= 0, beta * dlo, beta * dhi).sum(axis=1)
+            b_hi = np.where(beta >= 0, beta * dhi, beta * dlo).sum(axis=1)
+            kmag = np.sum(kap0 * kap0, axis=1) + dev2 + 2 * np.sqrt(np.sum(kap0 * kap0, axis=1) * dev2)
+            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + 1e-9
+            a_lo[:, j] = b_lo - q_hi - fp * (1.0 + np.abs(b_lo - q_hi))
+            a_hi[:, j] = b_hi - q_lo + fp * (1.0 + np.abs(b_hi - q_lo))
+        return a_lo, a_hi
+
+
+# ---------------------------------------------------------------------------
+# Engine plumbing: probabilities, bound model
+# ---------------------------------------------------------------------------
+
+
+class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
+    """:class:`SoftmaxProbabilities` of the reduced model F(mu(x), a(x)):
+    box bounds from the mean bounds and :class:`_ReducedVariance`, widened
+    by ``tolerance`` (the point rule's proven error) so that they hold for
+    the model's ``predict_proba``; gradients (local search only) from a
+    smooth surrogate, computed analytically instead of by 2 d + 1 calls of
+    the (expensive) point rule."""
+
+    def __init__(self, means, reduced, proba, tolerance, surrogate):
+        outputs = [(lm, 0, None) for lm in means]
+        super().__init__(outputs, proba, tolerance=tolerance)
+        self.means, self.reduced, self.surrogate = means, reduced, surrogate
+
+    def p_and_grad(self, X, lo=None, hi=None):
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        return self.p(X), self.surrogate(X)
+
+    def p_box(self, lo, hi):
+        """Certified (p_lo, p_hi), each (B, m), over each box; also the latent boxes."""
+        from ._bounds._softmax import MAX_ABS_MEAN, MAX_VAR
+
+        key = (lo.shape, lo.tobytes(), hi.tobytes())
+        cache = self._cache
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        B = len(lo)
+        boxes, mu_lo, mu_hi = [], [], []
+        for lm in self.means:
+            w = np.broadcast_to(lm.weights[:, 0], (B, lm.weights.shape[0]))
+            bb = affine_lower(lm.adapter, np.vstack([w, -w]), 0.0, np.vstack([lo, lo]), np.vstack([hi, hi]))
+            mu_lo.append(bb.lower[:B])
+            mu_hi.append(-bb.lower[B:])
+            boxes.append(_MeanBox(bb.argmin[:B], bb.argmin[B:], bb.score[:B]))
+        # the point rule sees mu and a snapped to the _QUANTUM grid
+        mu_lo, mu_hi = np.column_stack(mu_lo) - _QUANTUM, np.column_stack(mu_hi) + _QUANTUM
+        a_lo, a_hi = self.reduced.bounds(lo, hi)
+        a_lo, a_hi = a_lo - _QUANTUM, a_hi + _QUANTUM
+        v_lo = np.maximum(a_lo, 0.0)  # a^+ = max(a, 0) is what the model uses
+        v_hi = np.maximum(a_hi, v_lo)
+        ok = np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1) & np.all(
+            (np.abs(mu_lo) <= MAX_ABS_MEAN) & (np.abs(mu_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1
+        )
+        p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
+        if ok.any():
+            p_lo[ok], p_hi[ok] = softmax_gaussian_bounds(
+                mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], n_cells=_start_cells(self.n_classes)
+            )
+        result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
+        self._cache = (key, result)
+        return result
+
+
+class _MeanBox:
+    """The parts of a latent box the softmax objectives read."""
+
+    def __init__(self, arg_mu_min, arg_mu_max, score):
+        self.arg_mu_min, self.arg_mu_max, self.score = arg_mu_min, arg_mu_max, score
+
+
+class _SoftmaxBoundModel(BoundModel):
+    """Bound state of a fitted :class:`SoftmaxGaussianProcessClassifier`:
+    one mean latent per class plus the reduced variances; its decision and
+    probabilities are the softmax objectives (latent-model protocol)."""
+
+    KINDS = ("softmax",)
+
+    def __init__(self, means, reduced, classes, proba, tolerance, surrogate):
+        super().__init__("softmax", means, classes=classes, link=None)
+        self.link = None
+        self.reduced, self._proba, self.tolerance, self._surrogate = reduced, proba, tolerance, surrogate
+
+    def probabilities(self, method="default"):
+        return self._cached(
+            "probabilities",
+            lambda: _ReducedSoftmaxProbabilities(
+                self.latents, self.reduced, self._proba, self.tolerance, self._surrogate
+            ),
+        )
+
+    def margin(self, label, method="default"):
+        idx = self.class_index(label)
+        return self._cached(("margin", idx), lambda: SoftmaxMarginObjective(self.probabilities(), idx))
+
+
+def _certify_row(shared, x0, lo, hi, label, rng):
+    bm, predict, max_iter, time_limit = shared
+    budget = Budget(max_iter, time_limit)
+
+    def changes_decision(x):
+        return predict(x[None])[0] != label
+
+    return solve_sign(bm.margin(label), lo, hi, x0, budget, rng, changes_decision)
+
+
+# ---------------------------------------------------------------------------
+# The estimator
+# ---------------------------------------------------------------------------
+
+
+def _check_tol(tol, m=3):
+    if tol is None:
+        return _auto_tol(m)
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < tol < 0.5):
+        raise ValueError(f"proba_tol must be None or a number in (0, 0.5), got {tol!r}.")
+    return float(tol)
+
+
+class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEstimator):
+    """Multi-class Gaussian process classifier with a softmax likelihood
+    (Laplace approximation) and certified robustness bounds.
+
+    One latent GP per class; ``p(y = c | f) = softmax(f)_c``; the Laplace
+    approximation in the block form of Rasmussen & Williams (GPML Alg. 3.3:
+    m Cholesky factorisations of N x N per Newton step, never mN x mN);
+    kernel hyperparameters (shared by all classes, or one set per class)
+    maximise the approximate log marginal likelihood with its exact
+    gradient (GPML Alg. 5.2).
+
+    ``predict_proba`` is deterministic: the midpoint of a certified
+    enclosure of the softmax-Gaussian integral, within ``proba_tol`` of
+    ``E[softmax(f)]`` for the diagonal Gaussian that is equivalent (exactly
+    for 2 and 3 classes; within a proven per-row remainder for more, see
+    :meth:`predict_proba_error`) to the full predictive latent covariance.
+    ``certify`` / ``prediction_range`` / ``explain`` prove statements about
+    the numbers ``predict_proba`` returns (see the module docstring of
+    ``skgprobust._softmax_gpc`` for the proofs).
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        Covariance of each latent GP; None means
+        ``1.0 * RBF(1.0)`` with fixed hyperparameters (as sklearn's GPC).
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        As in :class:`sklearn.gaussian_process.GaussianProcessClassifier`:
+        a callable ``optimizer(obj_func, initial_theta, bounds) ->
+        (theta_opt, func_min)``; None keeps the kernel's hyperparameters.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser runs from log-uniform random starts within the bounds.
+    max_iter_predict : int, default=100
+        Newton iterations of the mode search.
+    shared_kernel : bool, default=True
+        One set of hyperparameters for all classes (True) or one per class.
+    warm_start : bool, default=False
+        Start the mode search at the previous solution (during optimisation
+        always; across ``fit`` calls when True).
+    copy_X_train : bool, default=True
+        Store a copy of the training data.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser restarts.
+    proba_tol : float or None, default=None
+        Proven error of the point rule behind ``predict_proba`` (see above);
+        smaller values refine the latent grid (slower). None: 0.02 for up
+        to three classes, 0.05 up to five, 0.1 beyond (the cost of the
+        certified point enclosure grows quickly with the number of classes).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    X_train_ : ndarray of shape (n_samples, n_features)
+    kernel_ : kernel instance
+        The fitted kernel (shared) or the first class's kernel.
+    kernels_ : list of kernel instances
+        One fitted kernel per class (all the same object when shared).
+    log_marginal_likelihood_value_ : float
+    proba_tol_ : float
+        The proven error of the point rule in use.
+    pi_ : ndarray of shape (n_classes, n_samples)
+        Softmax probabilities at the mode.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when X has feature names that are all strings.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier
+    >>> X, y = make_blobs(n_samples=45, centers=3, random_state=0)
+    >>> clf = SoftmaxGaussianProcessClassifier(random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _fitted_attributes = ("pi_", "classes_")
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        max_iter_predict=100,
+        shared_kernel=True,
+        warm_start=False,
+        copy_X_train=True,
+        random_state=None,
+        proba_tol=None,
+    ):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.shared_kernel = shared_kernel
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.proba_tol = proba_tol
+
+    # -- fitting ---------------------------------------------------------------
+    def _kernels_from_theta(self, theta):
+        if self.shared_kernel:
+            k = self._base_kernel.clone_with_theta(theta)
+            return [k] * self.n_classes_
+        p = len(self._base_kernel.theta)
+        return [self._base_kernel.clone_with_theta(theta[c * p : (c + 1) * p]) for c in range(self.n_classes_)]
+
+    def _gram(self, kernels, eval_gradient):
+        X, m = self.X_train_, self.n_classes_
+        if self.shared_kernel:
+            if eval_gradient:
+                K, dK = kernels[0](X, eval_gradient=True)
+                return [K] * m, [dK] * m
+            return [kernels[0](X)] * m, None
+        Ks, dKs = [], []
+        p = len(self._base_kernel.theta)
+        for c in range(m):
+            if eval_gradient:
+                K, dK = kernels[c](X, eval_gradient=True)
+                Ks.append(K)
+                dKs.append(dK)
+            else:
+                Ks.append(kernels[c](X))
+        if not eval_gradient:
+            return Ks, None
+        # The gradient w.r.t. theta = (theta_1, ..., theta_m): class c's
+        # block depends on its own p parameters only.
+        full = []
+        N = len(X)
+        for c in range(m):
+            d = np.zeros((N, N, m * p))
+            d[:, :, c * p : (c + 1) * p] = dKs[c]
+            full.append(d)
+        return Ks, full
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Approximate (Laplace) log marginal likelihood of ``theta``.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-hyperparameters (all classes' concatenated when
+            ``shared_kernel=False``); None: the fitted ones.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to theta.
+        clone_kernel : bool, default=True
+            Unused (kernels are always cloned); kept for sklearn's signature.
+
+        Returns
+        -------
+        log_likelihood : float
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,)
+            Only when ``eval_gradient`` is True.
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        if theta is None:
+            if eval_gradient:
+                theta = self._theta()
+            else:
+                return self.log_marginal_likelihood_value_
+        return self._lml(np.asarray(theta, dtype=np.float64), eval_gradient)
+
+    def _lml(self, theta, eval_gradient):
+        kernels = self._kernels_from_theta(theta)
+        Ks, dKs = self._gram(kernels, eval_gradient)
+        lml, grad, a = _lml_and_grad(Ks, dKs, self.y_train_, self._a_cache, self.max_iter_predict, eval_gradient)
+        self._a_cache = a
+        return (lml, grad) if eval_gradient else lml
+
+    def _theta(self):
+        if self.shared_kernel:
+            return self.kernels_[0].theta
+        return np.concatenate([k.theta for k in self.kernels_])
+
+    def _constrained_optimization(self, obj_func, initial_theta, bounds):
+        if self.optimizer == "fmin_l_bfgs_b":
+            res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+            if not res.success:
+                warnings.warn(f"lbfgs failed to converge: {res.message}", ConvergenceWarning)
+            return res.x, res.fun
+        if callable(self.optimizer):
+            return self.optimizer(obj_func, initial_theta, bounds=bounds)
+        raise ValueError(f"Unknown optimizer {self.optimizer!r}.")
+
+    def fit(self, X, y):
+        """Fit the Laplace approximation (and the kernel hyperparameters).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes).
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=False, y_numeric=False)
+        check_classification_targets(y)
+        _check_tol(self.proba_tol)  # the type; None is resolved per number of classes
+        if (
+            isinstance(self.max_iter_predict, bool)
+            or not isinstance(self.max_iter_predict, numbers.Integral)
+            or self.max_iter_predict < 1
+        ):
+            raise ValueError(f"max_iter_predict must be a positive integer, got {self.max_iter_predict!r}.")
+        if (
+            isinstance(self.n_restarts_optimizer, bool)
+            or not isinstance(self.n_restarts_optimizer, numbers.Integral)
+            or self.n_restarts_optimizer < 0
+        ):
+            raise ValueError(f"n_restarts_optimizer must be an integer >= 0, got {self.n_restarts_optimizer!r}.")
+        if not (self.optimizer is None or self.optimizer == "fmin_l_bfgs_b" or callable(self.optimizer)):
+            raise ValueError(f"Unknown optimizer {self.optimizer!r}.")
+        enc = LabelEncoder()
+        yi = enc.fit_transform(y)
+        classes = enc.classes_
+        if len(classes) < 2:
+            raise ValueError(
+                f"{type(self).__name__} requires 2 or more distinct classes; got {len(classes)} class "
+                f"(only class {classes[0]} is present)"
+            )
+        self._base_kernel = (
+            C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
+            if self.kernel is None
+            else clone(self.kernel)
+        )
+        prev = getattr(self, "_a_cache", None) if self.warm_start else None
+        self.classes_ = classes
+        self.n_classes_ = m = len(classes)
+        self.X_train_ = np.copy(X) if self.copy_X_train else X
+        self.y_train_ = np.eye(m)[yi].T  # one-hot (m, N)
+        if prev is not None and prev.shape != self.y_train_.shape:
+            prev = None
+        self._a_cache = prev
+        p = len(self._base_kernel.theta)
+        theta0 = self._base_kernel.theta if self.shared_kernel else np.tile(self._base_kernel.theta, m)
+        self.kernels_ = self._kernels_from_theta(theta0)
+        if self.optimizer is not None and p > 0:
+            kb = self._base_kernel.bounds
+            bounds = kb if self.shared_kernel else np.vstack([kb] * m)
+
+            def obj_func(theta):
+                lml, grad = self._lml(theta, True)
+                return -lml, -grad
+
+            runs = [self._constrained_optimization(obj_func, theta0, bounds)]
+            if self.n_restarts_optimizer > 0:
+                if not np.isfinite(bounds).all():
+                    raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
+                rng = check_random_state(self.random_state)
+                for _ in range(self.n_restarts_optimizer):
+                    start = rng.uniform(bounds[:, 0], bounds[:, 1])
+                    runs.append(self._constrained_optimization(obj_func, start, bounds))
+            best = int(np.argmin([r[1] for r in runs]))
+            self.kernels_ = self._kernels_from_theta(np.asarray(runs[best][0]))
+        self.kernel_ = self.kernels_[0]
+        Ks, _ = self._gram(self.kernels_, False)
+        f, a, converged = _laplace_mode(Ks, self.y_train_, self._a_cache, self.max_iter_predict)
+        if not converged:
+            warnings.warn("The Laplace mode search did not converge within max_iter_predict.", ConvergenceWarning)
+        self._a_cache = a
+        P = _softmax(f)
+        Ls, Es, M = _factors(Ks, P)
+        self.f_ = f
+        self.pi_ = P
+        self.log_marginal_likelihood_value_ = float(
+            _objective(a, f, self.y_train_) - sum(np.log(np.diag(Lc)).sum() for Lc in Ls) - np.log(np.diag(M)).sum()
+        )
+        self._Ls, self._Es, self._M = Ls, Es, M
+        self._Hs = [solve_triangular(M, Ec, lower=True, check_finite=False) for Ec in Es]
+        self._Q = _reduction_matrices(m)
+        self.proba_tol_ = _check_tol(self.proba_tol, m)
+        return self
+
+    # -- prediction ----------------------------------------------------------
+    def latent_mean_and_covariance(self, X):
+        """Predictive latent means and full covariances (GPML Alg. 3.4).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples, n_classes)
+        cov : ndarray of shape (n_samples, n_classes, n_classes)
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._moments(X)
+
+    def _moments(self, X):
+        m, n = self.n_classes_, len(X)
+        ks = [self.kernels_[0](X, self.X_train_).T] * m if self.shared_kernel else [
+            k(X, self.X_train_).T for k in self.kernels_
+        ]
+        resid = self.y_train_ - self.pi_
+        mu = np.column_stack([ks[c].T @ resid[c] for c in range(m)])
+        v = np.empty((n, m))
+        U = np.empty((m, self.X_train_.shape[0], n))
+        for c in range(m):
+            sd = np.sqrt(self.pi_[c])
+            Vc = solve_triangular(self._Ls[c], sd[:, None] * ks[c], lower=True, check_finite=False)
+            v[:, c] = self.kernels_[c].diag(X) - np.einsum("ij,ij->j", Vc, Vc)
+            U[c] = self._Hs[c] @ ks[c]
+        cov = np.einsum("anx,bnx->xab", U, U)
+        idx = np.arange(m)
+        cov[:, idx, idx] += v
+        return mu, cov
+
+    def _reduced(self, X):
+        mu, cov = self._moments(X)
+        a, r = _reduce(cov, self._Q)
+        return mu, a, r
+
+    def _proba_rule(self, X):
+        mu, a, _ = self._reduced(X)
+        P, _ = softmax_point(_snap(mu), _snap(a), self.proba_tol_)
+        return P
+
+    def predict_proba(self, X):
+        """Class probabilities (deterministic, proven error; see the class doc).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        C : ndarray of shape (n_samples, n_classes)
+            Columns ordered as ``classes_``.
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._proba_rule(X)
+
+    def predict_proba_error(self, X):
+        """Proven bound on ``|predict_proba(x) - E[softmax(f)]|`` per row,
+        f ~ N(mean, cov) the full Laplace predictive latent distribution:
+        ``proba_tol`` plus the diagonal-reduction remainder (0 for two or
+        three classes whenever the reduced variances are >= 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        error : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        _, _, r = self._reduced(X)
+        return self.proba_tol_ + r
+
+    def predict(self, X):
+        """The argmax of :meth:`predict_proba` (ties: the first class).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        P = self.predict_proba(X)
+        return self.classes_[np.argmax(P, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    # -- bounds ----------------------------------------------------------------
+    def _fit_token(self):
+        return self.pi_
+
+    def _surrogate_grad(self, X):
+        """Gradient (n, m, d) of softmax(mu / sqrt(1 + pi a / 8)): search only."""
+        m = self.n_classes_
+        bm = self._bound_model()
+        mus, dmus = [], []
+        for lm in bm.latents:
+            K, dK = lm.adapter.value_and_grad(X)
+            mus.append(K @ lm.weights[:, 0])
+            dmus.append(np.einsum("nid,i->nd", dK, lm.weights[:, 0]))
+        mu, dmu = np.column_stack(mus), np.stack(dmus, axis=1)  # (n, m), (n, m, d)
+        red = bm.reduced
+        ads = [red.adapters[0]] if red.shared else red.adapters
+        kd = [ad.value_and_grad(X) for ad in ads]
+        kap = np.hstack([k for k, _ in kd])
+        dkap = np.concatenate([g for _, g in kd], axis=1)  # (n, n_kappa, d)
+        TK = np.einsum("jab,nb->nja", red.T, kap)
+        a = np.maximum(red.value(X), 0.0)
+        da = -2.0 * np.einsum("nja,nad->njd", TK, dkap)
+        s = np.sqrt(1.0 + np.pi * a / 8.0)
+        z = mu / s
+        dz = dmu / s[:, :, None] - (mu * np.pi / 16.0 / s**3)[:, :, None] * da
+        p = _softmax(z.T).T
+        J = p[:, :, None] * (np.eye(m)[None] - p[:, None, :])  # dp_c / dz_k
+        return np.einsum("nck,nkd->ncd", J, dz)
+
+    def _build_bound_model(self):
+        from ._engine._latent import LatentModel
+
+        m, Xs = self.n_classes_, self.X_train_
+        resid = self.y_train_ - self.pi_
+        adapters = [make_adapter(self.kernels_[0], Xs)] * m if self.shared_kernel else [
+            make_adapter(k, Xs) for k in self.kernels_
+        ]
+        means = [
+            LatentModel(Xs, resid[c][:, None], [0.0], [1.0], self.kernels_[c], adapter=adapters[c]) for c in range(m)
+        ]
+        Hs = self._Hs
+        S = [[(self._Es[c] if c == c2 else 0.0) - Hs[c].T @ Hs[c2] for c2 in range(m)] for c in range(m)]
+        if not self.shared_kernel and m**3 * Xs.shape[0] ** 2 > 2**27:
+            raise MemoryError(
+                "per-class kernels: the reduced-variance bounds need m^3 N^2 floats; use shared_kernel=True "
+                "or fewer training points for certification."
+            )
+        reduced = _ReducedVariance(adapters, self._Q, S, self.shared_kernel)
+        return _SoftmaxBoundModel(
+            means, reduced, self.classes_, self._proba_rule, self.proba_tol_ + 1e-9, self._surrogate_grad
+        )
+
+    def _proba_problem(self):
+        probs = self._bound_model().probabilities()
+        pairs = [
+            (SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))
+            for c in range(self.n_classes_)
+        ]
+        return RangeProblem(pairs, self._proba_rule)
+
+    def certify(
+        self,
+        X,
+        gamma,
+        *,
+        delta=None,
+        norm=np.inf,
+        features=None,
+        domain=None,
+        max_iter=None,
+        time_limit=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        """Prove that ``predict`` gives the same class everywhere in the box.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Centres of the boxes.
+        gamma : float or array-like of shape (n_features,)
+            Half-width of the l_inf box per feature, in the units of X.
+        delta : None
+            Regressors only; must be None here.
+        norm : np.inf
+            Regressors only; must be left at its default here.
+        features : array-like of int, bool or str, default=None
+            Features allowed to move; the others stay fixed. None: all.
+        domain : tuple (low, high), default=None
+            Valid input range; the box is clipped to it.
+        max_iter : int, default=None
+            Boxes split per row (5000 when both budgets are None).
+        time_limit : float, default=None
+            Seconds per row.
+        n_jobs : int, default=None
+            Rows run in parallel with joblib; results do not depend on it.
+        random_state : int, RandomState instance or None, default=None
+            Seeds the random starts of the local search.
+        verbose : int, default=0
+            Progress on stderr.
+
+        Returns
+        -------
+        result : CertificationResult
+            ``bound`` is a proven lower bound of ``p_c* - max_k p_k`` (the
+            argmax margin of ``predict_proba``); robust iff > 0;
+            counterexamples are re-checked with ``predict``.
+        """
+        if delta is not None:
+            raise ValueError("delta applies to regressors; a classifier is certified on its predicted class.")
+        if norm != np.inf:
+            raise ValueError("norm applies to regressors' outputs; leave it at np.inf for a classifier.")
+        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        n, d = X.shape
+        labels = self.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
+        bm = self._bound_model()
+        shared = (bm, self.predict, max_iter, time_limit)
+        rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
+
+        def violates(idx, P):
+            return self.predict(P) != labels[idx]
+
+        return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+
+    def prediction_range(
+        self,
+        X,
+        gamma,
+        *,
+        epsilon=1e-2,
+        statistic="proba",
+        features=None,
+        domain=None,
+        max_iter=None,
+        time_limit=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        """Certified range of ``predict_proba`` over the box around each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        gamma : float or array-like of shape (n_features,)
+        epsilon : float, default=1e-2
+            Refine until both gaps are <= epsilon, or the budget is spent.
+        statistic : {"proba", "latent_mean"}, default="proba"
+            "proba": ``predict_proba`` (columns as ``classes_``);
+            "latent_mean": the latent mean of each class.
+        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
+            As in :meth:`certify`.
+
+        Returns
+        -------
+        result : RangeResult
+            Arrays of shape (n_samples, n_classes).
+        """
+        if statistic not in ("proba", "latent_mean"):
+            raise ValueError(f"statistic must be 'proba' or 'latent_mean', got {statistic!r}.")
+        check_epsilon(epsilon)
+        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+        bm = self._bound_model()
+        if statistic == "latent_mean":
+            pairs = [(f, f.negated()) for f in (lm.mean_objective(0) for lm in bm.latents)]
+            problem = RangeProblem(pairs, lambda P: self._moments(P)[0])
+        else:
+            problem = self._proba_problem()
+        return range_rows(
+            {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+            n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+        )
+
+    def explain(
+        self,
+        X,
+        gamma,
+        *,
+        features=None,
+        target=None,
+        epsilon=1e-2,
+        method="bounds",
+        domain=None,
+        max_iter=None,
+        time_limit=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        """Per-feature sensitivity of ``predict_proba`` with certified bounds
+        (the paper's Delta metric, Sec. 7.4), as
+        :meth:`RobustGaussianProcessClassifier.explain`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        gamma : float or array-like of shape (n_features,)
+            Half-width of the one-sided boxes per feature.
+        features : array-like of int, bool or str, default=None
+            Features to explain (None: all).
+        target : label or array-like of shape (n_samples,), default=None
+            Class explained; None: the predicted class of each row.
+        epsilon : float, default=1e-2
+        method : {"bounds", "search"}, default="bounds"
+        domain, max_iter, time_limit, n_jobs, random_state, verbose
+            As in :meth:`prediction_range`.
+
+        Returns
+        -------
+        explanation : Explanation
+        """
+        X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
+        n, d = X.shape
+        feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
+        labels, idx = class_targets(self.classes_, target, n, lambda: self.predict(X))
+        probs = self._bound_model().probabilities()
+
+        def problem(c):
+            def reference(P):
+                return self._proba_rule(P)[:, [c]]
+
+            return RangeProblem([(SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))], reference)
+
+        problems = {c: problem(c) for c in sorted(set(idx.tolist()))}
+        values, low, high, converged, times = explain_rows(
+            X, lo, hi, feats, idx.tolist(), problems, epsilon=epsilon, max_iter=max_iter,
+            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
+        )
+        return Explanation(
+            values, low, high, converged, feats, feature_names_of(self, feats), np.asarray(labels),
+            np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy(), times,
+        )

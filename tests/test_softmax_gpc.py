@@ -1,0 +1,429 @@
+"""SoftmaxGaussianProcessClassifier: the block Laplace approximation against a
+dense mN x mN Newton solve, the marginal-likelihood gradient against finite
+differences, predict_proba against high-accuracy quadrature of the FULL
+covariance Gaussian, and soundness of the reduced-variance and probability
+bounds (dense sampling + L-BFGS-B), certify counterexamples, sklearn
+conventions and bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier, _reduce, softmax_point
+
+from ._helpers import SLOW, SWEEP_EXAMPLES, attack, box_points
+
+TOL = 1e-9
+
+
+def _data(m=3, n_per=8, d=2, seed=0, spread=1.2):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(m, d)) * 1.5
+    X = np.vstack([c + spread * rng.normal(size=(n_per, d)) for c in centres])
+    y = np.repeat(np.arange(m), n_per)
+    return X, y
+
+
+def _fit(X, y, kernel=None, **kw):
+    kernel = ConstantKernel(2.0) * RBF(1.0) if kernel is None else kernel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SoftmaxGaussianProcessClassifier(kernel, **kw).fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# Dense reference (independent of the block code)
+# --------------------------------------------------------------------------
+
+
+def _dense(clf, X, Xt):
+    """Dense Newton on the full mN x mN system; returns f (m, N), log q,
+    and the predictive means (n, m) and covariances (n, m, m) at Xt."""
+    m, N = clf.n_classes_, len(X)
+    Y = clf.y_train_.reshape(-1)  # class-major
+    Ks = [k(X) for k in clf.kernels_]
+    K = np.zeros((m * N, m * N))
+    for c in range(m):
+        K[c * N : (c + 1) * N, c * N : (c + 1) * N] = Ks[c]
+    f = np.zeros(m * N)
+    for _ in range(200):
+        F = f.reshape(m, N)
+        P = np.exp(F - logsumexp(F, axis=0))
+        pi = P.reshape(-1)
+        Pi = np.vstack([np.diag(P[c]) for c in range(m)])
+        W = np.diag(pi) - Pi @ Pi.T
+        f_new = np.linalg.solve(np.eye(m * N) + K @ W, K @ (W @ f + Y - pi))
+        if np.max(np.abs(f_new - f)) < 1e-13:
+            f = f_new
+            break
+        f = f_new
+    F = f.reshape(m, N)
+    P = np.exp(F - logsumexp(F, axis=0))
+    pi = P.reshape(-1)
+    Pi = np.vstack([np.diag(P[c]) for c in range(m)])
+    W = np.diag(pi) - Pi @ Pi.T
+    a = np.linalg.solve(K + 1e-300 * np.eye(m * N), f) if False else (Y - pi)  # K^-1 f = y - pi at the mode
+    lml = -0.5 * a @ f + Y @ f - logsumexp(F, axis=0).sum() - 0.5 * np.linalg.slogdet(np.eye(m * N) + K @ W)[1]
+    # Predictive: mean Q^T (y - pi); cov diag(k**) - Q^T W^1/2 (I + W^1/2 K W^1/2)^-1 W^1/2 Q.
+    ev, V = np.linalg.eigh(W)
+    Wh = (V * np.sqrt(np.maximum(ev, 0.0))) @ V.T
+    S = Wh @ np.linalg.solve(np.eye(m * N) + Wh @ K @ Wh, Wh)
+    n = len(Xt)
+    mean = np.empty((n, m))
+    cov = np.empty((n, m, m))
+    for t in range(n):
+        Q = np.zeros((m * N, m))
+        for c in range(m):
+            Q[c * N : (c + 1) * N, c] = clf.kernels_[c](Xt[t : t + 1], X)[0]
+        mean[t] = Q.T @ (Y - pi)
+        cov[t] = np.diag([k.diag(Xt[t : t + 1])[0] for k in clf.kernels_]) - Q.T @ S @ Q
+    return F, lml, mean, cov
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("m", [3, 4])
+def test_laplace_mode_and_moments_match_dense_newton(shared, m):
+    X, y = _data(m=m, n_per=6, seed=m)
+    if shared:
+        kernel = ConstantKernel(2.0) * RBF(1.0)
+    else:
+        kernel = ConstantKernel(1.5) * RBF(0.8)
+    clf = _fit(X, y, kernel, optimizer=None, shared_kernel=shared)
+    if not shared:  # different kernels per class: set them by theta
+        theta = np.concatenate([clf.kernels_[0].theta + np.log([1.0 + 0.3 * c, 1.0 + 0.2 * c]) for c in range(m)])
+        clf.kernels_ = clf._kernels_from_theta(theta)
+        clf.kernel_ = clf.kernels_[0]
+        clf.set_params(optimizer=None)
+        # refit the mode with these kernels
+        from skgprobust._softmax_gpc import _factors, _laplace_mode, _softmax
+        from scipy.linalg import solve_triangular
+
+        Ks = [k(X) for k in clf.kernels_]
+        f, a, _ = _laplace_mode(Ks, clf.y_train_)
+        clf.f_, clf.pi_ = f, _softmax(f)
+        clf._Ls, clf._Es, clf._M = _factors(Ks, clf.pi_)
+        clf._Hs = [solve_triangular(clf._M, E, lower=True) for E in clf._Es]
+        clf.log_marginal_likelihood_value_ = clf._lml(theta, False)
+    Xt = np.vstack([X[:3] + 0.3, np.zeros((1, X.shape[1]))])
+    F, lml, mean, cov = _dense(clf, X, Xt)
+    np.testing.assert_allclose(clf.f_, F, atol=1e-8)
+    np.testing.assert_allclose(clf.log_marginal_likelihood_value_, lml, rtol=1e-9, atol=1e-9)
+    mu, S = clf.latent_mean_and_covariance(Xt)
+    np.testing.assert_allclose(mu, mean, atol=1e-8)
+    np.testing.assert_allclose(S, cov, atol=1e-8)
+    if shared:
+        # The common shift keeps its prior variance: Sigma 1 = k(x, x) 1.
+        np.testing.assert_allclose(S.sum(axis=2), np.full((len(Xt), m), clf.kernel_.diag(Xt[:1])[0]), atol=1e-8)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_marginal_likelihood_gradient_matches_finite_differences(shared):
+    X, y = _data(m=3, n_per=7, seed=1)
+    clf = _fit(X, y, ConstantKernel(1.0) * RBF(1.0), optimizer=None, shared_kernel=shared)
+    theta = clf._theta() + np.linspace(0.2, -0.3, len(clf._theta()))
+    lml, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    h = 1e-5
+    fd = np.array(
+        [
+            (clf.log_marginal_likelihood(theta + h * e) - clf.log_marginal_likelihood(theta - h * e)) / (2 * h)
+            for e in np.eye(len(theta))
+        ]
+    )
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+    assert np.isclose(lml, clf.log_marginal_likelihood(theta))
+
+
+def test_fit_maximises_marginal_likelihood_and_restarts():
+    X, y = _data(m=3, n_per=8, seed=2)
+    clf0 = _fit(X, y, ConstantKernel(1.0) * RBF(1.0), optimizer=None)
+    clf = _fit(X, y, ConstantKernel(1.0) * RBF(1.0))
+    assert clf.log_marginal_likelihood_value_ >= clf0.log_marginal_likelihood_value_ - 1e-9
+    clf2 = _fit(X, y, ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=2, random_state=0)
+    assert clf2.log_marginal_likelihood_value_ >= clf.log_marginal_likelihood_value_ - 1e-6
+    # shared_kernel=False has one set of hyperparameters per class.
+    clf3 = _fit(X, y, ConstantKernel(1.0) * RBF(1.0), shared_kernel=False)
+    assert len(clf3._theta()) == 3 * len(clf.kernel_.theta)
+    assert clf3.score(X, y) > 0.7
+
+
+# --------------------------------------------------------------------------
+# predict_proba against quadrature of the full-covariance Gaussian
+# --------------------------------------------------------------------------
+
+
+def _gh_full(mu, cov, n=40):
+    """E[softmax(f)], f ~ N(mu, cov), by a product Gauss-Hermite rule (m <= 3)."""
+    m = len(mu)
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    w = w / w.sum()
+    L = np.linalg.cholesky(cov + 1e-14 * np.eye(m))
+    Z = np.stack(np.meshgrid(*[x] * m, indexing="ij"), -1).reshape(-1, m)
+    Wt = np.prod(np.stack(np.meshgrid(*[w] * m, indexing="ij"), -1).reshape(-1, m), axis=1)
+    F = mu + Z @ L.T
+    F -= F.max(axis=1, keepdims=True)
+    E = np.exp(F)
+    return Wt @ (E / E.sum(axis=1, keepdims=True))
+
+
+def test_predict_proba_within_proven_error_of_full_covariance_quadrature_m3():
+    X, y = _data(m=3, n_per=8, seed=3)
+    clf = _fit(X, y, ConstantKernel(3.0) * RBF(1.0), optimizer=None, proba_tol=0.01)
+    Xt = np.vstack([X[::4], np.array([[5.0, 5.0], [0.0, 0.0]])])
+    P = clf.predict_proba(Xt)
+    err = clf.predict_proba_error(Xt)
+    mu, cov = clf.latent_mean_and_covariance(Xt)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(err <= 0.01 + 1e-12)  # exact reduction for three classes
+    for t in range(len(Xt)):
+        ref = _gh_full(mu[t], cov[t])
+        assert np.max(np.abs(P[t] - ref)) <= err[t] + 1e-9, (t, P[t], ref)
+    np.testing.assert_array_equal(clf.predict(Xt), clf.classes_[np.argmax(P, axis=1)])
+
+
+def test_predict_proba_within_proven_error_monte_carlo_m4():
+    X, y = _data(m=4, n_per=6, seed=4)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None, proba_tol=0.02)
+    Xt = X[::5]
+    P = clf.predict_proba(Xt)
+    err = clf.predict_proba_error(Xt)
+    mu, cov = clf.latent_mean_and_covariance(Xt)
+    rng = np.random.default_rng(0)
+    for t in range(len(Xt)):
+        Z = rng.multivariate_normal(mu[t], cov[t], size=400_000)
+        Z -= Z.max(axis=1, keepdims=True)
+        S = np.exp(Z)
+        S /= S.sum(axis=1, keepdims=True)
+        est, se = S.mean(axis=0), S.std(axis=0) / np.sqrt(len(S))
+        assert np.all(np.abs(P[t] - est) <= err[t] + 5 * se), (P[t], est, err[t])
+
+
+def test_reduction_is_exact_for_three_classes_and_bounded_otherwise():
+    rng = np.random.default_rng(7)
+    from skgprobust._softmax_gpc import _reduction_matrices
+
+    for m in (2, 3, 5):
+        A = rng.normal(size=(20, m, m))
+        S = A @ np.transpose(A, (0, 2, 1)) * 0.3
+        S += 0.5 * np.eye(m)
+        Q = _reduction_matrices(m)
+        a, r = _reduce(S, Q)
+        assert np.all(a >= 0)
+        if m <= 3:
+            # exact wherever the unclipped least-squares diagonal is >= 0
+            nonneg = np.all(np.einsum("jab,nab->nj", Q, S) >= 0, axis=1)
+            assert nonneg.sum() >= 10 and np.all(r[nonneg] < 1e-10), r
+        # The reduction never changes the probabilities by more than r (MC check, m = 5 included).
+        for t in range(3):
+            mu = rng.normal(size=m)
+            Z = rng.multivariate_normal(mu, S[t], size=200_000)
+            Zd = mu + np.sqrt(a[t]) * rng.standard_normal((200_000, m))
+            sm = lambda Z: np.exp(Z - logsumexp(Z, axis=1, keepdims=True))  # noqa: E731
+            s1, s2 = sm(Z), sm(Zd)
+            se = np.sqrt(s1.var(0) / len(Z) + s2.var(0) / len(Zd))
+            assert np.all(np.abs(s1.mean(0) - s2.mean(0)) <= r[t] + 5 * se)
+
+
+def test_softmax_point_rule_error_against_gauss_hermite():
+    rng = np.random.default_rng(2)
+    mu = rng.normal(size=(12, 3)) * 2
+    a = rng.uniform(0.0, 3.0, size=(12, 3))
+    P, err = softmax_point(mu, a, 0.01)
+    assert np.all(err <= 0.01)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    for t in range(12):
+        ref = _gh_full(mu[t], np.diag(a[t]), n=60)
+        assert np.max(np.abs(P[t] - ref)) <= err[t] + 1e-9
+
+
+# --------------------------------------------------------------------------
+# Soundness of the bounds
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_reduced_variance_bounds_contain_sampled_values(shared):
+    X, y = _data(m=3, n_per=7, seed=5)
+    kernel = ConstantKernel(2.0) * Matern(1.0, nu=2.5) if shared else ConstantKernel(2.0) * RBF(1.0)
+    clf = _fit(X, y, kernel, optimizer=None, shared_kernel=shared)
+    red = clf._bound_model().reduced
+    rng = np.random.default_rng(0)
+    for x0 in X[::5]:
+        for g in (0.05, 0.4):
+            lo, hi = x0 - g, x0 + g
+            a_lo, a_hi = red.bounds(lo[None], hi[None])
+            for j in range(3):
+                res = attack(lambda P, j=j: red.value(P)[:, j], lo, hi, rng, n_samples=3000, n_starts=2)
+                assert a_lo[0, j] <= res.min + TOL and res.max <= a_hi[0, j] + TOL
+            # the model's own reduced variances (a different evaluation route) agree
+            P = box_points(lo, hi, rng, 200)
+            _, a, _ = clf._reduced(P)
+            assert np.all(np.maximum(a_lo[0], 0) <= a + TOL) and np.all(a <= np.maximum(a_hi[0], 0) + TOL)
+    # the bounds tighten as the box shrinks (second order)
+    x0 = X[0]
+    w = [np.max(np.subtract(*red.bounds((x0 + h)[None], (x0 - h)[None])[::-1])) for h in (0.1, 0.01)]
+    assert w[1] < 0.05 * w[0] + 1e-6
+
+
+def test_probability_ranges_bracket_predict_proba():
+    X, y = _data(m=3, n_per=8, seed=6)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
+    rng = np.random.default_rng(1)
+    Xt = X[[0, 9]]
+    gamma = 0.1
+    res = clf.prediction_range(Xt, gamma, epsilon=0.1, max_iter=10, random_state=0)
+    for t, x0 in enumerate(Xt):
+        lo, hi = x0 - gamma, x0 + gamma
+        # dense samples for every class, L-BFGS-B on the predicted class
+        pp = clf.predict_proba(box_points(lo, hi, rng, 300))
+        assert np.all(res.min_lower[t] <= pp.min(0) + TOL) and np.all(pp.max(0) <= res.max_upper[t] + TOL)
+        c = int(np.argmax(clf.predict_proba(x0[None])[0]))
+        a = attack(lambda P: clf.predict_proba(P)[:, c], lo, hi, rng, n_samples=20, n_starts=1)
+        assert res.min_lower[t, c] <= a.min + TOL and a.max <= res.max_upper[t, c] + TOL
+        assert np.all(res.min_lower[t] <= res.min_upper[t]) and np.all(res.max_lower[t] <= res.max_upper[t])
+    lat = clf.prediction_range(Xt, gamma, statistic="latent_mean", epsilon=1e-3, max_iter=200, random_state=0)
+    mu = clf.latent_mean_and_covariance(box_points(Xt[0] - gamma, Xt[0] + gamma, rng, 2000))[0]
+    assert np.all(lat.min_lower[0] <= mu.min(0) + TOL) and np.all(mu.max(0) <= lat.max_upper[0] + TOL)
+
+
+def test_certify_survives_attack_and_counterexamples_recheck():
+    X, y = _data(m=3, n_per=8, seed=8, spread=1.5)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    rng = np.random.default_rng(2)
+    Xt = X[::5]
+    for gamma in (0.05, 0.8):
+        cert = clf.certify(Xt, gamma, max_iter=20, random_state=0)
+        labels = clf.predict(Xt)
+        for t, x0 in enumerate(Xt):
+            lo, hi = x0 - gamma, x0 + gamma
+            if cert.status[t] == "robust":
+                P = box_points(lo, hi, rng, 150)
+                assert np.all(clf.predict(P) == labels[t])
+            elif cert.status[t] == "not_robust":
+                ce = cert.counterexample[t]
+                assert np.all((ce >= lo - 1e-12) & (ce <= hi + 1e-12))
+                assert clf.predict(ce[None])[0] != labels[t]
+        if gamma == 0.05:
+            assert "robust" in cert.status
+        else:
+            assert "not_robust" in cert.status
+
+
+def test_explain_features_and_domain():
+    X, y = _data(m=3, n_per=8, seed=9)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    ex = clf.explain(X[:2], 0.05, features=[1], epsilon=0.05, max_iter=30, random_state=0)
+    assert ex.values.shape == (2, 1) and np.all(ex.lower <= ex.upper + 1e-12)
+    cert = clf.certify(X[:2], 0.05, features=[0], domain=(-10, 10), max_iter=30, random_state=0)
+    assert cert.status.shape == (2,)
+
+
+# --------------------------------------------------------------------------
+# sklearn conventions and bad input
+# --------------------------------------------------------------------------
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # a coarser point rule keeps this check fast; the rule itself is tested above
+        check_estimator(SoftmaxGaussianProcessClassifier(proba_tol=0.06))
+
+
+def test_pickle_pandas_and_n_jobs():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(m=3, n_per=8, seed=10)
+    df = pd.DataFrame(X, columns=["a", "b"])
+    clf = _fit(df, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    assert list(clf.feature_names_in_) == ["a", "b"]
+    c1 = clf.certify(df.iloc[:2], 0.05, max_iter=5, random_state=0, features=["a"])
+    clf2 = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clf2.predict_proba(df), clf.predict_proba(df))
+    c2 = clf2.certify(df.iloc[:2], 0.05, max_iter=5, random_state=0, n_jobs=2, features=["a"])
+    np.testing.assert_array_equal(c1.status, c2.status)
+
+
+def test_bad_input():
+    X, y = _data(m=3, n_per=5)
+    with pytest.raises(NotFittedError):
+        SoftmaxGaussianProcessClassifier().predict(X)
+    with pytest.raises(NotFittedError):
+        SoftmaxGaussianProcessClassifier().certify(X, 0.1)
+    with pytest.raises(ValueError, match="2 or more distinct classes"):
+        SoftmaxGaussianProcessClassifier().fit(X, np.zeros(len(X)))
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        SoftmaxGaussianProcessClassifier().fit(Xn, y)
+    with pytest.raises(ValueError):
+        SoftmaxGaussianProcessClassifier().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="proba_tol"):
+        SoftmaxGaussianProcessClassifier(proba_tol=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="max_iter_predict"):
+        SoftmaxGaussianProcessClassifier(max_iter_predict=0).fit(X, y)
+    clf = _fit(X, y, optimizer=None)
+    with pytest.raises(ValueError):
+        clf.predict(X[:, :1])
+    with pytest.raises(ValueError):
+        clf.certify(X, -1.0)
+    with pytest.raises(ValueError):
+        clf.certify(Xn, 0.1)
+    with pytest.raises(ValueError, match="delta"):
+        clf.certify(X, 0.1, delta=0.1)
+    with pytest.raises(ValueError, match="statistic"):
+        clf.prediction_range(X, 0.1, statistic="std")
+
+
+# --------------------------------------------------------------------------
+# Slow sweep
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def _problems(draw):
+    m = draw(st.integers(3, 5))
+    d = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**16))
+    ls = draw(st.floats(0.4, 2.5))
+    amp = draw(st.floats(0.5, 4.0))
+    kind = draw(st.sampled_from(["rbf", "matern", "white"]))
+    shared = draw(st.booleans())
+    gamma = draw(st.floats(0.01, 0.5))
+    return m, d, seed, ls, amp, kind, shared, gamma
+
+
+@pytest.mark.slow
+@settings(parent=SLOW, max_examples=max(5, SWEEP_EXAMPLES // 20))
+@given(_problems())
+def test_slow_sweep_bounds_are_sound(problem):
+    m, d, seed, ls, amp, kind, shared, gamma = problem
+    X, y = _data(m=m, n_per=5, d=d, seed=seed)
+    base = {"rbf": RBF(ls), "matern": Matern(ls, nu=1.5), "white": RBF(ls) + WhiteKernel(0.1)}[kind]
+    clf = _fit(X, y, ConstantKernel(amp) * base, optimizer=None, shared_kernel=shared, proba_tol=0.03)
+    rng = np.random.default_rng(seed)
+    x0 = X[rng.integers(len(X))] + 0.1
+    lo, hi = x0 - gamma, x0 + gamma
+    red = clf._bound_model().reduced
+    a_lo, a_hi = red.bounds(lo[None], hi[None])
+    P = box_points(lo, hi, rng, 2000)
+    av = red.value(P)
+    assert np.all(a_lo[0] <= av.min(0) + TOL) and np.all(av.max(0) <= a_hi[0] + TOL)
+    probs = clf._bound_model().probabilities()
+    p_lo, p_hi, _ = probs.p_box(lo[None], hi[None])
+    Pp = clf.predict_proba(P[:150])
+    assert np.all(p_lo[0] <= Pp.min(0) + TOL) and np.all(Pp.max(0) <= p_hi[0] + TOL)
+    cert = clf.certify(x0[None], gamma, max_iter=40, random_state=0)
+    label = clf.predict(x0[None])[0]
+    if cert.status[0] == "robust":
+        assert np.all(clf.predict(P[:300]) == label)
+    elif cert.status[0] == "not_robust":
+        assert clf.predict(cert.counterexample[:1])[0] != label
