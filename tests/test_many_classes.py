@@ -142,6 +142,34 @@ def test_joint_margin_is_sound_and_not_looser():
                 assert np.all(true >= bj[i] - 1e-9)
 
 
+def test_normalised_proba_joint_bound_is_sound_and_not_looser():
+    """The joint (linear-fractional) bound of predict_proba's columns holds at
+    1000 sampled points and L-BFGS-B extremes per box and is never looser
+    than the interval bound."""
+    from skgprobust._engine._objectives import ProbaObjective
+
+    clf, X = _blobs_model(n_classes=4, d=3, seed=5)
+    probs = bound_model_of(clf).probabilities()
+    rng = np.random.default_rng(4)
+    tighter = 0
+    for x in X[::40]:
+        half = rng.choice([0.05, 0.3, 1.0])
+        lo, hi = x - half, x + half
+        P = clf.predict_proba(lo + (hi - lo) * rng.random((1000, 3)))
+        for c in range(4):
+            low = ProbaObjective(probs, c, 1.0).bound(lo[None], hi[None])
+            high = -ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None]).lower[0]
+            low_i = ProbaObjective(probs, c, 1.0, joint=False).bound(lo[None], hi[None]).lower[0]
+            high_i = -ProbaObjective(probs, c, -1.0, joint=False).bound(lo[None], hi[None]).lower[0]
+            assert low.lower[0] >= low_i - 1e-12 and high <= high_i + 1e-12
+            tighter += (low.lower[0] > low_i + 1e-6) + (high < high_i - 1e-6)
+            assert np.all(P[:, c] >= low.lower[0] - 1e-9) and np.all(P[:, c] <= high + 1e-9)
+            for sign, ref in ((1.0, low.lower[0]), (-1.0, -high)):
+                f = lambda Z, c=c, s=sign: s * clf.predict_proba(Z)[:, c]  # noqa: E731
+                assert _lbfgs_min(f, lo, hi, [x, low.argmin[0]]) >= ref - 1e-9
+    assert tighter > 0
+
+
 def test_no_joint_bound_across_different_kernels():
     """Fitted per-class kernels differ: classes are not grouped, and the
     margin falls back to the interval bounds (still sound)."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from .._bounds._mean import BoxBound, affine_lower
 from .._fp import margin_rtol
+from ..exceptions import UnsupportedKernelError
 from .._bounds._links import FiveErfLink
 
 
@@ -104,6 +105,8 @@ class StdObjective:
 #: cells of its grid over the predicted class's mean (:meth:`ClassProbabilities.pair_lower`).
 N_DIRECTIONS = 4
 N_CELLS = 128
+#: Ratios tried per round (two rounds) by the joint bound of a normalised probability.
+N_RATIO = 6
 
 
 class ClassProbabilities:
@@ -310,6 +313,91 @@ class ClassProbabilities:
         return out, args
 
 
+def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
+    """Joint bound of the normalised ``P_c = p_c / sum_k p_k`` over each box
+    (one-vs-rest, all classes in one kernel group): the largest t with
+    P_c >= t (``upper=False``; None of the t tried: ``t_lo``) or the
+    smallest t with P_c <= t (``upper=True``; else ``t_hi``), and a
+    candidate point per box.
+
+    Proof (lower side). :meth:`Link.lines` gives p_c(x) >= l_c(x) = a_c +
+    s_c mu_c(x) and p_k(x) <= u_k(x) = a_k + s_k mu_k(x) on the box. If
+    F_t(x) = (1 - t) l_c(x) - t sum_(k != c) u_k(x) >= 0 on the box, then
+    (1 - t) p_c >= t sum_(k != c) p_k, i.e. P_c >= t (p_c + R > 0). F_t is
+    one affine mean in the shared kernel (weights (1 - t) s_c w_c - t sum
+    s_k w_k), bounded by :func:`~skgprobust._bounds._mean.affine_lower`
+    less the rounding of the combined weights (as in
+    :meth:`ClassProbabilities.pair_lower`). The upper side is the same
+    with t sum l_k - (1 - t) u_c. The t tried: two rounds of
+    ``N_RATIO`` points between the interval bounds (the second inside the
+    step the first found).
+    """
+    B, d = lo.shape
+    K = len(boxes)
+    mc = probs.models[c]
+    N = len(mc.X_support)
+    link = probs.link
+    lines = [link.lines(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi, upper=(k == c) == upper) for k, b in enumerate(boxes)]
+    kd = probs._kd_support.get(probs.group[c])
+    if kd is None:
+        kd = probs._kd_support[probs.group[c]] = float(np.max(mc.adapter.diag(mc.X_support), initial=0.0))
+    kmax = np.sqrt(np.maximum(mc.adapter.diag_interval(lo, hi)[1], 0.0) * max(kd, 0.0))
+    # sum over k != c of the other lines: weights (B, N), constants and |.| sums (B,)
+    Wr, Cr, Ar = np.zeros((B, N)), np.zeros(B), np.zeros(B)
+    for k in range(K):
+        if k == c:
+            continue
+        a_k, s_k = lines[k]
+        m = probs.models[k]
+        Wr += s_k[:, None] * m.weights[None, :, 0]
+        Cr += a_k + s_k * float(m.offset[0])
+        Ar += s_k * np.abs(m.weights[:, 0]).sum()
+    a_c, s_c = lines[c]
+    Wc = s_c[:, None] * mc.weights[None, :, 0]
+    Cc = a_c + s_c * float(mc.offset[0])
+    Ac = s_c * np.abs(mc.weights[:, 0]).sum()
+    rt = margin_rtol(N, d)
+    best = np.where(upper, t_hi, t_lo).astype(float)
+    arg = 0.5 * (lo + hi)
+    a, b = t_lo.copy(), t_hi.copy()
+    for _ in range(2):
+        t = a[:, None] + (b - a)[:, None] * (np.arange(1, N_RATIO + 1) / (N_RATIO + 1))  # (B, n)
+        if upper:  # t R_low - (1 - t) u_c >= 0  =>  P_c <= t
+            W = t[..., None] * Wr[:, None] - (1 - t)[..., None] * Wc[:, None]
+            C = t * Cr[:, None] - (1 - t) * Cc[:, None]
+        else:  # (1 - t) l_c - t R_up >= 0  =>  P_c >= t
+            W = (1 - t)[..., None] * Wc[:, None] - t[..., None] * Wr[:, None]
+            C = (1 - t) * Cc[:, None] - t * Cr[:, None]
+        E = rt * kmax[:, None] * (np.abs(1 - t) * Ac[:, None] + np.abs(t) * Ar[:, None]) + 1e-12 * (1.0 + np.abs(C))
+        n = t.shape[1]
+        bb = affine_lower(mc.adapter, W.reshape(B * n, N), 0.0, np.repeat(lo, n, 0), np.repeat(hi, n, 0))
+        ok = (bb.lower.reshape(B, n) + C - E) >= 0
+        ok = np.where(np.isnan(bb.lower.reshape(B, n)), False, ok)
+        am = bb.argmin.reshape(B, n, d)
+        if upper:
+            # smallest passing t; refine between the failing one below it and it
+            first = np.where(ok.any(1), np.argmax(ok, axis=1), n)
+            tb = np.where(first < n, t[np.arange(B), np.minimum(first, n - 1)], b)
+            ta = np.where(first > 0, t[np.arange(B), np.maximum(first - 1, 0)], a)
+            fail = np.maximum(first - 1, 0)
+            best = np.minimum(best, tb)
+            a, b = ta, tb
+        else:
+            last = np.where(ok.any(1), n - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+            ta = np.where(last >= 0, t[np.arange(B), np.maximum(last, 0)], a)
+            tb = np.where(last < n - 1, t[np.arange(B), np.minimum(last + 1, n - 1)], b)
+            fail = np.minimum(last + 1, n - 1)
+            best = np.maximum(best, ta)
+            a, b = ta, tb
+        arg = am[np.arange(B), fail]
+    return best, arg
+
+
+def _take(boxes, mask):
+    """The :class:`LatentBox` es restricted to the boxes where ``mask``."""
+    return [LatentBox(*(getattr(b, f)[mask] for f in LatentBox.__dataclass_fields__)) for b in boxes]
+
+
 def _same_support(a, b):
     """Two latent models whose kernel values k(x, Xs) are the same function."""
     if a.X_support.shape != b.X_support.shape or not np.array_equal(a.X_support, b.X_support):
@@ -330,8 +418,8 @@ def _proba(P, cls, binary):
 class ProbaObjective:
     """``sign * predict_proba(x)[:, cls]`` as sklearn computes it."""
 
-    def __init__(self, probs, cls, sign):
-        self.probs, self.cls, self.sign = probs, int(cls), float(sign)
+    def __init__(self, probs, cls, sign, joint=True):
+        self.probs, self.cls, self.sign, self.joint = probs, int(cls), float(sign), bool(joint)
 
     def value(self, X):
         return self.sign * _proba(self.probs.p(X), self.cls, self.probs.binary)
@@ -371,9 +459,32 @@ class ProbaObjective:
         margin = 4 * len(boxes) * m
         b = boxes[c]
         score = sum(bx.score for bx in boxes)
+        arg = b.arg_mu_min if self.sign > 0 else b.arg_mu_max
+        probs = self.probs
+        if self.joint and all(g == probs.group[c] for g in probs.group):
+            # Joint bound (_ratio_bound) where the interval bound leaves room.
+            ok = np.isfinite(low) & np.isfinite(high) & (high - low > 1e-9)
+            if ok.any():
+                try:
+                    t, targ = _ratio_bound(probs, lo[ok], hi[ok], c, _take(boxes, ok), low[ok], high[ok],
+                                           upper=self.sign < 0)
+                except UnsupportedKernelError:  # no diagonal bound for this kernel
+                    t = None
+                if t is not None:
+                    if self.sign > 0:
+                        better = t > low[ok]
+                        low = low.copy()
+                        low[ok] = np.maximum(low[ok], t)
+                    else:
+                        better = t < high[ok]
+                        high = high.copy()
+                        high[ok] = np.minimum(high[ok], t)
+                    arg = arg.copy()
+                    idx = np.flatnonzero(ok)[better]
+                    arg[idx] = targ[better]
         if self.sign > 0:
-            return BoxBound(low - margin, b.arg_mu_min, score)
-        return BoxBound(-high - margin, b.arg_mu_max, score)
+            return BoxBound(low - margin, arg, score)
+        return BoxBound(-high - margin, arg, score)
 
 
 class MarginObjective:
