@@ -98,7 +98,6 @@ sklearn on the stacked inputs [X; Z] (its off-diagonal block).
 
 import numbers
 import warnings
-from operator import itemgetter
 
 import numpy as np
 from scipy.linalg import cholesky, eigh, qr, solve_triangular
@@ -485,6 +484,22 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
 # ---------------------------------------------------------------------------
 
 
+def _maximise(estimator, obj_func, kernel, rng):
+    """sklearn's hyperparameter search: ``estimator.optimizer`` from the
+    kernel's theta, then ``n_restarts_optimizer`` log-uniform starts; sets
+    the best theta on ``kernel``."""
+    optimize = GaussianProcessRegressor._constrained_optimization
+    optima = [optimize(estimator, obj_func, kernel.theta, kernel.bounds)]
+    if estimator.n_restarts_optimizer > 0:
+        if not np.isfinite(kernel.bounds).all():
+            raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
+        bounds = kernel.bounds
+        for _ in range(estimator.n_restarts_optimizer):
+            optima.append(optimize(estimator, obj_func, rng.uniform(bounds[:, 0], bounds[:, 1]), bounds))
+    kernel.theta = optima[np.argmin([value for _, value in optima])][0]
+    kernel._check_bounds_params()
+
+
 class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
     """Sparse Gaussian process regressor (FITC, DTC or VFE) with certified bounds.
 
@@ -710,19 +725,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
                     return -lml, -grad
                 return -self._objective(theta)
 
-            optima = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
-            if self.n_restarts_optimizer > 0:
-                if not np.isfinite(self.kernel_.bounds).all():
-                    raise ValueError(
-                        "Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite."
-                    )
-                bounds = self.kernel_.bounds
-                for _ in range(self.n_restarts_optimizer):
-                    theta0 = rng.uniform(bounds[:, 0], bounds[:, 1])
-                    optima.append(self._constrained_optimization(obj_func, theta0, bounds))
-            lml_values = list(map(itemgetter(1), optima))
-            self.kernel_.theta = optima[np.argmin(lml_values)][0]
-            self.kernel_._check_bounds_params()
+            _maximise(self, obj_func, self.kernel_, rng)
         lml, st = self._objective(None, state=True)
         self.log_marginal_likelihood_value_ = lml
         beta = st["beta"]
@@ -1102,20 +1105,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
                     self._v = v0
                 return -f0, -grad
 
-            optima = [GaussianProcessRegressor._constrained_optimization(self, obj_func, kernel_.theta, kernel_.bounds)]
-            if self.n_restarts_optimizer > 0:
-                if not np.isfinite(kernel_.bounds).all():
-                    raise ValueError(
-                        "Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite."
-                    )
-                bounds = kernel_.bounds
-                for _ in range(self.n_restarts_optimizer):
-                    optima.append(
-                        GaussianProcessRegressor._constrained_optimization(self, obj_func, rng.uniform(bounds[:, 0], bounds[:, 1]), bounds)
-                    )
-            values = list(map(itemgetter(1), optima))
-            kernel_.theta = optima[np.argmin(values)][0]
-            kernel_._check_bounds_params()
+            _maximise(self, obj_func, kernel_, rng)
         value, v, st = _laplace_fit(
             kernel_, self.X_train_, self._s, self.inducing_points_, self.approximation, self.max_iter_predict,
             v0=self._v, state=True,
