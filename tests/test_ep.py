@@ -283,8 +283,9 @@ def test_bound_model_is_the_probit_protocol(fitted):
 def test_probability_range_brackets_dense_grid_tightly(fitted):
     """Certified ranges against a dense grid of the estimator's own
     predict_proba: they contain it, and (epsilon 1e-4) are within 2e-4 of
-    it. A wrong link (sklearn's logistic approximation for the same latent
-    moments) is off by up to ~0.05 here and fails one of the two."""
+    it. A wrong link (sklearn's five-erf logistic approximation for the same
+    latent moments) moves the extremes of these rows by 0.03-0.1 (measured),
+    so it would fail one of the two."""
     clf, X, _ = fitted
     rows = X[:4]
     gamma = 0.25
