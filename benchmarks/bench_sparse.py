@@ -32,8 +32,19 @@ and per row, median seconds of
 * ``certify(x, gamma=0.05, delta=2.5)`` (the worst change of the mean over these boxes is 1-4),
 
 each with ``time_limit=2`` s per row, plus the fraction of ranges converged
-and of rows certified robust. Target (issue 13): per-row times independent
-of N, within 2x of the exact model with N = M.
+and of rows certified robust, and the median microseconds per box split
+(time / n_iter over the rows that split any; includes the local search).
+Target (issue 13): per-row times independent of N, within 2x of the exact
+model with N = M.
+
+Binary part (``classification``): Friedman #1 inputs labelled by the target
+above its median, N = 20,000 (5,000 with --quick);
+:class:`SparseGaussianProcessClassifier` (probit, Laplace, FITC) with an ARD
+RBF fitted once at M = 100 and frozen, M in {100, 300, 500} and M = 300 on
+N / 10 rows, vs the exact :class:`RobustGaussianProcessClassifier` (sklearn's
+Laplace GPC: logistic, a different likelihood) with the same kernel at N = M
+and N = 2000: fit, predict_proba of 1000 points, accuracy, probability
+ranges (epsilon = 0.01) and certify per row.
 
 How to run
 ----------
@@ -82,6 +93,13 @@ def base_kernel():
     return ConstantKernel(1.0) * Matern(length_scale=np.ones(5), nu=2.5) + WhiteKernel(0.1)
 
 
+def _per_split(r):
+    """Median microseconds per box split over the rows that split any."""
+    it = np.asarray(r.n_iter, dtype=float)
+    ok = it > 0
+    return f"{np.median(r.time[ok] / it[ok]) * 1e6:.0f}" if ok.any() else "-"
+
+
 def measure(name, reg, X, y, X_pred, X_rows, fit_note=""):
     t0 = time.perf_counter()
     reg.fit(X, y)
@@ -107,12 +125,77 @@ def measure(name, reg, X, y, X_pred, X_rows, fit_note=""):
         f"{t_pred:.3f}",
         f"{rmse:.3f}",
         f"{np.median(rm.time) * 1e3:.1f}",
+        _per_split(rm),
         f"{rm.converged.mean():.0%}",
         f"{np.median(rs.time) * 1e3:.1f}",
         f"{rs.converged.mean():.0%}",
         f"{np.median(c.time) * 1e3:.1f}",
         f"{np.mean(c.status == 'robust'):.0%} / {np.mean(c.status == 'unknown'):.0%}",
     ]
+
+
+def measure_clf(name, clf, X, y, X_pred, y_pred, X_rows):
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    t_fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    proba = clf.predict_proba(X_pred)
+    t_pred = time.perf_counter() - t0
+    acc = float(np.mean(clf.classes_[np.argmax(proba, 1)] == y_pred))
+    kw = dict(time_limit=TIME_LIMIT, random_state=0)
+    rp = clf.prediction_range(X_rows, GAMMA, epsilon=EPS_STD, **kw)
+    c = clf.certify(X_rows, GAMMA, **kw)
+    return [
+        name, len(X), f"{t_fit:.2f}", f"{t_pred:.3f}", f"{acc:.3f}",
+        f"{np.median(rp.time) * 1e3:.1f}", _per_split(rp), f"{rp.converged.mean():.0%}",
+        f"{np.median(c.time) * 1e3:.1f}", _per_split(c),
+        f"{np.mean(c.status == 'robust'):.0%} / {np.mean(c.status == 'unknown'):.0%}",
+    ]
+
+
+def classification(quick):
+    """Binary: Friedman #1 inputs, label = target above its median, N =
+    20,000 (5,000 with --quick). SparseGaussianProcessClassifier (probit,
+    Laplace, FITC), hyperparameters fitted once at M = 100 and frozen, vs
+    the exact (Laplace, logistic: sklearn's model) RobustGaussianProcessClassifier
+    at N = M and N = 2000 with the same kernel. Per row: probability ranges
+    (epsilon = 0.01) and certify, gamma = 0.05, 2 s per row."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust import RobustGaussianProcessClassifier
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    N = 5_000 if quick else 20_000
+    n_rows = 6 if quick else 20
+    Ms = (100, 300) if quick else (100, 300, 500)
+    X_all, t_all = make_friedman1(n_samples=N + 1000, n_features=5, noise=1.0, random_state=1)
+    y_all = (t_all > np.median(t_all)).astype(int)
+    X, y, X_pred, y_pred = X_all[:N], y_all[:N], X_all[N:], y_all[N:]
+    X_rows = X_pred[:n_rows]
+    print(f"\n# binary: Friedman #1 > median, N = {N:,}, {n_rows} rows, gamma = {GAMMA}")
+    pilot = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(np.ones(5)), inducing_points=100, random_state=0)
+    t0 = time.perf_counter()
+    pilot.fit(X, y)
+    print(f"# fitted kernel (FITC, M = 100, {time.perf_counter() - t0:.1f} s): {pilot.kernel_}")
+    kernel = pilot.kernel_
+    rows = []
+    for M in Ms:
+        clf = SparseGaussianProcessClassifier(kernel, inducing_points=M, optimizer=None, random_state=0)
+        rows.append(measure_clf(f"sparse FITC M={M}", clf, X, y, X_pred, y_pred, X_rows))
+    clf = SparseGaussianProcessClassifier(kernel, inducing_points=Ms[1], optimizer=None, random_state=0)
+    rows.append(measure_clf(f"sparse FITC M={Ms[1]}", clf, X[: N // 10], y[: N // 10], X_pred, y_pred, X_rows))
+    for n in list(Ms) + [2000]:
+        exact = RobustGaussianProcessClassifier(kernel, optimizer=None)
+        rows.append(measure_clf("exact (Laplace, logistic)", exact, X[:n], y[:n], X_pred, y_pred, X_rows))
+    print(
+        table(
+            [
+                "model", "N", "fit s", "predict 1000 s", "accuracy", "proba range ms/row", "us/split", "conv",
+                "certify ms/row", "us/split", "robust / unknown",
+            ],
+            rows,
+        )
+    )
 
 
 def main():
@@ -154,17 +237,18 @@ def main():
         exact = RobustGaussianProcessRegressor(kernel, normalize_y=True, optimizer=None)
         rows.append(measure("exact", exact, X[:n], y[:n], X_pred, X_rows))
     rows.append(
-        ["(pilot) sparse VFE M=100", N, f"{t_opt:.1f} (optimised)", "", "", "", "", "", "", "", "", ""]
+        ["(pilot) sparse VFE M=100", N, f"{t_opt:.1f} (optimised)", "", "", "", "", "", "", "", "", "", ""]
     )
     print(
         table(
             [
-                "model", "N", "fit s", "f+g s", "predict 1000 s", "RMSE", "mean range ms/row", "conv",
+                "model", "N", "fit s", "f+g s", "predict 1000 s", "RMSE", "mean range ms/row", "us/split", "conv",
                 "std range ms/row", "conv", "certify ms/row", "robust / unknown",
             ],
             rows,
         )
     )
+    classification(args.quick)
     print(f"# done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
