@@ -116,7 +116,9 @@ weights, ||a|| ~ 0.3 on those models) enter it to first order. Notation:
 D = col_scale (I for the regressor), r' = D r, z = L^-1 r', q = ||z||^2,
 a = L^-T z; nLabs >= || |L| ||_2 (:func:`~skgprobust._fp.nonneg_norm2_upper`,
 Collatz-Wielandt, rigorous); nLinv >= ||L^-1||_2 (regressor: sqrt(lam_max);
-Laplace GPC: L L^T = fl(I + W^1/2 K W^1/2) + dB >= (1 - 2 gam nLabs^2) I);
+Laplace GPC: L L^T = fl(I + D fl(K) D) + dB >= (1 - t) I, t = 2 gam nLabs^2
+(Cholesky's backward error) + Dmax^2 (||fl(K) - K||_F + 3 u N kappa0) (the
+kernel matrix's rounding and the products; D K D >= 0));
 gam = ``margin_rtol(N, d)``.
 
 *Solve model.* Each column z~ of a triangular solve (sklearn's
@@ -459,11 +461,17 @@ class LatentVariance:
         if self.col_scale is None:
             # A = L^-1: lam_max >= ||A||^2 (eigenvalues of fl(S) plus s_err).
             self._nLinv = float(np.sqrt(self.lam_max))
-        else:
-            # Laplace GPC: L L^T = fl(I + W^1/2 K W^1/2) + dB >= (1 - 2 gam ||L||abs^2) I.
-            t = 2.0 * self._gam * self._nLabs**2
-            self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
         self._Dmax = 1.0 if self.col_scale is None else float(np.max(np.abs(self.col_scale), initial=0.0))
+        if self.col_scale is not None:
+            # Laplace GPC: L L^T = fl(I + D fl(K) D) + dB with ||dB|| <= gam
+            # ||L||abs^2 (Cholesky), fl(K) = K + E (kernel-value rounding <=
+            # cv per entry plus input rounding), D K D >= 0 and the products
+            # err by 3 u |D K D|: L L^T >= (1 - t) I.
+            Xs = self.adapter.Xs
+            cv = (2 * d + 44 + 2 * len(self.smooth.terms)) * _U * self.smooth.kappa0
+            EK = float(np.linalg.norm(self.adapter.rounding(Xs, Xs) + cv)) * (1.0 + N * _U)
+            t = 2.0 * self._gam * self._nLabs**2 + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
+            self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
 
     def _s_error(self, A, norm_Linv):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
