@@ -36,6 +36,12 @@ it is ``alpha``). ``normalize_y`` scales both as in sklearn.
 These are the paper's Eq. 1-2 with the M inducing inputs as support, so the
 bounds of :mod:`skgprobust._engine` run over M points, never over N.
 
+:class:`SparseGaussianProcessClassifier` (binary, probit likelihood) uses
+the same prior with the Laplace approximation of the posterior over the
+inducing values; its predictive latent mean and variance have the same
+form (Lambda = diag(1 / W), W the Laplace curvature), so it shares the
+variance factor below (see its docstring).
+
 The factor of the variance
 --------------------------
 Kzz = Lz Lz^T; U = Lz^-1 Kzx Lambda^-1/2 (never formed: U U^T is summed over
@@ -1115,16 +1121,42 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         del self._v
         return self
 
-    def log_marginal_likelihood(self, theta=None):
-        """Laplace approximation of the log marginal likelihood at theta
-        (None: the fitted value)."""
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Laplace approximation of the log marginal likelihood.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-transformed hyperparameters; None: the fitted value.
+        eval_gradient : bool, default=False
+            Also return the gradient: a forward finite difference (step
+            1e-6 in theta), as ``fit`` uses; there is no analytic gradient.
+        clone_kernel : bool, default=True
+            Accepted for sklearn compatibility (the kernel is always cloned).
+
+        Returns
+        -------
+        log_likelihood : float
+        log_likelihood_gradient : ndarray, only when eval_gradient
+        """
         if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
         check_is_fitted(self, self._fitted_attributes)
-        return _laplace_fit(
-            self.kernel_.clone_with_theta(np.asarray(theta, dtype=np.float64)), self.X_train_, self._s,
-            self.inducing_points_, self.approximation, self.max_iter_predict,
-        )[0]
+        theta = np.asarray(theta, dtype=np.float64)
+
+        def value(t):
+            return _laplace_fit(
+                self.kernel_.clone_with_theta(t), self.X_train_, self._s, self.inducing_points_,
+                self.approximation, self.max_iter_predict,
+            )[0]
+
+        f0 = value(theta)
+        if not eval_gradient:
+            return f0
+        h = 1e-6
+        return f0, np.array([(value(theta + h * e) - f0) / h for e in np.eye(len(theta))])
 
     def predict(self, X):
         """Class 1 where the latent mean is > 0."""

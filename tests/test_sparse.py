@@ -678,3 +678,14 @@ def test_classifier_latent_range_sound_sweep(case):
 @given(sparse_clf_cases())
 def test_classifier_certify_sound_sweep(case):
     _clf_certify(case)
+
+
+def test_classifier_log_marginal_likelihood():
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    X, y, _ = _clf_data(80)
+    clf = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), inducing_points=10, random_state=0).fit(X, y)
+    theta = clf.kernel_.theta
+    assert clf.log_marginal_likelihood(theta) == pytest.approx(clf.log_marginal_likelihood_value_, rel=1e-9)
+    f, g = clf.log_marginal_likelihood(theta + 0.3, eval_gradient=True)
+    assert f < clf.log_marginal_likelihood_value_ and g.shape == theta.shape
