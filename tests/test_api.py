@@ -53,6 +53,7 @@ LAYERS = {
     "skgprobust.exceptions": 0,
     "skgprobust.kernels": 1,
     "skgprobust._bounds": 1,
+    "skgprobust._hyperopt": 1,
     "skgprobust._engine": 2,
     "skgprobust._gpr": 3,
     "skgprobust._gpc": 3,
