@@ -689,3 +689,19 @@ def test_classifier_log_marginal_likelihood():
     assert clf.log_marginal_likelihood(theta) == pytest.approx(clf.log_marginal_likelihood_value_, rel=1e-9)
     f, g = clf.log_marginal_likelihood(theta + 0.3, eval_gradient=True)
     assert f < clf.log_marginal_likelihood_value_ and g.shape == theta.shape
+
+
+def test_pipeline(fitted):
+    """Pipelines (box mapped through a StandardScaler) work as for the exact
+    regressor."""
+    from sklearn.preprocessing import StandardScaler
+
+    from skgprobust.pipeline import certify, make_pipeline, prediction_range
+
+    sp, X, y, Xt = fitted
+    pipe = make_pipeline(StandardScaler(), clone(sp)).fit(X, y)
+    r = prediction_range(pipe, Xt, 0.1, max_iter=50, random_state=0)
+    m = pipe.predict(Xt)
+    assert np.all(r.min_lower[:, 0] <= m + 1e-9) and np.all(m <= r.max_upper[:, 0] + 1e-9)
+    c = certify(pipe, Xt, 0.1, delta=0.5, max_iter=50, random_state=0)
+    assert c.status.shape == (4,)
