@@ -395,6 +395,16 @@ def test_explain_brackets_the_slope(fitted):
             assert e.values[i, j] == pytest.approx(2 * g * slope, abs=0.05 * abs(2 * g * slope) + 1e-3)
 
 
+def test_unsupported_latent_kernel_is_refused_by_name():
+    from skgprobust.exceptions import UnsupportedKernelError
+
+    X, Y = _data(seed=14)
+    mo = MO(kernels=[RBF(1.0), Matern(1.0, nu=0.7)], optimizer=None).fit(X, Y)
+    mo.predict(X[:2], return_std=True)  # predicting is fine
+    with pytest.raises(UnsupportedKernelError, match="nu=0.7"):
+        mo.prediction_range(X[:1], 0.1)
+
+
 def test_zero_budget_still_sound(fitted):
     mo, X, _ = fitted
     rng = np.random.default_rng(13)
