@@ -54,7 +54,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from _bench import package_state, table  # noqa: E402
 from bench_proba import synthetic2d  # noqa: E402
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier  # noqa: E402
-from skgprobust._ep import EPGaussianProcessClassifier  # noqa: E402
+from skgprobust import EPGaussianProcessClassifier  # noqa: E402
 
 GAMMA = 0.1
 ITERATIONS = (10, 40, 100)

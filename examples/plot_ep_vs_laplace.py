@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgprobust import RobustGaussianProcessClassifier
-from skgprobust._ep import EPGaussianProcessClassifier
+from skgprobust import EPGaussianProcessClassifier
 
 
 def synthetic2d(n, rng):

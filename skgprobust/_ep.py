@@ -547,7 +547,7 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
     Examples
     --------
     >>> from sklearn.datasets import make_classification
-    >>> from skgprobust._ep import EPGaussianProcessClassifier
+    >>> from skgprobust import EPGaussianProcessClassifier
     >>> X, y = make_classification(n_samples=60, n_features=3, n_redundant=0, random_state=0)
     >>> clf = EPGaussianProcessClassifier(random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape

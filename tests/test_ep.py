@@ -22,7 +22,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skgprobust import RobustGaussianProcessClassifier
 from skgprobust._bounds._links import FiveErfLink, ProbitLink
-from skgprobust._ep import EPGaussianProcessClassifier, _BinaryGaussianProcessClassifierEP, expectation_propagation
+from skgprobust import EPGaussianProcessClassifier
+from skgprobust._ep import _BinaryGaussianProcessClassifierEP, expectation_propagation
 
 from ._helpers import FAST, SLOW, SWEEP_EXAMPLES, TOL, attack, box_points, budgets, datasets, kernels, perturbations
 from .test_soundness import Case, _call, check_gpc_certificate, check_range
