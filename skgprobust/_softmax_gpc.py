@@ -69,16 +69,21 @@ remainder ``r(x) = 1/4 ||P (Sigma - diag(a)) P||_*`` is computed per row
 
 ``predict_proba`` (deterministic, proven error)
 -----------------------------------------------
-``predict_proba(x)`` is the midpoint of the certified enclosure of
-``F(mu(x), a(x)) = E_{N(mu, diag(a))}[softmax]``
+mu(x) and a(x) are snapped to multiples of 2^-32 (their last bits depend
+on the batch through BLAS blocking, and the enclosure below is not
+continuous in them at the 1e-4 level). Then the certified enclosure
+[lo, hi] of ``F(mu, a) = E_{N(mu, diag(a))}[softmax]``
 (:func:`~skgprobust._bounds._softmax.softmax_gaussian_bounds` on point
-intervals), refined (doubling the latent grid) until its half-width is
-<= ``proba_tol`` for every class; a row that cannot reach it raises
-(never a silently worse number). Hence, uniformly in x,
-``|predict_proba(x) - F(mu(x), a(x))| <= proba_tol`` and
+intervals) is refined, doubling the latent grid, until ``max_c (hi_c -
+lo_c) <= proba_tol``, and ``predict_proba(x) = lo + t (hi - lo)`` with
+``t = (1 - sum lo) / sum (hi - lo)`` in [0, 1] (sum lo <= 1 = sum F <= sum
+hi): it sums to one, lies in [lo, hi] like F, so
+``|predict_proba(x) - F(mu(x), a(x))| <= proba_tol`` for every x (a row
+that cannot reach the tolerance within 1024 cells raises; nothing is
+returned silently worse), and
 ``|predict_proba(x) - E_{N(mu, Sigma)}[softmax]| <= proba_tol + r(x)``
-(r = 0 for m = 3 where a >= 0, and for m = 2 where the centred space is
-one-dimensional). ``predict`` is the argmax of ``predict_proba``.
+(:meth:`SoftmaxGaussianProcessClassifier.predict_proba_error`; r = 0 for
+m <= 3 where a >= 0). ``predict`` is the argmax of ``predict_proba``.
 
 Certified bounds over boxes (what ``certify`` / ``prediction_range`` /
 ``explain`` prove: statements about ``predict_proba``'s own numbers)
@@ -86,7 +91,8 @@ Certified bounds over boxes (what ``certify`` / ``prediction_range`` /
 Over a box T:
 
 * means: ``mu_c`` is a mean-type function (weights y_c - pi_c): exact
-  affine bounds (:func:`~skgprobust._bounds._mean.affine_lower`);
+  affine bounds (:func:`~skgprobust._bounds._mean.affine_lower`), widened
+  by the snapping quantum 2^-32 (as are the a intervals);
 * the reduced variances: ``a_j(x) = tr(Q_j Sigma(x)) = beta_j(x) -
   kappa(x)^T T_j kappa(x)`` with kappa(x) the (stacked) kernel vectors,
   ``beta_j = sum_c Q_j[c, c] k_c(x, x)`` and the fixed symmetric
@@ -111,12 +117,17 @@ rounding of mu is covered by affine_lower's own margin. The decision
 (``certify``) is the argmax of predict_proba: the margin objective
 ``p_c* - max_k p_k`` is bounded from the same intervals.
 
-What is loose: the bounds are for F(mu, a), the diagonal reduction the
-model reports; for m > 3 the true full-covariance integral may differ
-from the returned numbers by the per-row ``r(x)`` above (proven, not
-certified over boxes). The softmax-Gaussian cell bounds have a
-discretisation gap (about 0.01-0.03 at 32-64 cells on point intervals)
-that does not shrink with the box.
+What is loose: the bounds are for the returned numbers, i.e. for
+F(mu, a) of the diagonal reduction; for m > 3 the full-covariance
+integral may differ from them by the per-row ``r(x)`` (proven, not
+certified over boxes; on 10-class digits r is ~0.4, so for many classes
+``predict_proba`` is a certified-argmax score more than an accurate
+probability). The softmax-Gaussian cell bounds have a first-order
+discretisation gap (about 0.03-0.05 at 64 cells for three classes, more
+for ten) that does not shrink with the box, and the point rule's cost
+grows quickly with m (default ``proba_tol`` 0.1 beyond five classes).
+The quadratic part of the a(x) bounds uses ``||T_j||_2 ||delta||^2``,
+tight only for small boxes.
 """
 
 import numbers

@@ -1,0 +1,100 @@
+"""Softmax multi-class GPC (issue 13, deliverable 2) on ``load_digits``.
+
+Models: ``SoftmaxGaussianProcessClassifier(C(20.0) * RBF(2.5),
+optimizer=None)`` on pixels / 16 (the kernel of bench_many_classes.py),
+3 classes (digits 0-2) and 10 classes. Training rows: the first
+``--train-per-class`` rows of each class (default 50; 3 classes: N = 150,
+10 classes: N = 500); test rows: the next rows of each class (accuracy
+on all of them; certification on the first ``--rows``).
+
+Columns: accuracy; ``certify(X, gamma, time_limit=2.0, domain=(0, 1))`` at
+gamma in {0.02, 0.05}: % unknown, median seconds per row; and
+``prediction_range`` of the probabilities at gamma = 0.02, epsilon = 0.02,
+``time_limit=2``: % of rows with every column converged, median width of
+the predicted class's certified range. Also the point rule's proven error
+(``predict_proba_error``, median over the test rows) and the seconds per
+row of ``predict_proba``. Target (issue): <= 5% unknown at 2 s per row.
+
+``--quick``: 20 training rows per class, 5 test rows.
+"""
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF  # noqa: E402
+from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
+
+from _bench import package_state, table  # noqa: E402
+from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier  # noqa: E402
+
+
+def split(n_classes, per_class, n_test_per_class):
+    D = load_digits()
+    X, y = D.data / 16.0, D.target
+    tr, te = [], []
+    for c in range(n_classes):
+        idx = np.flatnonzero(y == c)
+        tr.extend(idx[:per_class])
+        te.extend(idx[per_class : per_class + n_test_per_class])
+    te = np.array(te)
+    te = te[np.argsort(te)]  # interleave classes
+    return X[tr], y[tr], X[te], y[te]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rows", type=int, default=20)
+    ap.add_argument("--train-per-class", type=int, default=50)
+    ap.add_argument("--classes", type=int, nargs="+", default=[3, 10])
+    args = ap.parse_args()
+    per, rows = (20, 5) if args.quick else (args.train_per_class, args.rows)
+    print(package_state())
+    out = []
+    for m in args.classes:
+        Xtr, ytr, Xte, yte = split(m, per, 40)
+        t0 = time.perf_counter()
+        clf = SoftmaxGaussianProcessClassifier(C(20.0) * RBF(2.5), optimizer=None).fit(Xtr, ytr)
+        t_fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        acc = clf.score(Xte, yte)
+        t_pred = (time.perf_counter() - t0) / len(Xte)
+        err = np.median(clf.predict_proba_error(Xte))
+        Xc = Xte[:rows]
+        line = [m, len(Xtr), f"{acc:.3f}", f"{t_fit:.1f}", f"{t_pred * 1e3:.0f}", f"{err:.3f}"]
+        for gamma in (0.02, 0.05):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cert = clf.certify(Xc, gamma, time_limit=2.0, domain=(0, 1), random_state=0)
+            line += [f"{100 * np.mean(cert.status == 'unknown'):.0f}", f"{100 * np.mean(cert.status == 'robust'):.0f}",
+                     f"{np.median(cert.time):.2f}"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rng_ = clf.prediction_range(Xc, 0.02, epsilon=0.02, time_limit=2.0, domain=(0, 1), random_state=0)
+        conv = np.mean(np.all(rng_.converged, axis=1)) if rng_.converged.ndim == 2 else np.mean(rng_.converged)
+        c = np.searchsorted(clf.classes_, clf.predict(Xc))
+        width = np.median(rng_.max_upper[np.arange(len(Xc)), c] - rng_.min_lower[np.arange(len(Xc)), c])
+        line += [f"{100 * conv:.0f}", f"{width:.3f}", f"{np.median(rng_.time):.2f}"]
+        out.append(line)
+        print(table(HEAD, out[-1:]), flush=True)
+    print()
+    print(table(HEAD, out))
+    print(package_state())
+
+
+HEAD = [
+    "m", "N", "acc", "fit s", "predict ms/row", "proba err",
+    "unk% g.02", "rob% g.02", "s/row g.02", "unk% g.05", "rob% g.05", "s/row g.05",
+    "range conv% (eps .02)", "range width", "range s/row",
+]
+
+if __name__ == "__main__":
+    main()
