@@ -250,13 +250,22 @@ def test_pickle_and_pandas(fitted):
 
 
 def test_n_jobs_and_random_state_do_not_change_results(fitted):
+    from joblib import parallel_backend
+
     mo, X, _ = fitted
+    # What process workers receive: the objectives, pickled.
+    objectives = mo._range_problem("std").objectives() + mo._range_problem("mean").objectives()
+    lo, hi = X[:2] - 0.2, X[:2] + 0.2
+    for f, g in zip(objectives, pickle.loads(pickle.dumps(objectives))):
+        np.testing.assert_array_equal(f.bound(lo, hi).lower, g.bound(lo, hi).lower)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BudgetExhaustedWarning)
         a = mo.prediction_range(X[:3], 0.2, statistic="std", max_iter=10, random_state=1)
-        b = mo.prediction_range(X[:3], 0.2, statistic="std", max_iter=10, random_state=1, n_jobs=2)
         c = mo.certify(X[:3], 0.2, delta=0.2, norm=2, max_iter=10, random_state=1)
-        e = mo.certify(X[:3], 0.2, delta=0.2, norm=2, max_iter=10, random_state=1, n_jobs=2)
+        # Threads: the same chunking and per-row seeds as processes, without the start-up cost.
+        with parallel_backend("threading"):
+            b = mo.prediction_range(X[:3], 0.2, statistic="std", max_iter=10, random_state=1, n_jobs=2)
+            e = mo.certify(X[:3], 0.2, delta=0.2, norm=2, max_iter=10, random_state=1, n_jobs=2)
     for name in ("min_lower", "min_upper", "max_lower", "max_upper", "argmin", "argmax"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     np.testing.assert_array_equal(c.status, e.status)
