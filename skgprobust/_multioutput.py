@@ -1158,27 +1158,10 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
     ):
         """Per-feature sensitivity of one output's predictive mean, with certified bounds.
 
-        The paper's Delta metric (Sec. 7.4) on the mean of output ``target``:
-        ``Delta_i = (max(T+) - max(T-)) + (min(T+) - min(T-))`` over the
-        one-sided boxes ``T+ = [x, x + gamma e_i]`` and
-        ``T- = [x - gamma e_i, x]``; about ``2 gamma d mean / d x_i`` for
-        small gamma.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-        features : array-like of int, bool or str, default=None
-            Features to explain (None: all).
-        target : int, default=0
-            The output explained.
-        epsilon : float, default=1e-2
-        method : {"bounds", "search"}, default="bounds"
-            "bounds": certified intervals; "search": local search only
-            (``lower``/``upper`` NaN).
-        domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`prediction_range`; ``max_iter`` and ``time_limit``
-            apply to each one-sided box.
+        The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
+        (about ``2 gamma d mean_target / d x_i`` for small gamma): exactly
+        :meth:`RobustGaussianProcessRegressor.explain <skgprobust.RobustGaussianProcessRegressor.explain>`,
+        whose parameters it takes, with ``target`` the output index.
 
         Returns
         -------
