@@ -45,7 +45,7 @@ CONFIGS = {
                    time_limit=0.1, sparse_n=(80,), sparse_m=(20,), beyond_rows=3, beyond_time=0.3,
                    fig6_images=1, fig6_train=60, fig6_time=0.005, lime_samples=300),
     "quick": Config("quick", n_synth=200, n_spam=200, n_mnist=200, rows=10, iterations=(10, 40, 100), n_gammas=6,
-                    time_limit=0.3, sparse_n=(200, 400), sparse_m=(50, 100), beyond_rows=10, beyond_time=1.0,
+                    time_limit=0.3, sparse_n=(200, 400), sparse_m=(50, 100), sparse_large=(2000,), beyond_rows=10, beyond_time=1.0,
                     fig6_images=2, fig6_train=150, fig6_time=0.01, lime_samples=1000),
     "full": Config("full", n_synth=1000, n_spam=1000, n_mnist=800, rows=50, iterations=(10, 40, 100), n_gammas=12,
                    time_limit=2.0, sparse_n=(250, 500, 800), sparse_m=(100, 300, 500), sparse_large=(5000, 20000),
