@@ -272,6 +272,45 @@ def _cross_contract(kernel, X, Y, W):
     return np.einsum("im,imk->k", W, G)
 
 
+def _input_contract(kernel, X, Y, W):
+    """sum_i W_im d k_c(x_i, y_m) / d y_m, shape (m, d): the derivative of
+    sum(W * k_c(X, Y)) with respect to the rows of Y, in closed form for
+    sums, products and powers of ConstantKernel, WhiteKernel, RBF and
+    Matern (nu = 0.5, 1.5, 2.5, inf); ValueError for other kernels."""
+    if isinstance(kernel, K.Sum):
+        return _input_contract(kernel.k1, X, Y, W) + _input_contract(kernel.k2, X, Y, W)
+    if isinstance(kernel, K.Product):
+        K1, K2 = kernel.k1(X, Y), kernel.k2(X, Y)
+        return _input_contract(kernel.k1, X, Y, W * K2) + _input_contract(kernel.k2, X, Y, W * K1)
+    if isinstance(kernel, K.Exponentiation):
+        e = kernel.exponent
+        return _input_contract(kernel.kernel, X, Y, W * e * kernel.kernel(X, Y) ** (e - 1))
+    t = type(kernel)
+    if t is K.ConstantKernel or t is K.WhiteKernel:
+        return np.zeros(Y.shape)
+    if t is K.RBF or (t is K.Matern and float(kernel.nu) in (0.5, 1.5, 2.5, np.inf)):
+        nu = np.inf if t is K.RBF else float(kernel.nu)
+        ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (X.shape[1],))
+        D2 = cdist(X / ls, Y / ls, metric="sqeuclidean")
+        if nu == np.inf:
+            Wp = W * np.exp(-0.5 * D2)
+        else:
+            d = np.sqrt(D2)
+            if nu == 0.5:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    Wp = np.where(d > 0, W * np.exp(-d) / d, 0.0)
+            elif nu == 1.5:
+                Wp = W * 3.0 * np.exp(-np.sqrt(3.0) * d)
+            else:
+                Wp = W * (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d)
+        # d k / d y_j = Wp-weight * (x_j - y_j) / l_j^2
+        return (Wp.T @ X - Wp.sum(axis=0)[:, None] * Y) / ls**2
+    raise ValueError(
+        f"optimize_inducing=True needs input derivatives of the kernel; {type(kernel).__name__} has none here "
+        "(supported: sums, products and powers of ConstantKernel, WhiteKernel, RBF, Matern nu in 0.5, 1.5, 2.5, inf)."
+    )
+
+
 def _diag_parts(kernel, X, eval_gradient=False):
     """Per row: (k(x, x), k_c(x, x)) and, with eval_gradient, their
     derivatives (n, n_theta). k(x, x) counts WhiteKernel parts (``diag``),
@@ -360,10 +399,11 @@ def _noise_check(n):
         )
 
 
-def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False, state=False):
+def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False, state=False, wrt_z=False):
     """Approximate log marginal likelihood (the ELBO for "vfe") of the
-    sparse model, optionally its gradient w.r.t. ``kernel.theta`` and the
-    fitted state (module doc). y is (N, P), already normalised."""
+    sparse model, optionally its gradient w.r.t. ``kernel.theta`` (followed
+    by the gradient w.r.t. ``Z.ravel()`` when ``wrt_z``) and the fitted
+    state (module doc). y is (N, P), already normalised."""
     N, M = len(X), len(Z)
     P = y.shape[1]
     alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (N,))
@@ -414,7 +454,7 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     out = [lml]
     if eval_gradient:
         out.append(
-            _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache)
+            _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache, wrt_z)
         )
     if state:
         out.append({"L": _variance_factor(Lz, E, mu), "beta": beta, "Lz": Lz})
@@ -435,7 +475,7 @@ def _syrk(A, C):
     return _dsyrk(1.0, A, beta=1.0, c=C, trans=0, lower=0, overwrite_c=1)
 
 
-def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache):
+def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all, UUt, dKzz, chunks, cache, wrt_z):
     """Gradient of :func:`sparse_objective` (module doc), in whitened
     coordinates: with V = Lz^-1 Kzx and B1 = E diag(1/(1+mu)) E^T,
     Sigma = Lz^-T B1 Lz^-1 and d/dKxz = a beta^T + Y Lz^-1,
@@ -448,6 +488,7 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
     grad = np.zeros(len(kernel.theta))
     G_kzz = -0.5 * (beta @ beta.T - P * Kinv_minus_Sigma)
     H_fitc = np.zeros((M, M))
+    gZ = np.zeros(Z.shape) if wrt_z else None
     for k, sl in enumerate(chunks):
         if cache is not None:
             V = cache[k]
@@ -474,6 +515,8 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
             Y += (P / n)[:, None] * V.T
         dF_dK = a @ beta.T + solve_triangular(Lz, Y.T, lower=True, trans="T", check_finite=False).T
         grad += _cross_contract(kernel, X[sl], Z, dF_dK)
+        if wrt_z:
+            gZ += _input_contract(kernel, X[sl], Z, dF_dK)
         # n = full - cov + alpha
         grad += dF_dn @ (dfull - dcov) + dF_dc @ dcov
     if approximation == "fitc":
@@ -482,6 +525,11 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
         G_kzz -= 0.5 * P * (Linv.T @ UUt @ Linv)  # Lambda = diag(n): U U^T = Lz^-1 Kzx N^-1 Kxz Lz^-T
     G_kzz = 0.5 * (G_kzz + G_kzz.T)
     grad += np.einsum("ij,ijk->k", G_kzz, dKzz)
+    if wrt_z:
+        # k(Z, Z) depends on Z through both arguments (G_kzz and k symmetric);
+        # the jitter does not (diag k(z, z) is constant for these kernels).
+        gZ += 2.0 * _input_contract(kernel, Z, Z, G_kzz)
+        return np.concatenate([grad, gZ.ravel()])
     return grad
 
 
@@ -490,20 +538,27 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
 # ---------------------------------------------------------------------------
 
 
-def _maximise(estimator, obj_func, kernel, rng):
+def _maximise(estimator, obj_func, kernel, rng, extra=None):
     """sklearn's hyperparameter search: ``estimator.optimizer`` from the
-    kernel's theta, then ``n_restarts_optimizer`` log-uniform starts; sets
-    the best theta on ``kernel``."""
+    kernel's theta (followed by ``extra``, unbounded, e.g. the inducing
+    inputs), then ``n_restarts_optimizer`` starts with log-uniform theta
+    (and the initial ``extra``). Sets the best theta on ``kernel`` and
+    returns the best ``extra`` (None without one)."""
     optimize = GaussianProcessRegressor._constrained_optimization
-    optima = [optimize(estimator, obj_func, kernel.theta, kernel.bounds)]
+    extra = np.empty(0) if extra is None else np.asarray(extra, dtype=np.float64)
+    p = len(kernel.theta)
+    bounds = np.vstack([kernel.bounds, np.tile([-np.inf, np.inf], (len(extra), 1))])
+    optima = [optimize(estimator, obj_func, np.concatenate([kernel.theta, extra]), bounds)]
     if estimator.n_restarts_optimizer > 0:
         if not np.isfinite(kernel.bounds).all():
             raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
-        bounds = kernel.bounds
         for _ in range(estimator.n_restarts_optimizer):
-            optima.append(optimize(estimator, obj_func, rng.uniform(bounds[:, 0], bounds[:, 1]), bounds))
-    kernel.theta = optima[np.argmin([value for _, value in optima])][0]
+            theta0 = rng.uniform(kernel.bounds[:, 0], kernel.bounds[:, 1])
+            optima.append(optimize(estimator, obj_func, np.concatenate([theta0, extra]), bounds))
+    best = optima[np.argmin([value for _, value in optima])][0]
+    kernel.theta = best[:p]
     kernel._check_bounds_params()
+    return best[p:] if len(extra) else None
 
 
 class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
@@ -548,6 +603,12 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         As in sklearn's GaussianProcessRegressor.
     n_restarts_optimizer : int, default=0
         Further optimiser runs from log-uniform random hyperparameters.
+    optimize_inducing : bool, default=False
+        Also optimise the inducing inputs (M x n_features more variables,
+        unbounded) with the analytic gradient of the objective. Needs input
+        derivatives of the kernel: sums, products and powers of
+        ConstantKernel, WhiteKernel, RBF and Matern (nu in 0.5, 1.5, 2.5,
+        inf); ValueError for other kernels.
     normalize_y : bool, default=False
         Standardise the targets before fitting (undone in predictions).
     copy_X_train : bool, default=True
@@ -604,6 +665,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         **GaussianProcessRegressor._parameter_constraints,
         "inducing_points": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
         "approximation": [StrOptions(set(APPROXIMATIONS))],
+        "optimize_inducing": ["boolean"],
     }
 
     _fitted_attributes = ("inducing_points_", "alpha_", "L_")
@@ -617,6 +679,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         alpha=1e-10,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
+        optimize_inducing=False,
         normalize_y=False,
         copy_X_train=True,
         n_targets=None,
@@ -628,6 +691,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         self.alpha = alpha
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.optimize_inducing = optimize_inducing
         self.normalize_y = normalize_y
         self.copy_X_train = copy_X_train
         self.n_targets = n_targets
@@ -723,15 +787,27 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         self.X_train_ = np.copy(X) if self.copy_X_train else X
         self.y_train_ = np.copy(y) if self.copy_X_train else y
 
-        if self.optimizer is not None and self.kernel_.n_dims > 0:
+        if self.optimizer is not None and (self.kernel_.n_dims > 0 or self.optimize_inducing):
+            p, shape = self.kernel_.n_dims, self.inducing_points_.shape
+            wrt_z = bool(self.optimize_inducing)
+            if wrt_z:  # refuse a kernel without input derivatives before optimising
+                Z1 = self.inducing_points_[:1]
+                _input_contract(self.kernel_, Z1, Z1, np.zeros((1, 1)))
 
-            def obj_func(theta, eval_gradient=True):
+            def obj_func(params, eval_gradient=True):
+                kernel = self.kernel_.clone_with_theta(params[:p])
+                Z = params[p:].reshape(shape) if wrt_z else self.inducing_points_
+                out = sparse_objective(
+                    kernel, self.X_train_, self.y_train_.reshape(len(self.X_train_), -1), Z, self.approximation,
+                    self._alpha_vec, eval_gradient=eval_gradient, wrt_z=wrt_z,
+                )
                 if eval_gradient:
-                    lml, grad = self._objective(theta, eval_gradient=True)
-                    return -lml, -grad
-                return -self._objective(theta)
+                    return -out[0], -out[1]
+                return -out
 
-            _maximise(self, obj_func, self.kernel_, rng)
+            Z = _maximise(self, obj_func, self.kernel_, rng, self.inducing_points_.ravel() if wrt_z else None)
+            if wrt_z:
+                self.inducing_points_ = Z.reshape(shape)
         lml, st = self._objective(None, state=True)
         self.log_marginal_likelihood_value_ = lml
         beta = st["beta"]

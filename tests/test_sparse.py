@@ -705,3 +705,48 @@ def test_pipeline(fitted):
     assert np.all(r.min_lower[:, 0] <= m + 1e-9) and np.all(m <= r.max_upper[:, 0] + 1e-9)
     c = certify(pipe, Xt, 0.1, delta=0.5, max_iter=50, random_state=0)
     assert c.status.shape == (4,)
+
+
+@pytest.mark.parametrize("approximation", APPROX)
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        ConstantKernel(1.3) * RBF([0.8, 1.1]) + WhiteKernel(0.05),
+        Matern(0.9, nu=1.5) * ConstantKernel(2.0) + WhiteKernel(0.1),
+        Matern([0.9, 1.3], nu=0.5) + WhiteKernel(0.1),
+        Exponentiation(ConstantKernel(0.5) * Matern(0.7, nu=2.5), 1.5) + WhiteKernel(0.1),
+    ],
+    ids=["rbf", "matern15", "matern05", "pow-matern25"],
+)
+def test_inducing_gradient_matches_finite_differences(approximation, kernel):
+    from skgprobust._sparse import sparse_objective
+
+    X, y, rng = _data(50)
+    Y = np.column_stack([y, np.cos(X.sum(1))])
+    Z = rng.uniform(-2, 2, (6, 2))
+    args = (kernel, X, Y, None, approximation, np.full(len(X), 1e-3))
+
+    def f(z):
+        return sparse_objective(*args[:3], z.reshape(6, 2), *args[4:])
+
+    _, g = sparse_objective(*args[:3], Z, *args[4:], eval_gradient=True, wrt_z=True)
+    h = 1e-6
+    fd = np.array([(f(Z.ravel() + e) - f(Z.ravel() - e)) / (2 * h) for e in h * np.eye(Z.size)])
+    p = len(kernel.theta)
+    np.testing.assert_allclose(g[p:], fd, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(fd).max()))
+
+
+def test_optimize_inducing():
+    X, y, rng = _data(300, seed=4)
+    kernel = ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
+    fixed = SparseGaussianProcessRegressor(kernel, inducing_points=8, random_state=0).fit(X, y)
+    moved = SparseGaussianProcessRegressor(kernel, inducing_points=8, optimize_inducing=True, random_state=0).fit(X, y)
+    assert moved.log_marginal_likelihood_value_ > fixed.log_marginal_likelihood_value_
+    assert not np.allclose(moved.inducing_points_, fixed.inducing_points_)
+    # The bounds run over the optimised inducing inputs.
+    np.testing.assert_array_equal(moved._bound_model().latents[0].X_support, moved.inducing_points_)
+    r = moved.prediction_range(X[:2], 0.1, max_iter=50)
+    m = moved.predict(X[:2])
+    assert np.all(r.min_lower[:, 0] <= m + 1e-9) and np.all(m <= r.max_upper[:, 0] + 1e-9)
+    with pytest.raises(ValueError, match="input derivatives"):
+        SparseGaussianProcessRegressor(RationalQuadratic() + WhiteKernel(), inducing_points=4, optimize_inducing=True).fit(X, y)
