@@ -64,19 +64,26 @@ Kzz^-1 - Sigma matters for fidelity to the approximation, not for the
 soundness of the bounds.
 
 Conditioning. L L^T is fixed by the model, so its Cholesky factor is unique:
-no equivalent triangular form is better conditioned. Its condition number is
-at most cond(Lz) sqrt((1 + mu_max) mu_min^-1 ...) : small noise makes mu
-*large*, so (1 + mu) / mu -> 1 and L -> Lz (the exact-GP limit is well
-behaved, unlike Kzz^-1 - Sigma formed by subtraction); the poorly
-conditioned case is a direction of the inducing space that the data barely
-inform (mu -> 0). mu is floored at ``_MU_FLOOR`` = 1e-10 (relative to 1):
-that changes Kzz^-1 - Sigma by at most 1e-10 in the whitened coordinates,
-i.e. the variance by at most 1e-10 k_c(x, x) (||Lz^-1 k_c(Z, x)||^2 <=
-k_c(x, x)), and caps the factor's contribution at 1e5. cond(Lz) is at most
-about sqrt(1 / 1e-8) = 1e4 by the jitter. The jitter also keeps the
-engine's lemma ``0 <= S <= Kzz^-1`` (used by the high signal-to-noise
-variance bound, :mod:`skgprobust._bounds._variance`) true with room to spare:
-S = Kzz_j^-1 - Sigma <= Kzz_j^-1 <= k_c(Z, Z)^-1.
+no equivalent triangular form is better conditioned. Since L L^T = (Lz E
+D^1/2)(Lz E D^1/2)^T with D = diag((1 + mu) / mu), the singular values of L
+are those of Lz E D^1/2, and
+
+    cond(L) <= cond(Lz) sqrt(max D / min D) <= cond(Lz) sqrt(1 + 1 / mu_min).
+
+Small noise makes mu *large* (U scales as noise^-1/2), so D -> I and
+L -> Lz: the exact-GP limit is well behaved, unlike Kzz^-1 - Sigma formed by
+subtraction. The poorly conditioned case is a direction of the inducing
+space that the data barely inform (mu -> 0). mu is floored at ``_MU_FLOOR``
+= 1e-10: that changes Kzz^-1 - Sigma by at most 1e-10 in the whitened
+coordinates, i.e. the variance by at most 1e-10 k_c(x, x) (||Lz^-1 k_c(Z,
+x)||^2 <= k_c(x, x)), and caps sqrt(1 + 1 / mu_min) at 1e5. cond(Lz) is at
+most about sqrt(1 / 1e-8) = 1e4 by the jitter. Measured (tests): 100
+inducing inputs in [-3, 3] for an RBF of length scale 1 (k(Z, Z) singular
+to working precision before the jitter) give cond(L) below 1e5 for noise
+1e-10 to 1e-2, and the std ranges bracket predict on dense grids. The
+jitter also keeps the engine's lemma ``0 <= S <= Kzz^-1`` (used by the
+high signal-to-noise variance bound, :mod:`skgprobust._bounds._variance`)
+true with room to spare: S = Kzz_j^-1 - Sigma <= Kzz_j^-1 <= k_c(Z, Z)^-1.
 
 The marginal likelihood and its gradient
 ----------------------------------------
