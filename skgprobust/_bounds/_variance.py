@@ -805,8 +805,10 @@ class LatentVariance:
             nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
             dRx = Dmax * (nEx + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
-            # ||dG u|| over the box (gradient rounding, scaled space).
-            dGh = Dmax * (dJ * h).sum(-1) * (1.0 + 2.0 * _U)
+            # ||(fl(D G) - D J) u|| over the box (gradient rounding, and the
+            # product with D: u |D G|, in the scaled space).
+            nG = np.sqrt(np.einsum("bnd,bnd->bd", G, G))
+            dGh = Dmax * ((dJ + _U * nG) * h).sum(-1) * (1.0 + 4.0 * _U)
             nz0 = np.sqrt(np.einsum("nb,nb->b", z0, z0))
             nZJ = np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ))
             na0 = np.sqrt(np.einsum("nb,nb->b", a0, a0))
