@@ -403,25 +403,28 @@ class _ReducedVariance:
     """a_j(x) = beta_j(x) - kappa(x)^T T_j kappa(x) (module docstring) and
     its bounds over boxes, for all j at once."""
 
-    def __init__(self, adapters, Q, S_blocks, shared):
+    def __init__(self, adapters, Q, Es, Hs, shared):
+        """``S_cc' = delta_cc' E_c - H_c^T H_c'`` (H_c = M^-1 E_c) are the
+        blocks of (K + W^-1)^-1; T_j is assembled without storing them all."""
         self.adapters, self.shared = adapters, shared
         self.m = m = Q.shape[0]
-        N = adapters[0].Xs.shape[0] if hasattr(adapters[0], "Xs") else S_blocks[0][0].shape[0]
-        self.N = N
+        self.N = N = Es[0].shape[0]
         self.beta = np.array([[Q[j, c, c] for c in range(m)] for j in range(m)])  # (m_j, m_c)
         if shared:
             T = np.zeros((m, N, N))
             for j in range(m):
                 for c in range(m):
-                    for c2 in range(m):
-                        if Q[j, c, c2] != 0.0:
-                            T[j] += Q[j, c, c2] * S_blocks[c][c2]
+                    T[j] += Q[j, c, c] * Es[c]
+                    Z = sum(Q[j, c, c2] * Hs[c2] for c2 in range(m) if Q[j, c, c2] != 0.0)
+                    if not np.isscalar(Z):
+                        T[j] -= Hs[c].T @ Z
         else:
             T = np.zeros((m, m * N, m * N))
-            for j in range(m):
-                for c in range(m):
-                    for c2 in range(m):
-                        T[j, c * N : (c + 1) * N, c2 * N : (c2 + 1) * N] = Q[j, c, c2] * S_blocks[c][c2]
+            for c in range(m):
+                for c2 in range(m):
+                    S = (Es[c] if c == c2 else 0.0) - Hs[c].T @ Hs[c2]
+                    for j in range(m):
+                        T[j, c * N : (c + 1) * N, c2 * N : (c2 + 1) * N] = Q[j, c, c2] * S
         self.T = 0.5 * (T + np.transpose(T, (0, 2, 1)))
         self.norm2 = np.array([np.linalg.norm(t, 2) for t in self.T])
         self.normF = np.linalg.norm(self.T, axis=(1, 2))
@@ -1017,14 +1020,12 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         means = [
             LatentModel(Xs, resid[c][:, None], [0.0], [1.0], self.kernels_[c], adapter=adapters[c]) for c in range(m)
         ]
-        Hs = self._Hs
-        S = [[(self._Es[c] if c == c2 else 0.0) - Hs[c].T @ Hs[c2] for c2 in range(m)] for c in range(m)]
         if not self.shared_kernel and m**3 * Xs.shape[0] ** 2 > 2**27:
             raise MemoryError(
                 "per-class kernels: the reduced-variance bounds need m^3 N^2 floats; use shared_kernel=True "
                 "or fewer training points for certification."
             )
-        reduced = _ReducedVariance(adapters, self._Q, S, self.shared_kernel)
+        reduced = _ReducedVariance(adapters, self._Q, self._Es, self._Hs, self.shared_kernel)
         return _SoftmaxBoundModel(
             means, reduced, self.classes_, self._proba_rule, self.proba_tol_ + 1e-9, self._surrogate_grad
         )
