@@ -470,7 +470,7 @@ class SafeActiveLearner(BaseEstimator):
         prec = float(np.mean(truly[called])) if called.any() else np.nan
         return rmse, ld, prec
 
-    def run(self, oracle, X_pool, n_iter, *, X_test=None, Y_test=None, z_test=None, replace=False):
+    def run(self, oracle, X_pool, n_iter, *, X_test=None, Y_test=None, z_test=None, replace=False, callback=None):
         """Alg. 1: ``n_iter`` queries from the pool, with metrics per iteration.
 
         Parameters
@@ -487,6 +487,9 @@ class SafeActiveLearner(BaseEstimator):
             safety-model precision).
         replace : bool, default=False
             Whether a queried (candidate, output) pair may be queried again.
+        callback : callable, default=None
+            ``callback(iteration, learner)`` after each query and refit (e.g.
+            to record :meth:`certified_safe_fraction` as the data grow).
 
         Returns
         -------
@@ -529,6 +532,8 @@ class SafeActiveLearner(BaseEstimator):
             rec["log_density"].append(ld)
             rec["safety_precision"].append(prec)
             rec["time"].append(time.perf_counter() - t0)
+            if callback is not None:
+                callback(len(rec["time"]) - 1, self)
         safe = np.array(rec["safe"], dtype=bool)
         return ActiveLearningHistory(
             X=np.array(rec["X"], dtype=np.float64).reshape(-1, self.n_features_in_),
