@@ -226,6 +226,22 @@ def _cross_grad(kernel, X, Y):
     return _stacked_cross(kernel, X, Y)
 
 
+def _radial_slope(nu, D2):
+    """-2 dk/d(D2) of the RBF / Matern(nu) profile k as a function of the
+    scaled squared distance D2, so that d k / d log l_j = slope * D_j and
+    d k / d y_j = slope * (x_j - y_j) / l_j^2 (0 at D2 = 0 for nu = 0.5,
+    where the derivative does not exist, as in sklearn)."""
+    if nu == np.inf:
+        return np.exp(-0.5 * D2)
+    d = np.sqrt(D2)
+    if nu == 0.5:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(d > 0, np.exp(-d) / d, 0.0)
+    if nu == 1.5:
+        return 3.0 * np.exp(-np.sqrt(3.0) * d)
+    return (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d)
+
+
 def _quadratic_contract(Wp, Xs, Ys, aniso):
     """sum_im Wp_im D_imj with D_imj = (Xs_ij - Ys_mj)^2 (per feature j when
     aniso, summed over j otherwise), without the (n, m, d) array:
@@ -263,17 +279,7 @@ def _cross_contract(kernel, X, Y, W):
         aniso = np.iterable(kernel.length_scale) and len(kernel.length_scale) > 1
         Xs, Ys = X / ls, Y / ls
         D2 = cdist(Xs, Ys, metric="sqeuclidean")
-        if nu == np.inf:
-            Wp = W * np.exp(-0.5 * D2)
-        else:
-            d = np.sqrt(D2)
-            if nu == 0.5:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    Wp = np.where(d > 0, W * np.exp(-d) / d, 0.0)
-            elif nu == 1.5:
-                Wp = W * 3.0 * np.exp(-np.sqrt(3.0) * d)
-            else:
-                Wp = W * (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d)
+        Wp = W * _radial_slope(nu, D2)
         return _quadratic_contract(Wp, Xs, Ys, aniso)
     _, G = _stacked_cross(kernel, X, Y)
     return np.einsum("im,imk->k", W, G)
@@ -299,18 +305,7 @@ def _input_contract(kernel, X, Y, W):
         nu = np.inf if t is K.RBF else float(kernel.nu)
         ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (X.shape[1],))
         D2 = cdist(X / ls, Y / ls, metric="sqeuclidean")
-        if nu == np.inf:
-            Wp = W * np.exp(-0.5 * D2)
-        else:
-            d = np.sqrt(D2)
-            if nu == 0.5:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    Wp = np.where(d > 0, W * np.exp(-d) / d, 0.0)
-            elif nu == 1.5:
-                Wp = W * 3.0 * np.exp(-np.sqrt(3.0) * d)
-            else:
-                Wp = W * (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * d) * np.exp(-np.sqrt(5.0) * d)
-        # d k / d y_j = Wp-weight * (x_j - y_j) / l_j^2
+        Wp = W * _radial_slope(nu, D2)  # d k / d y_j = slope * (x_j - y_j) / l_j^2
         return (Wp.T @ X - Wp.sum(axis=0)[:, None] * Y) / ls**2
     raise ValueError(
         f"optimize_inducing=True needs input derivatives of the kernel; {type(kernel).__name__} has none here "
