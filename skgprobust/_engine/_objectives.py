@@ -15,6 +15,19 @@ Each objective has ``value(X)``, ``value_and_grad(X)`` (local search) and
 
 Bounds flow one way: kernel adapters -> mean / variance intervals per box
 -> link ranges -> the statistic's interval.
+
+Many classes (one-vs-rest): separate intervals of the p_k lose the
+correlation between classes (the extremes of p_c and p_k are reached at
+different points of the box), and in many dimensions branch and bound cannot
+win it back by splitting. When classes share one kernel and support
+(``ClassProbabilities.group``), their latent means combine into one affine
+mean: :meth:`ClassProbabilities.pair_lower` bounds p_c - p_k jointly (the
+argmax margin) and :func:`_ratio_bound` the normalised p_c / sum_k p_k
+(``predict_proba``), both from the link's linear bounds
+(:meth:`~skgprobust._bounds._links.Link.lines`) and one mean bound per
+direction or ratio; each is combined with the interval bound (the better
+of two valid bounds). ``MarginObjective.restricted`` drops the classes that
+cannot win with the prior variance first (no variance bound needed).
 """
 
 from dataclasses import dataclass
