@@ -812,3 +812,17 @@ def test_classifier_ep_fixed_point_and_fit():
     fitted = SparseGaussianProcessClassifier(kernel, inducing_points=15, random_state=0).fit(X, y)
     assert fitted.log_marginal_likelihood_value_ > start.log_marginal_likelihood_value_
     assert fitted.score(X, y) > 0.8
+
+
+def test_classifier_explain_and_latent_range():
+    from skgprobust._sparse import SparseGaussianProcessClassifier
+
+    X, y, rng = _clf_data(300, seed=3)
+    clf = SparseGaussianProcessClassifier(
+        ConstantKernel(4.0) * RBF(1.0) + WhiteKernel(0.1), inducing_points=12, optimizer=None, random_state=0
+    ).fit(X, y)
+    e = clf.explain(X[:2], 0.2, max_iter=50, random_state=0)
+    assert np.all(e.lower <= e.values + 1e-9) and np.all(e.values <= e.upper + 1e-9)
+    r = clf.prediction_range(X[:2], 0.2, statistic="latent_mean", epsilon=1e-3, max_iter=300, random_state=0)
+    m = clf.latent_mean_and_variance(X[:2])[0]
+    assert np.all(r.min_lower[:, 0] <= m + 1e-12) and np.all(m <= r.max_upper[:, 0] + 1e-12)
