@@ -74,7 +74,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from _bench import package_state, table  # noqa: E402
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessRegressor  # noqa: E402
-from skgprobust._sparse import SparseGaussianProcessRegressor  # noqa: E402
+from skgprobust import SparseGaussianProcessRegressor  # noqa: E402
 
 warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
 
@@ -164,7 +164,7 @@ def classification(quick):
     from sklearn.gaussian_process.kernels import RBF
 
     from skgprobust import RobustGaussianProcessClassifier
-    from skgprobust._sparse import SparseGaussianProcessClassifier
+    from skgprobust import SparseGaussianProcessClassifier
 
     N = 5_000 if quick else 20_000
     n_rows = 6 if quick else 20

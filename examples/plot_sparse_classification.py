@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgprobust._sparse import SparseGaussianProcessClassifier
+from skgprobust import SparseGaussianProcessClassifier
 
 rng = np.random.default_rng(0)
 N = 5_000

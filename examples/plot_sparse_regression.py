@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-from skgprobust._sparse import SparseGaussianProcessRegressor
+from skgprobust import SparseGaussianProcessRegressor
 
 rng = np.random.default_rng(0)
 N = 10_000

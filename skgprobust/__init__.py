@@ -20,7 +20,7 @@ from ._ep import EPGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
 from ._multioutput import MultiOutputGaussianProcessRegressor
 from ._scoring import make_robustness_scorer
-from ._sparse import SparseGaussianProcessRegressor
+from ._sparse import SparseGaussianProcessClassifier, SparseGaussianProcessRegressor
 from .exceptions import (
     BudgetExhaustedWarning,
     RoundTripWarning,
@@ -38,6 +38,7 @@ __all__ = [
     "RobustGaussianProcessRegressor",
     "EPGaussianProcessClassifier",
     "SparseGaussianProcessRegressor",
+    "SparseGaussianProcessClassifier",
     "MultiOutputGaussianProcessRegressor",
     "certify",
     "prediction_range",

@@ -131,7 +131,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
 from ._engine._latent import BoundModel, LatentModel
-from ._gpc import RobustGaussianProcessClassifier, _ProbaOnly
+from ._gpc import RobustGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
 
 APPROXIMATIONS = ("fitc", "dtc", "vfe")
@@ -1346,9 +1346,9 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         check_is_fitted(self, self._fitted_attributes)
         return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
 
-    @_ProbaOnly
     def predict_proba(self, X):
-        """Phi(mean / sqrt(1 + var)) for class 1; 1 minus it for class 0.
+        """Phi(mean / sqrt(1 + var)) for class 1; 1 minus it for class 0
+        (binary only, so always available).
 
         Parameters
         ----------
