@@ -197,13 +197,18 @@ class ClassProbabilities:
         third of the cost of :meth:`p_box`: no variance bound."""
         B = len(lo)
         out = np.empty((B, len(classes)))
-        for j, k in enumerate(classes):
-            m = self.models[k]
-            w, c = m.weights[:, 0], float(m.offset[0])
-            mu_hi = -affine_lower(m.adapter, np.broadcast_to(-w, (B, len(w))), -c, lo, hi).lower
-            v_hi = float(m.scale[0]) ** 2 * m.adapter.diag_interval(lo, hi)[1]
-            v_hi = np.abs(v_hi) * (1.0 + 1e-12) + 1e-300
-            out[:, j] = self.link.range(mu_hi, mu_hi, np.zeros(B), v_hi)[1]
+        classes = list(classes)
+        for g in dict.fromkeys(self.group[k] for k in classes):  # one mean-bound call per kernel group
+            js = [j for j, k in enumerate(classes) if self.group[k] == g]
+            ms = [self.models[classes[j]] for j in js]
+            W = np.concatenate([np.broadcast_to(-m.weights[:, 0], (B, len(m.weights))) for m in ms])
+            c = np.concatenate([np.full(B, -float(m.offset[0])) for m in ms])
+            n = len(js)
+            mu_hi = -affine_lower(ms[0].adapter, W, c, np.tile(lo, (n, 1)), np.tile(hi, (n, 1))).lower.reshape(n, B)
+            dhi = ms[0].adapter.diag_interval(lo, hi)[1]
+            for i, (j, m) in enumerate(zip(js, ms)):
+                v_hi = np.abs(float(m.scale[0]) ** 2 * dhi) * (1.0 + 1e-12) + 1e-300
+                out[:, j] = self.link.range(mu_hi[i], mu_hi[i], np.zeros(B), v_hi)[1]
         return out
 
     def pair_lower(self, lo, hi, c, others, boxes, todo=None):
