@@ -42,6 +42,27 @@ def _first(g, mask):
     return float(g[hit[0]]) if len(hit) else float("nan")
 
 
+def _gpfgs_misses(clf, name, Xt, raw, gamma, domain, cfg):
+    """Over ``cfg.rows`` test points at one gamma: how often the certified
+    bounds prove safety, prove a counterexample (min_upper of the predicted
+    class < 0.5: a point of the box the model itself classifies otherwise),
+    and how often GPFGS finds one / misses a proven one."""
+    pick = np.random.default_rng(1).choice(len(Xt), size=min(cfg.rows, len(Xt)), replace=False)
+    safe = cex = found = missed = 0
+    for i in pick:
+        feats = None if raw is None else _data.sift_pixels(raw[i])[0]
+        col = int(np.argmax(clf.predict_proba(Xt[i:i + 1])[0]))
+        r, _ = quiet(clf.prediction_range, Xt[i:i + 1], gamma, epsilon=0.01, time_limit=cfg.time_limit,
+                     features=feats, domain=domain, random_state=0)
+        p_att = clf.predict_proba(gpfgs(clf, Xt[i], gamma, features=feats, domain=domain)[None])[0, col]
+        safe += r.min_lower[0, col] >= 0.5
+        is_cex = r.min_upper[0, col] < 0.5
+        cex += is_cex
+        found += p_att < 0.5
+        missed += is_cex and p_att >= 0.5
+    return [name, f"{gamma:.3g}", len(pick), int(safe), int(cex), int(found), int(missed)]
+
+
 def _setups(cfg):
     X, y, Xt, yt = _data.synthetic(cfg.n_synth)
     yield "Synthetic2D", X, y, Xt, ConstantKernel(1.0) * RBF(1.0), np.linspace(0.05, 1.5, cfg.n_gammas), None, None
@@ -55,7 +76,7 @@ def _setups(cfg):
 def run(cfg, out):
     plt = pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(18, 4))
-    rows, summary, timing = [], [], []
+    rows, summary, timing, miss = [], [], [], []
     for ax, (name, X, y, Xt, kernel, gammas, domain, raw) in zip(axes, _setups(cfg)):
         clf, fit_s = fit(RobustGaussianProcessClassifier(kernel, random_state=0), X, y)
         i = _pick(clf, Xt)
@@ -94,6 +115,7 @@ def run(cfg, out):
                                                                                 else ""))
                 ax.set_xlabel(r"$\gamma$")
                 ax.set_ylim(-0.02, 1.02)
+        miss.append(_gpfgs_misses(clf, name, Xt, raw, gammas[len(gammas) // 2], domain, cfg))
         print(f"fig2 {name}: fit {fit_s:.1f} s, kernel {clf.kernel_}", flush=True)
     axes[0].set_ylabel("probability of the predicted class")
     axes[0].legend(loc="lower left", fontsize=7)
@@ -107,6 +129,8 @@ def run(cfg, out):
     report("fig2_summary", ["data", "variance_bound", "test_index", "class", "p(x)", "gamma_cex_proven",
                             "gamma_safety_lost", "gamma_gpfgs_cross", "gpfgs_min_p", "min_pi_min_upper",
                             "mean_gaps", "seconds", "s_per_gamma"], summary, out)
+    report("fig2_gpfgs", ["data", "gamma", "test points", "proven safe", "counterexample proven",
+                          "GPFGS finds one", "GPFGS misses a proven one"], miss, out)
     paper = [s for s in summary if s[1] == "paper"]
     if paper:
         default = [s for s in summary if s[0] == "Synthetic2D" and s[1] == "default"][0]
