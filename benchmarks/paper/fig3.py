@@ -84,6 +84,8 @@ def run(cfg, out):
                 summary.append([name, it, label, f"{fit_s:.1f}", f"{acc:.3f}", f"{m:.4f}", f"[{q1:.4f}, {q3:.4f}]",
                                 f"{np.mean(delta):.4f}", f"{np.median(att):.4f}", f"{conv.mean():.0%}",
                                 f"{np.median(secs):.3f}", int(bad.sum()), "", str(clf.kernel_)])
+                print(f"fig3 {name} {label} it={it}: fit {fit_s:.1f} s, accuracy {acc:.3f}, median delta {m:.4f}",
+                      flush=True)
                 boxes.append(delta)
                 labels.append(f"{label[0]}{it}")
             summary[-1][12] = f"{med['Laplace'] / max(med['EP'], 1e-12):.2f}"
