@@ -20,7 +20,6 @@ ratio.
 """
 
 import os
-import time
 
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
