@@ -113,8 +113,12 @@ Over a box T:
   every bound holds for the returned ``predict_proba``.
 
 Floating point: the a(x) intervals are widened by ``1e-9 (1 + |a|) +
-||T_j||_F (N m + 4) u ||kappa||^2`` (the two evaluation routes of a(x),
-Sigma through triangular solves and the T_j form, agree to far less);
+4 ||T_j||_F (N m + 4) u ||kappa||^2``. This covers the rounding of the
+T_j form; that the model's own route (Sigma through triangular solves with
+L_c and M) agrees with it to within that margin is checked by the tests
+and sweeps (differences ~1e-13 with well-conditioned M, since
+``sum_c E_c`` has eigenvalues >= 1 / (lambda_max(K) + 1 / min pi)), not
+proven for arbitrarily ill-conditioned factors;
 F is 1/2-Lipschitz in each mu_c and 1/4-Lipschitz in each a_c, and the
 rounding of mu is covered by affine_lower's own margin. The decision
 (``certify``) is the argmax of predict_proba: the margin objective
