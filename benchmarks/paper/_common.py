@@ -12,7 +12,7 @@ from . import _data  # noqa: F401  (puts benchmarks/ on sys.path)
 from _bench import package_state, table  # noqa: E402,F401
 from bench_ep import capped_lbfgsb  # noqa: E402,F401
 
-NOT_OFFLINE = "not reproduced (data not available offline)"
+from ._plot import NOT_OFFLINE, pyplot  # noqa: F401  (re-exported for the figure modules)
 
 
 @dataclass
@@ -78,15 +78,6 @@ def write_csv(path, headers, rows):
         w = csv.writer(fh)
         w.writerow(headers)
         w.writerows(rows)
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def report(name, headers, rows, out):

@@ -19,8 +19,6 @@ crosses 0.5 (never = GPFGS misses it). Synthetic2D is run a second time with
 ratio.
 """
 
-import os
-
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
@@ -28,7 +26,8 @@ from skgprobust import RobustGaussianProcessClassifier
 from skgprobust.inspection import gpfgs, robustness_curve
 
 from . import _data
-from ._common import NOT_OFFLINE, fit, pyplot, quiet, report
+from ._common import fit, quiet, report
+from ._plot import missing_panel, pyplot, save
 
 
 def _pick(clf, X_test, target=0.85):
@@ -118,11 +117,8 @@ def run(cfg, out):
         print(f"fig2 {name}: fit {fit_s:.1f} s, kernel {clf.kernel_}", flush=True)
     axes[0].set_ylabel("probability of the predicted class")
     axes[0].legend(loc="lower left", fontsize=7)
-    axes[3].text(0.5, 0.5, "F-MNIST-TS:\n" + NOT_OFFLINE, ha="center", va="center", wrap=True)
-    axes[3].set_axis_off()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "fig2.png"), dpi=90)
-    plt.close(fig)
+    missing_panel(axes[3], "F-MNIST-TS")
+    save(fig, out, "fig2")
     report("fig2", ["data", "variance_bound", "test_index", "gamma", "min_lower", "min_upper", "max_lower",
                     "max_upper", "gpfgs"], rows, out)
     report("fig2_summary", ["data", "variance_bound", "test_index", "class", "p(x)", "gamma_cex_proven",

@@ -16,15 +16,14 @@ between). Sanity check: predict_proba at 200 sampled points of each box
 lies within the certified range (``anomalies`` column, must be 0).
 """
 
-import os
-
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgprobust import EPGaussianProcessClassifier, RobustGaussianProcessClassifier
 
 from . import _data
-from ._common import NOT_OFFLINE, capped_lbfgsb, fit, pyplot, quiet, report, sampled_outside
+from ._common import capped_lbfgsb, fit, quiet, report, sampled_outside
+from ._plot import missing_panel, pyplot, save
 
 GAMMA = 0.1
 MODELS = (("Laplace", RobustGaussianProcessClassifier), ("EP", EPGaussianProcessClassifier))
@@ -96,11 +95,8 @@ def run(cfg, out):
         ax.set_title(f"{name}: delta at gamma={GAMMA}" + (" (10 SIFT pixels)" if raw is not None else ""))
         ax.set_xlabel("L = Laplace, E = EP; number = optimiser iterations")
     axes[0].set_ylabel(r"$\delta = \pi_{\max}^U - \pi_{\min}^L$")
-    axes[3].text(0.5, 0.5, "F-MNIST-TS:\n" + NOT_OFFLINE, ha="center", va="center")
-    axes[3].set_axis_off()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "fig3.png"), dpi=90)
-    plt.close(fig)
+    missing_panel(axes[3], "F-MNIST-TS")
+    save(fig, out, "fig3")
     report("fig3", ["data", "iterations", "model", "test_index", "delta", "attained_spread", "converged",
                     "seconds", "anomalies"], rows, out)
     report("fig3_summary", ["data", "iterations", "model", "fit_s", "accuracy", "median_delta", "quartiles",
