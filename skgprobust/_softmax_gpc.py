@@ -103,7 +103,7 @@ Over a box T:
   (affine_lower on each class's kernel), the quadratic part
   ``delta^T T_j delta = sum_r lam_r (t_r . delta)^2`` by a spectral split
   (:meth:`_ReducedVariance._quad`: mean-type bounds of the projections on
-  the 8 leading eigenvectors, ``|lam_9| ||delta||^2`` for the rest, never
+  the 16 leading eigenvectors in one batch, ``|lam_17| ||delta||^2`` for the rest, never
   looser than ``+- ||T_j||_2 ||delta||^2``), |delta_i| from the kernel's
   interval enclosure. Sound for any symmetric T_j; second order in the box width;
   ``a^+ = max(a, 0)`` is monotone so its bounds are the clipped ones;
@@ -413,7 +413,7 @@ class _ReducedVariance:
     """a_j(x) = beta_j(x) - kappa(x)^T T_j kappa(x) (module docstring) and
     its bounds over boxes, for all j at once."""
 
-    def __init__(self, adapters, Q, Es, Hs, shared, n_top=8):
+    def __init__(self, adapters, Q, Es, Hs, shared, n_top=16):
         """``S_cc' = delta_cc' E_c - H_c^T H_c'`` (H_c = M^-1 E_c) are the
         blocks of (K + W^-1)^-1; T_j is assembled without storing them all."""
         self.adapters, self.shared = adapters, shared
@@ -477,26 +477,27 @@ class _ReducedVariance:
         """
         B = len(lo)
         lam, Vt = self.top[j]
+        R = len(lam)
         lo_s = np.zeros(B)
         hi_s = np.zeros(B)
-        for r in range(len(lam)):
-            w = np.broadcast_to(Vt[r], (B, Vt.shape[1]))
-            pl = np.zeros(B)
-            ph = np.zeros(B)
+        if R:
+            # All 2 R projection bounds of all boxes in one batch per adapter:
+            # rows (r, b) for +t_r then (r, b) for -t_r.
+            W = np.repeat(Vt, B, axis=0)  # (R B, n_kappa)
+            W = np.vstack([W, -W])
+            LO = np.tile(lo, (2 * R, 1))
+            HI = np.tile(hi, (2 * R, 1))
+            low = np.zeros(2 * R * B)
             for i, ad in enumerate(ads):
-                wi = w[:, i * N : (i + 1) * N]
-                pl += affine_lower(ad, wi, 0.0, lo, hi).lower
-                ph -= affine_lower(ad, -wi, 0.0, lo, hi).lower
-            t0 = kap0 @ Vt[r]
-            l, h = pl - t0, ph - t0
+                low += affine_lower(ad, W[:, i * N : (i + 1) * N], 0.0, LO, HI).lower
+            t0 = (kap0 @ Vt.T).T  # (R, B)
+            l = low[: R * B].reshape(R, B) - t0
+            h = -low[R * B :].reshape(R, B) - t0
             sq_hi = np.maximum(l * l, h * h)
             sq_lo = np.where((l <= 0) & (h >= 0), 0.0, np.minimum(l * l, h * h))
-            if lam[r] >= 0:
-                lo_s += lam[r] * sq_lo
-                hi_s += lam[r] * sq_hi
-            else:
-                lo_s += lam[r] * sq_hi
-                hi_s += lam[r] * sq_lo
+            pos = (lam >= 0)[:, None]
+            lo_s = np.sum(np.where(pos, lam[:, None] * sq_lo, lam[:, None] * sq_hi), axis=0)
+            hi_s = np.sum(np.where(pos, lam[:, None] * sq_hi, lam[:, None] * sq_lo), axis=0)
         rest = self.tail[j] * dev2
         full = (np.abs(lam[0]) if len(lam) else 0.0) * dev2
         return np.maximum(lo_s - rest, -full), np.minimum(hi_s + rest, full)
