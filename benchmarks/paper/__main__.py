@@ -14,6 +14,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -29,11 +30,17 @@ def main(argv=None):
     size.add_argument("--tiny", action="store_true", help="smallest configuration (the test suite's)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", default=None, help="comma-separated subset of " + ",".join(FIGURES))
+    ap.add_argument("--rows", type=int, default=None, help="override the test points per study")
+    ap.add_argument("--time-limit", type=float, default=None, help="override the seconds per certified range")
     args = ap.parse_args(argv)
 
     from ._common import CONFIGS, package_state, report
 
     cfg = CONFIGS["tiny" if args.tiny else "quick" if args.quick else "full"]
+    if args.rows is not None or args.time_limit is not None:
+        cfg = dataclasses.replace(cfg, rows=args.rows or cfg.rows, beyond_rows=args.rows or cfg.beyond_rows,
+                                  time_limit=args.time_limit or cfg.time_limit,
+                                  name=f"{cfg.name}-rows{args.rows or cfg.rows}")
     out = args.out or os.path.join("/tmp", "skgprobust-paper", cfg.name)
     os.makedirs(out, exist_ok=True)
     figures = FIGURES if args.only is None else tuple(f.strip() for f in args.only.split(","))

@@ -49,7 +49,7 @@ def run(cfg, out):
     acc = float(np.mean(clf.predict(Xt) == yt))
     print(f"fig6: softmax GPC on {len(X)} MNIST 3/5/8 images: fit {fit_s:.1f} s, accuracy {acc:.3f}, {clf.kernel_}",
           flush=True)
-    n_c = CANDIDATES.get(cfg.name)
+    n_c = CANDIDATES.get(cfg.name.split("-")[0])
     cands = np.arange(X.shape[1]) if n_c is None else np.sort(np.argsort(-X.var(0), kind="stable")[:n_c])
     pick = np.random.default_rng(1).choice(len(Xt), size=min(cfg.fig6_images, len(Xt)), replace=False)
     k = len(pick)
