@@ -82,19 +82,65 @@ rows, each block rank one and PSD). The default bounds use the lemma
 only through ``q(x) = ||L^-1 r_p(x)||^2 <= k_pp(x, x)`` (input rounding:
 ``||L^-1 r|| <= sqrt(k(x, x))``), which therefore holds here.
 
-*Special variance forms are not used.* The local RKHS bound (high
-signal-to-noise) and the exact polynomial form of
-:mod:`skgprobust._bounds._variance` parse ``adapter.kernel`` as the
-cross-covariance kernel of a single-kernel model; their rounding margins
-assume ``|k(x, x_i)| <= k(x, x)`` of that kernel, which the cross-output
-sections do not satisfy (only ``|k_{p o}(x, x')| <= sqrt(k_pp(x, x)
-k_oo(x', x'))``), and the polynomial design matrix would be that of k_pp,
-not of the cross-covariances. The composite kernel object
-(:class:`_OutputCovariance`) is therefore deliberately unknown to those
-parsers and only the default bounds (tangent plane of q, lambda_max and
-spectral split of the quadratic remainder) apply; they are generic in the
-adapter and converge as boxes shrink, but are loose for nearly noise-free
-outputs (known weakness).
+*The local RKHS bound (high signal-to-noise) applies; the polynomial form
+does not.* The local bound of :mod:`skgprobust._bounds._variance` ("High
+signal-to-noise") is an argument about one RKHS H, one point's section
+k_x in it and the operator P = sum_ij S_ij k_{z_i} (x) k_{z_j} built from S
+= (L L^T)^-1 on the support points' sections. For output p take H = the
+RKHS of K_aug^c (K_aug with every latent's WhiteKernel parts removed: the
+cross-covariance, what ``k_l(x, X)`` returns), the support points z_i =
+(x_{n_i}, o_i) and k_x = K_aug^c(., (x, p)). Then, step by step:
+
+* r_p(x)_i = k_{p o_i}(x, x_{n_i}) = <k_{z_i}, k_x> (reproducing property)
+  and q(x) = ||L^-1 r_p(x)||^2 = <k_x, P k_x>.
+* *0 <= P <= I.* L L^T = Kc + E with Kc = [K_aug^c(z_i, z_j)] (the Gram
+  matrix of the sections) and E PSD: the per-output noise diag(sigma_{o_i}^2
+  + alpha) (a per-output diagonal is still a non-negative diagonal: the
+  lemma never needed it to be a multiple of I) plus the latent white parts
+  (block diagonal over rows, rank-one PSD blocks). So for f in H,
+  f_X^T S f_X = max_c (2 c^T f_X - c^T (Kc + E) c) <= max_c (2 <f, g_c> -
+  ||g_c||^2) <= ||f||^2, g_c = sum_i c_i k_{z_i}: the single-kernel proof
+  word for word (f_X = (f(z_i))_i; nothing in it uses that the z_i share an
+  output).
+* *kappa0, H0 and the remainder are those of k_pp.* Every quantity of the
+  expansion that is not an inner product with a support section is an
+  inner product of sections of the *same* output p: ||k_x||^2 = k_pp(x, x),
+  <k_x, k_x'> = k_pp(x, x') = sum_l W_pl^2 k_l^c(x, x'), ||k_x - k_x0 -
+  Dk_x0[u]||^2 and <d_j k_x0, d_k k_x0> are the single-kernel formulas for
+  the kernel k_pp, a sum of non-negative multiples (W_pl^2 a_t) of RBF /
+  Matern terms and constants when every latent reaching p is (stationary,
+  C^2 away from Matern 1.5's documented h^1.5 case, <k_x0, Dk_x0[u]> = 0
+  by symmetry). So the :class:`SmoothCovariance` of output p has the terms
+  (W_pl^2 a_t, kind, l_t) and constant sum_l W_pl^2 c_l.
+* *The support sections are mixtures.* Only the Jacobian J of r_p(x) at x0
+  and the values r_p(x0) enter through the support points: column j of J is
+  (<k_{z_i}, d_j k_x0>)_i, computed as sum_l c_pl[i] d_j k_l(x0, x_{n_i}).
+  These are bounded only by Cauchy-Schwarz, |k_{p o}(x, x')| <=
+  sqrt(k_pp(x, x) k_oo(x', x')), not by k_pp(x, x): that matters for the
+  rounding margins only, through the two constants the SmoothCovariance
+  carries (``_variance`` module doc, "Mixed sections"): each computed entry
+  r_p(x)_i errs by <= (2d + 44 + 2T + value_terms) u value_scale with
+  value_scale = max_i sum_l |W_pl W_{o_i l}| kappa0_l (kappa0_l = k_l^c(x,
+  x) of latent l) and value_terms = L + 2 (the latent kernel value of
+  latent l errs by <= (2d + 44 + 2 T_l) u kappa0_l, the single-kernel
+  claim; then c_pl = fl(W_pl W_{o_i l}), the product fl(c k) and the sum of
+  at most L products add (L + 2) u of sum_l |c_pl[i]| kappa0_l, first
+  order), and the Jacobian's input rounding is weighted per support point
+  by |W_{o_i l} / W_pl| (entry i of term t carries amplitude |W_pl
+  W_{o_i l}| a_t), plus its own and the mixture's rounding (16 + value_terms)
+  u relative to sum_t a_t w_ti sup|kappa_t'| / l_tj (cancellation between
+  latents of different signs is not assumed away). Every other bound of the
+  margins uses only ||L^-1 r_p(x)||^2 = q(x) <= k_pp(x, x) = kappa0 and
+  ||L^-1 (r_p(x) - r_p(x0))|| <= ||k_x - k_x0||_H (the lemma) and the
+  factor's constants (||L||abs, ||L^-1||, shared by the outputs).
+
+A latent kernel outside that family (e.g. RationalQuadratic, Matern 0.5)
+switches the local bound off for the outputs it reaches (W_pl != 0); the
+other outputs keep it. The exact polynomial form is not used: its design
+matrix would be that of k_pp, not of the cross-covariances (and the
+composite kernel object :class:`_OutputCovariance` stays unknown to both
+parsers: the SmoothCovariance is built here and passed to
+:class:`~skgprobust._bounds._variance.LatentVariance` explicitly).
 
 *Rounding.* The composite value ``r_p = sum_l fl(c_pl * k_l)`` adds L
 products and L - 1 additions per support point to what a single-kernel
@@ -126,7 +172,7 @@ from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
-from ._bounds._variance import LatentVariance
+from ._bounds._variance import LatentVariance, SmoothCovariance
 from ._engine._common import BoundModelMixin
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
@@ -279,6 +325,40 @@ class _OutputVariance(LatentVariance):
         return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale
 
 
+def _output_smooth(kernels, W, p, outs, d):
+    """The :class:`SmoothCovariance` of output p's sections (module doc, "The
+    local RKHS bound"), or None when a latent reaching p is not of that form.
+
+    Terms: every smooth term (a, kind, l) of latent l with ``W_pl != 0``, with
+    amplitude ``W_pl^2 a`` (the kernel k_pp: kappa0, H0 and the remainder)
+    and per-support-point weight ``|W_{o_i l} / W_pl|`` (entry i of r_p holds
+    the term with amplitude ``|W_pl W_{o_i l}| a``: the Jacobian's input
+    rounding); the value rounding is relative to ``value_scale = max_i sum_l
+    |W_pl W_{o_i l}| kappa0_l`` with ``value_terms = L + 2`` more roundings
+    (c_pl = fl(W_pl W_{o_i l}), the products with c_pl and the sum over
+    latents)."""
+    terms, weights, const = [], [], 0.0
+    scale = np.zeros(len(outs))
+    for l, k in enumerate(kernels):
+        w = float(W[p, l])
+        if w == 0:
+            continue
+        sc = SmoothCovariance.parse(k, d)
+        if sc is None:
+            return None
+        wi = np.abs(W[outs, l] / w)
+        for a, kind, ls in sc.terms:
+            terms.append((w * w * a, kind, ls))
+            weights.append(wi)
+        const += w * w * sc.const
+        scale += np.abs(w * W[outs, l]) * sc.kappa0
+    if not terms:
+        return None
+    value_scale = float(np.max(scale, initial=0.0)) * (1.0 + 4.0 * len(kernels) * np.finfo(float).eps)
+    return SmoothCovariance(terms, const, d, value_scale=value_scale, value_terms=len(kernels) + 2,
+                            weights=weights)
+
+
 class _SharedFactor:
     """Builds the factor-dependent part of the variance bounds once per fit
     and hands out one :class:`_OutputVariance` per output."""
@@ -286,18 +366,25 @@ class _SharedFactor:
     def __init__(self, L):
         self.L = L
         self._base = None
+        self._solve_ready = False
 
-    def variance(self, adapter, n_extra):
+    def variance(self, adapter, n_extra, smooth=None):
         if self._base is None:
-            # The composite kernel is unknown to SmoothCovariance.parse and
-            # PolynomialCovariance.parse: the base gets neither special form
-            # (module doc), only the factor's precomputations.
-            self._base = _OutputVariance(adapter, self.L, None)
+            # The composite kernel is unknown to the parsers of the special
+            # forms: the base gets only the factor's precomputations; the
+            # local RKHS bound is switched on per output with its own
+            # SmoothCovariance (module doc), the polynomial form never.
+            self._base = _OutputVariance(adapter, self.L, None, smooth=None)
             if self._base.smooth is not None or self._base.poly is not None:  # pragma: no cover
                 raise RuntimeError("The composite LMC kernel must not parse as a special covariance form.")
+        if smooth is not None and not self._solve_ready:
+            # Per-factor constants of the componentwise margins (gam, ||L||abs, ||L^-1||).
+            self._base._solve_setup(self._base._norm_Linv)
+            self._solve_ready = True
         var = copy.copy(self._base)
         var.adapter = adapter
         var.n_extra = n_extra
+        var.smooth = smooth
         return var
 
 
@@ -313,8 +400,8 @@ class _OutputLatent(LatentModel):
             )
         var = self._variances.get(method)
         if var is None:
-            shared, n_extra = self._lmc
-            var = shared.variance(self.adapter, n_extra)
+            shared, n_extra, smooth = self._lmc
+            var = shared.variance(self.adapter, n_extra, smooth)
             self._variances[method] = var
         return var
 
@@ -1024,7 +1111,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             adapter = _OutputAdapter(cov, Xs, adapters, self._coef[p], wp)
             m = _OutputLatent(Xs, self._weights[p][:, None], [self._y_train_mean[p]], [self._y_train_std[p]], cov,
                               L=self.L_, adapter=adapter)
-            m._lmc = (shared, n_extra)
+            m._lmc = (shared, n_extra, _output_smooth(self.kernels_, self.W_, p, outs, d))
             latents.append(m)
         return _MultiOutputBoundModel("regression", latents)
 

@@ -496,3 +496,232 @@ def test_sweep_fast(case, statistic):
 @given(case=_lmc_cases(), statistic=st.sampled_from(["mean", "std"]), max_iter=st.sampled_from([0, 5, 100, 1000]))
 def test_sweep_slow(case, statistic, max_iter):
     _check_case(case, statistic, max_iter, n_samples=3000)
+
+
+# ---------------------------------------------------------------------------
+# The local RKHS (high signal-to-noise) variance bound on the LMC outputs
+# ---------------------------------------------------------------------------
+
+_BATCHES = (1, 3, 64, None)  # predict's last bits depend on the batch size
+
+
+def _std2_batched(mo, P, p, batches=_BATCHES):
+    """predict(return_std=True)[1][:, p] ** 2 at P, once per batch size: (n_batches, n)."""
+    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b in batches:
+            b = len(P) if b is None else b
+            idx = np.linspace(0, len(P) - 1, 50).astype(int) if (b == 1 and len(P) > 50) else np.arange(len(P))
+            v = np.full(len(P), np.nan)
+            for s in range(0, len(idx), b):
+                j = idx[s : s + b]
+                sd = np.asarray(mo.predict(P[j], return_std=True)[1], dtype=np.float64).reshape(len(j), -1)[:, p]
+                v[j] = sd * sd
+            out.append(v)
+    return np.array(out)
+
+
+def _lmc_adversarial(seed=0, n=16, d=2, P=3, L=2, amp=1.0, noise=1e-8, offset=0.0, ratio=1.0, frac=0.4,
+                     kinds=("rbf", "matern2.5"), normalize_y=False, yoff=0.0, const=0.0):
+    """A fixed-hyperparameter LMC: partially observed outputs, W with mixed
+    signs (rows of very different size with ``ratio``), tiny noise, large
+    amplitudes, feature offsets; near-duplicate training inputs."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    X = np.vstack([X, X[:3] + 1e-7 * rng.normal(size=(3, d))])
+    base = {"rbf": lambda: RBF(rng.uniform(0.5, 1.5, d)), "matern2.5": lambda: Matern(rng.uniform(0.5, 1.5, d), nu=2.5),
+            "matern1.5": lambda: Matern(rng.uniform(0.5, 1.5, d), nu=1.5)}
+    kernels = [ConstantKernel(amp) * base[kinds[l % len(kinds)]]() for l in range(L)]
+    if const:
+        kernels[0] = kernels[0] + ConstantKernel(const)
+    W = rng.normal(size=(P, L))
+    W[:, 0] = np.abs(W[:, 0]) * np.where(np.arange(P) % 2 == 0, 1.0, -1.0)  # mixed signs
+    W = W * np.geomspace(1.0, ratio, P)[:, None]  # outputs of very different scales
+    Y = np.sin(X @ rng.normal(size=(d, P)) + rng.uniform(0, 6, P)) * np.sqrt(amp) * np.geomspace(1.0, ratio, P) + yoff
+    Y[rng.random(Y.shape) < frac] = np.nan
+    for p in range(P):
+        Y[p, p] = yoff
+    mo = MO(kernels=kernels, W=W, noise_level=noise, optimizer=None, normalize_y=normalize_y).fit(X + offset, Y)
+    return mo, X + offset
+
+
+def _check_lmc_box(mo, p, lo, hi, rng, n=600):
+    """Combined and local variance bounds of output p contain predict's
+    std^2 at dense samples + L-BFGS-B optima, every batch size."""
+    bm = mo._bound_model()
+    var, s2 = bm.variances()[p], float(bm.latents[p].scale[0]) ** 2
+    assert var.smooth is not None
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    vb = var.bounds(lo[None], hi[None])
+    dlo, dhi = var.adapter.diag_interval(lo[None], hi[None])
+    l2, u2, *_ = var._local_bounds(lo[None], hi[None], dlo, dhi)
+    res = attack(lambda Q: _std2_batched(mo, Q, p, (None,))[0], lo, hi, rng, n_samples=n, n_starts=2)
+    pts = np.vstack([res.points[:: max(1, len(res.points) // 150)], res.argmin[None], res.argmax[None]])
+    vals = _std2_batched(mo, pts, p)
+    vmin, vmax = min(res.min, np.nanmin(vals)), max(res.max, np.nanmax(vals))
+    for name, lower, upper in (("combined", vb.lower[0], vb.upper[0]), ("local", l2[0], u2[0])):
+        assert lower * s2 <= vmin, (name, p, lower * s2, vmin)
+        assert upper * s2 >= vmax, (name, p, upper * s2, vmax)
+    return (l2[0] * s2, u2[0] * s2), (vmin, vmax)
+
+
+_ADVERSARIAL = {
+    "tiny_noise": dict(noise=1e-10),
+    "large_amp": dict(amp=1e4, noise=1e-6),
+    "offset": dict(offset=1e4, noise=1e-8),
+    "scales": dict(ratio=1e3, noise=1e-8),  # cross-output sections >> k_pp(x, x) of the small output
+    "normalize": dict(normalize_y=True, yoff=1e4, amp=10.0, noise=1e-9, kinds=("matern1.5", "rbf"), const=3.0),
+    "three_latents": dict(L=3, P=4, noise=1e-8, kinds=("rbf", "matern2.5", "matern1.5")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ADVERSARIAL))
+def test_local_bound_brackets_predict_adversarial(name):
+    mo, X = _lmc_adversarial(**_ADVERSARIAL[name])
+    rng = np.random.default_rng(5)
+    P, d = mo.n_outputs_, X.shape[1]
+    gaps = []
+    for i, c in enumerate((X[0], 0.5 * (X[1] + X[2]), X[-1])):
+        for hw in (0.3, 1e-2, 1e-5, 0.0):
+            h = hw * rng.uniform(0.2, 1.0, d)
+            for p in range(P):
+                (l2, u2), (vmin, vmax) = _check_lmc_box(mo, p, c - h, c + h, rng, n=400 if hw else 20)
+                if hw == 0.0 and i == 1:
+                    gaps.append((u2 - l2) / max(vmin, 1e-300))
+    # At a zero-width box between training inputs the local bound is the
+    # value plus its margins: far below the value itself.
+    assert np.median(gaps) < 1e-2
+
+
+def test_local_bound_is_used_and_refused_for_unsupported_latents():
+    mo, _ = _lmc_adversarial()
+    vs = mo._bound_model().variances()
+    assert all(v.smooth is not None for v in vs)
+    sm = vs[1].smooth
+    # k_pp: kappa0 = sum_l W_pl^2 kappa0_l, value_scale >= every |k_{p o_i}| bound.
+    k0 = [float(k.diag(np.zeros((1, 2)))[0]) for k in mo.kernels_]
+    assert sm.kappa0 == pytest.approx(sum(mo.W_[1, l] ** 2 * k0[l] for l in range(2)), rel=1e-14)
+    outs = mo.observed_[1]
+    assert sm.value_scale >= np.max(np.abs(mo.W_[1]) @ (np.abs(mo.W_[outs]) * k0).T) * (1 - 1e-15)
+    # A latent kernel outside the smooth family switches the bound off for
+    # the outputs it reaches (RationalQuadratic), not for the others.
+    X, Y = _data(seed=3)
+    W = np.array([[1.0, 0.0], [0.5, -1.0], [0.0, 2.0]])
+    mo2 = MO(kernels=[RBF(1.0), RationalQuadratic(1.0, 1.0)], W=W, W_bounds="fixed", noise_level=1e-6,
+             optimizer=None).fit(X, Y)
+    assert [v.smooth is not None for v in mo2._bound_model().variances()] == [True, False, False]
+
+
+def test_composite_value_rounding_constant():
+    """The per-entry rounding claim behind the local bound's margins (module
+    doc of skgprobust._multioutput, "Rounding"): the computed sections r_p
+    (the bound model's adapter and predict's own) differ from the exact
+    sum_l W_pl W_{o_i l} k_l(x, x_i) (extended precision) by at most
+    (2d + 44 + 2T + value_terms) u value_scale. With outputs of very
+    different scales the cross-output values are ~1e3 x k_pp(x, x) of the
+    small output: k_pp-scaled rounding (the single-kernel constant) is
+    exceeded."""
+    mo, X = _lmc_adversarial(seed=4, n=30, P=3, L=2, ratio=1e-3, noise=1e-8, offset=7.0)
+    W = mo.W_.copy()
+    W[0] *= 1e3  # output 0 large, outputs 1, 2 small (and mixed signs)
+    mo = MO(kernels=mo.kernels_, W=W, noise_level=1e-8, optimizer=None).fit(mo.X_train_, mo.Y_train_)
+    rows, outs = mo.observed_
+    Xs = mo.X_train_[rows]
+    rng = np.random.default_rng(1)
+    Xq = np.vstack([Xs[:40] + 1e-3 * rng.normal(size=(40, 2)), 7.0 + rng.uniform(-2, 2, (40, 2))])
+    ld = np.longdouble
+    exact = np.zeros((mo.n_outputs_, len(Xq), len(rows)), dtype=ld)
+    for l, k in enumerate(mo.kernels_):
+        amp, base = float(k.k1.constant_value), k.k2
+        ls = np.asarray(base.length_scale, dtype=ld)
+        D = (Xq[:, None, :].astype(ld) - Xs[None].astype(ld)) / ls
+        s = np.sqrt((D * D).sum(-1))
+        if isinstance(base, Matern):
+            t = np.sqrt(ld(5)) * s if base.nu == 2.5 else np.sqrt(ld(3)) * s
+            prof = (1 + t + t * t / 3) * np.exp(-t) if base.nu == 2.5 else (1 + t) * np.exp(-t)
+        else:
+            prof = np.exp(-s * s / 2)
+        for p in range(mo.n_outputs_):
+            exact[p] += (ld(W[p, l]) * ld(W[outs, l]))[None] * ld(amp) * prof
+    R_pred, _ = mo._cross(Xq)
+    bm = mo._bound_model()
+    worst_ratio, worst_mut = 0.0, 0.0
+    for p, var in enumerate(bm.variances()):
+        sm = var.smooth
+        cv = (2 * 2 + 44 + 2 * len(sm.terms) + sm.value_terms) * np.finfo(float).eps / 2 * sm.value_scale
+        for R in (R_pred[p], var.adapter.values(Xq)):
+            err = np.abs(R.astype(ld) - exact[p]).astype(float)
+            worst_ratio = max(worst_ratio, float(err.max() / cv))
+            worst_mut = max(worst_mut, float(err.max() / (cv * sm.kappa0 / sm.value_scale)))
+    assert worst_ratio <= 1.0
+    assert worst_mut > 1.0  # the k_pp-scaled constant would be violated
+
+
+def test_local_bound_makes_high_snr_std_ranges_converge():
+    """A small nearly noise-free LMC: the std ranges converge with the local
+    RKHS bound and stall without it (same budget), and bracket the attack."""
+    mo, X = _lmc_adversarial(seed=2, n=20, noise=1e-8, kinds=("rbf", "matern2.5"))
+    x = 0.5 * (X[3:4] + X[4:5])
+    gamma = 0.05
+    s0 = np.sqrt(_std2_batched(mo, x, 0, (None,))[0])
+    eps = 0.005 * float(s0.min())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        # measured: 24 splits with the local bound, 77 without it
+        r = mo.prediction_range(x, gamma, statistic="std", epsilon=eps, max_iter=40, random_state=0)
+        assert r.converged.all()
+        # without the local bound (same model, the bound model's variances stripped of it)
+        mo_off = pickle.loads(pickle.dumps(mo))
+        for v in mo_off._bound_model().variances():
+            v.smooth = None
+        r_off = mo_off.prediction_range(x, gamma, statistic="std", epsilon=eps, max_iter=40, random_state=0)
+    assert not r_off.converged.all()
+    rng = np.random.default_rng(0)
+    for p in range(mo.n_outputs_):
+        a = attack(_fn(mo, p, "std"), x[0] - gamma, x[0] + gamma, rng, n_samples=2000, n_starts=2)
+        assert r.min_lower[0, p] <= a.min + TOL and r.max_upper[0, p] >= a.max - TOL
+
+
+@st.composite
+def _snr_cases(draw):
+    d = draw(st.integers(1, 3))
+    L = draw(st.integers(1, 3))
+    P = draw(st.integers(1, 4))
+    kinds = tuple(draw(st.sampled_from(["rbf", "matern2.5", "matern1.5"])) for _ in range(L))
+    kw = dict(seed=draw(st.integers(0, 2**16)), n=draw(st.integers(3, 30)), d=d, P=P, L=L, kinds=kinds,
+              amp=draw(st.sampled_from([1.0, 1e2, 1e4])), noise=draw(st.sampled_from([1e-10, 1e-8, 1e-6, 1e-3])),
+              offset=draw(st.sampled_from([0.0, 1e3, 1e5])), ratio=draw(st.sampled_from([1.0, 1e-2, 1e3])),
+              frac=draw(st.sampled_from([0.0, 0.5])), normalize_y=draw(st.booleans()),
+              yoff=draw(st.sampled_from([0.0, 1e4])), const=draw(st.sampled_from([0.0, 0.0, 2.0])))
+    width = draw(st.sampled_from([0.0, 1e-9, 1e-5, 1e-2, 0.3]))
+    where = draw(st.sampled_from(["train", "between", "random"]))
+    return kw, width, where
+
+
+def _snr_sweep(case, n):
+    kw, width, where = case
+    try:
+        mo, X = _lmc_adversarial(**kw)
+    except np.linalg.LinAlgError:  # the factorisation itself failed
+        return
+    rng = np.random.default_rng(kw["seed"])
+    d = X.shape[1]
+    c = {"train": X[0], "between": 0.5 * (X[0] + X[-1]), "random": kw["offset"] + rng.uniform(-2.5, 2.5, d)}[where]
+    h = width * rng.uniform(0.1, 1.0, d)
+    for p in range(mo.n_outputs_):
+        _check_lmc_box(mo, p, c - h, c + h, rng, n=n)
+
+
+@FAST
+@given(case=_snr_cases())
+def test_local_bound_sweep_fast(case):
+    _snr_sweep(case, 200)
+
+
+@pytest.mark.slow
+@SLOW
+@given(case=_snr_cases())
+def test_local_bound_sweep_slow(case):
+    _snr_sweep(case, 1500)

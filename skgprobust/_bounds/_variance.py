@@ -149,7 +149,8 @@ by the solve model twice, ||(L L^T)^-1 fl(D R)|| <= ||a0~|| + nLinv gam nLabs
 ||f||_H (lemma 0 <= P <= I). Hence, with ||fl(D R) - D r0|| <= dR (input
 rounding :meth:`KernelAdapter.rounding` plus the rounding of each kernel value
 and of the product with D, <= cv = (2d + 44 + 2T) u kappa0 per entry, T the
-number of terms: the (squared) distance errs by <= gamma_(d+3) relative,
+number of terms (mixed sections: (2d + 44 + 2T + value_terms) u value_scale,
+see "Mixed sections" below): the (squared) distance errs by <= gamma_(d+3) relative,
 which moves kappa_t by <= gamma_(d+3) sup_s s |kappa_t'(s)| <= 0.74 gamma_(d+3)
 (RBF: s^2 e^(-s^2/2) <= 2/e; Matern 2.5 / 1.5 with t = sqrt5 s / sqrt3 s:
 t^2 (1 + t) e^-t / 3, t^2 e^-t <= 0.6), the polynomial factor, exp, products and the sum of T terms a few u
@@ -180,6 +181,30 @@ from v(x) by at most
       + (perturbation term of dRx with ||a|| <= aR + nLinv^2 dR + nLinv Dh).
 
 On the Friedman #1 Matern models this margin is ~1e-7 of v instead of ~0.1.
+
+Mixed sections (multi-output kernels)
+-------------------------------------
+Nothing above needs the support points to be points of the same space as
+x, nor k(Xs, x) to be bounded by k(x, x): the local bound holds for any PSD
+kernel K on any set Z, a query section k_x = K(., z(x)) whose kernel
+k_pp(x, x') = K(z(x), z(x')) in x is of the :class:`SmoothCovariance` form,
+and support points z_i whose Gram matrix Kc satisfies L L^T = Kc + E, E PSD
+(diagonal noise of any non-negative values, white parts). The lemma 0 <= P
+<= I, the expansion, the remainder E and ``H0`` are then those of k_pp;
+only the support sections r(x)_i = K(z_i, z(x)) are different, bounded by
+Cauchy-Schwarz instead of by k_pp(x, x). They enter the margins in two
+places, both parameters of :class:`SmoothCovariance` (defaults: the single
+kernel): the per-entry rounding of the computed values, cv = (2d + 44 + 2T
++ value_terms) u value_scale, value_scale >= the magnitude of the summed
+products that form an entry (single kernel: kappa0 >= |k(x, x_i)|) and
+value_terms the extra roundings of the mixture; and the Jacobian's
+rounding (:meth:`SmoothCovariance.jacobian_rounding`), with per-term
+weights w_ti (entry i holds term t with amplitude a_t w_ti) for the input
+rounding and (16 + value_terms) u sum_t a_t w_ti sup|kappa_t'| / l_tj for
+its own and the mixture's arithmetic. The caller passes the object to
+:class:`LatentVariance` (``smooth=``) and vouches for the structure; the
+linear model of coregionalisation (:mod:`skgprobust._multioutput`) is the
+user: K = the LMC covariance on (x, output), z(x) = (x, p).
 
 Polynomial kernels: the exact polynomial form
 ---------------------------------------------
@@ -298,12 +323,28 @@ class SmoothCovariance:
         "matern1.5": (3.0, 4.0 * np.sqrt(3.0), 3.0),
     }
 
-    def __init__(self, terms, const, d):
+    # sup_s |kappa'(s)| <= this for every profile (RBF e^-1/2 = 0.607,
+    # Matern 2.5 0.626, Matern 1.5 sqrt3 / e = 0.637; checked in the tests).
+    SUP_SLOPE = 0.75
+
+    def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None):
         self.terms = terms  # [(amp, kind, ls (d,))]
+        self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
         self.H0 = np.zeros(d)
         for a, kind, ls in terms:
             self.H0 += a * self.PROFILES[kind][0] / ls**2
+        # Rounding of the computed kernel values (module doc, "Rounding of the
+        # local bound"): each entry errs by <= (2d + 44 + 2T + value_terms) u
+        # value_scale. A single kernel: value_scale = kappa0 >= |k(x, x_i)|,
+        # value_terms = 0. A kernel whose sections at the support points are
+        # mixtures of these terms (multi-output, module doc "Mixed sections")
+        # passes the magnitude of the mixture and the extra operations.
+        self.value_scale = self.kappa0 if value_scale is None else float(value_scale)
+        self.value_terms = int(value_terms)
+        # Per term, (N,) non-negative weights: the entry i of k(Xs, x) holds
+        # the term with amplitude amp * weights[t][i] (None: 1, one kernel).
+        self.weights = weights
 
     @classmethod
     def parse(cls, kernel, d):
@@ -362,12 +403,25 @@ class SmoothCovariance:
         """(B, d) bound on ||dJ_j||, the error of the computed Jacobian column
         j of k_c(x0, Xs) caused by rounding the inputs: per term
         |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
-        <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance."""
+        <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance.
+
+        With per-term ``weights`` (mixed sections, module doc) entry i of term
+        t carries amplitude a_t w_ti, and the Jacobian is a sum of such terms
+        computed in float: besides the weighted input rounding, each term's
+        own rounding (16 u, relative) and the products and sums of the
+        mixture (value_terms u) are bounded relative to the sum of the
+        terms' magnitudes, |d k_t / d x_j| <= a_t w_ti sup|kappa'| / l_j
+        (no cancellation is assumed between terms of different sign)."""
         out = np.zeros(amax.shape)
-        for a, kind, ls in self.terms:
-            ds = np.linalg.norm(5.0 * _input_rounding(amax, Xs, ls), axis=1)  # (B,)
+        for t, (a, kind, ls) in enumerate(self.terms):
+            e = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
+            if self.weights is not None:
+                w = self.weights[t]
+                e = e * w[None, :]
+                out += (16.0 + self.value_terms) * _U * self.SUP_SLOPE * a * np.linalg.norm(w) / ls[None, :]
+            ds = np.linalg.norm(e, axis=1)  # (B,)
             out += 3.0 * self.PROFILES[kind][0] * a * ds[:, None] / ls[None, :]
-        return out
+        return out * (1.0 + 1e-12) if self.weights is not None else out
 
 
 @dataclass
@@ -408,7 +462,7 @@ class LatentVariance:
         Column scaling D of ``A = L^-1 D`` (``W_sr_`` for the Laplace GPC).
     """
 
-    def __init__(self, adapter, L, col_scale=None):
+    def __init__(self, adapter, L, col_scale=None, smooth="parse"):
         self.adapter = adapter
         L = np.asarray(L, dtype=np.float64)
         N = L.shape[0]
@@ -439,7 +493,16 @@ class LatentVariance:
         self.lam_max = (float(lam[0]) + self.s_err) * (1 + 1e-10) if N else 0.0
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
-        self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
+        # ``smooth``: "parse" reads adapter.kernel; a SmoothCovariance is used
+        # as given (the caller vouches that it describes k(Xs, x) and k_c(x, x),
+        # module doc "Mixed sections"); None switches the bound off.
+        self._norm_Linv = norm_Linv
+        if isinstance(smooth, SmoothCovariance) or smooth is None:
+            self.smooth = smooth if N else None
+        elif smooth == "parse":
+            self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
+        else:
+            raise ValueError(f"smooth must be 'parse', None or a SmoothCovariance, got {smooth!r}.")
         if self.smooth is not None:
             self._solve_setup(norm_Linv)
         # The exact polynomial form (module doc, "Polynomial kernels").
@@ -468,7 +531,8 @@ class LatentVariance:
             # cv per entry plus input rounding), D K D >= 0 and the products
             # err by 3 u |D K D|: L L^T >= (1 - t) I.
             Xs = self.adapter.Xs
-            cv = (2 * d + 44 + 2 * len(self.smooth.terms)) * _U * self.smooth.kappa0
+            sm = self.smooth
+            cv = (2 * d + 44 + 2 * len(sm.terms) + sm.value_terms) * _U * sm.value_scale
             EK = float(np.linalg.norm(self.adapter.rounding(Xs, Xs) + cv)) * (1.0 + N * _U)
             t = 2.0 * self._gam * self._nLabs**2 + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
             self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
@@ -800,7 +864,7 @@ class LatentVariance:
             # Kernel values as float code computes them: input rounding plus
             # the rounding of the value itself and of the product with D
             # (GPC), <= cv per entry in the scaled space.
-            cv = (2 * d + 44 + 2 * len(sm.terms)) * _U * sm.kappa0
+            cv = (2 * d + 44 + 2 * len(sm.terms) + sm.value_terms) * _U * sm.value_scale
             nE0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
             nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
