@@ -62,6 +62,71 @@ class Link:
         p_hi = self.value(mu_hi, np.where(mu_hi >= 0, v_lo, v_hi)) + self.margin
         return p_lo, p_hi
 
+    #: Proven bounds (G3, G4) on sup |g'''(x)| and sup |g''''(x)| over all x,
+    #: cached per class by :meth:`derivative_sups` (None: not computed).
+    _derivative_sups = None
+
+    def derivative_sups(self):
+        """(G3, G4) or None (then :meth:`v_slope_lower` is 0: no coupling)."""
+        return None
+
+    def v_slope_lower(self, mu_lo, mu_hi, v_lo, v_hi, n_mu=None, n_v=None):
+        """A proven lower bound kappa >= 0 of |dp/dv| over each rectangle
+        [mu_lo, mu_hi] x [v_lo, v_hi], element-wise; 0 where the mean range
+        contains 0 in its interior, v_lo < 0, an end is not finite or the link
+        has no derivative bounds.
+
+        With it (module doc: dp/dv <= 0 for mu >= 0, >= 0 for mu <= 0), for
+        (mu, v) in the rectangle
+
+        * mu_lo >= 0: p(mu, v) >= p(mu, v_hi) + kappa (v_hi - v) and
+          p(mu, v) <= p(mu, v_lo) - kappa (v - v_lo);
+        * mu_hi <= 0: p(mu, v) >= p(mu, v_lo) + kappa (v - v_lo) and
+          p(mu, v) <= p(mu, v_hi) - kappa (v_hi - v)
+
+        (integrate |dp/dv| >= kappa along v at fixed mu), which is how the
+        joint bounds couple each class's variance to its mean.
+
+        Proof. dp/dv = E[g''(f)] / 2 (f ~ N(mu, v): the heat equation), so
+        d/dmu (dp/dv) = E[g'''(f)] / 2 and d/dv (dp/dv) = E[g''''(f)] / 4, at
+        most G3 / 2 and G4 / 4 in absolute value (:meth:`derivative_sups`).
+        On a grid of n_mu x n_v points spanning the rectangle (ends
+        included), every point of the rectangle is within dm / 2 in mu and
+        dv / 2 in v of a grid point (spacing widened by 1e-9 relative plus
+        1e-15 |ends| for the rounding of the grid), so |dp/dv| >= min over
+        the grid of |dp/dv| - G3 dm / 4 - G4 dv / 8; the computed dp/dv errs
+        by at most SLOPE_ERROR (subtracted).
+        """
+        n_mu = N_SLOPE_MU if n_mu is None else int(n_mu)
+        n_v = N_SLOPE_V if n_v is None else int(n_v)
+        mu_lo, mu_hi, v_lo, v_hi = np.broadcast_arrays(
+            *(np.asarray(t, dtype=np.float64) for t in (mu_lo, mu_hi, v_lo, v_hi))
+        )
+        sups = self.derivative_sups()
+        out = np.zeros(mu_lo.shape)
+        with np.errstate(invalid="ignore"):
+            ok = (
+                np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_lo) & np.isfinite(v_hi)
+                & (v_lo >= 0) & (v_hi >= v_lo) & (mu_hi >= mu_lo) & ((mu_lo >= 0) | (mu_hi <= 0))
+            )
+        if sups is None or not ok.any():
+            return out
+        G3, G4 = sups
+        a, b, c, e = mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok]
+        fm = np.linspace(0.0, 1.0, n_mu)
+        fv = np.linspace(0.0, 1.0, n_v)
+        M = a[:, None, None] + (b - a)[:, None, None] * fm[None, :, None]
+        V = c[:, None, None] + (e - c)[:, None, None] * fv[None, None, :]
+        M, V = np.broadcast_arrays(M, V)
+        with np.errstate(all="ignore"):
+            dpdv = self.grad(M, V)[1]
+            slope = np.where(a >= 0, -1.0, 1.0)[:, None, None] * dpdv
+            dm = (b - a) / (n_mu - 1) * (1 + 1e-9) + 1e-15 * (np.abs(a) + np.abs(b))
+            dv = (e - c) / (n_v - 1) * (1 + 1e-9) + 1e-15 * (np.abs(c) + np.abs(e))
+            k = slope.min(axis=(1, 2)) - G3 * dm / 4.0 - G4 * dv / 8.0 - SLOPE_ERROR
+        out[ok] = np.where(np.isfinite(k), np.maximum(k, 0.0), 0.0)
+        return out
+
     def lines(self, mu_lo, mu_hi, v_lo, v_hi, upper=False):
         """Linear bounds of p in mu over rectangles (see :func:`_lower_lines`).
 
@@ -103,6 +168,11 @@ class Link:
 class FiveErfLink(Link):
     """sklearn's ``predict_proba`` of the binary Laplace GPC."""
 
+    def derivative_sups(self):
+        if FiveErfLink._derivative_sups is None:
+            FiveErfLink._derivative_sups = probit_mixture_sups(FIVE_ERF_COEFS, np.sqrt(2.0) * FIVE_ERF_LAMBDAS)
+        return FiveErfLink._derivative_sups
+
     def value(self, mu, v):
         mu, v = np.asarray(mu, dtype=np.float64), np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         lam = FIVE_ERF_LAMBDAS
@@ -124,6 +194,11 @@ class ProbitLink(Link):
     """Probit likelihood: p = Phi(mu / sqrt(1 + v)) (paper Prop. 8)."""
 
     margin = 1e-15
+
+    def derivative_sups(self):
+        if ProbitLink._derivative_sups is None:
+            ProbitLink._derivative_sups = probit_mixture_sups(np.ones(1), np.ones(1))
+        return ProbitLink._derivative_sups
 
     def value(self, mu, v):
         return ndtr(np.asarray(mu, dtype=np.float64) / np.sqrt(1.0 + np.maximum(v, 0.0)))
@@ -188,6 +263,50 @@ class LogisticLink(Link):
     def grad(self, mu, v):
         m = self._moments(mu, v, 2)
         return m[1], 0.5 * m[2]
+
+
+#: Grid of :meth:`Link.v_slope_lower` per rectangle (mean x variance).
+N_SLOPE_MU = 33
+N_SLOPE_V = 9
+
+
+def probit_mixture_sups(c, b, x_max=15.0, n_grid=1_500_001):
+    """Proven upper bounds (G3, G4) of sup_x |g'''(x)| and sup_x |g''''(x)| for
+    g(x) = sum_i c_i Phi(b_i x) (b_i > 0): sklearn's five-erf link (b_i =
+    sqrt(2) lambda_i) and the probit (one term).
+
+    g^(n)(x) = sum_i c_i b_i^n phi^(n-1)(b_i x) with phi'' = (y^2 - 1) phi,
+    phi''' = (3 y - y^3) phi, phi'''' = (y^4 - 6 y^2 + 3) phi; |g'''| and
+    |g''''| are even, so x >= 0 suffices. On [0, x_max] a grid of spacing
+    dx: sup |g''''| <= grid max + L5 dx / 2 with the crude Lipschitz
+    constant L5 = sum |c_i| b_i^5 sup|phi''''| (sup|phi''''| = 3 phi(0) <
+    1.2); then sup |g'''| <= grid max + G4 dx / 2. Beyond x_max, with y_i =
+    b_i x >= b_i x_max >= 4: |phi''(y)| <= y^2 phi(y) and |phi'''(y)| <=
+    y^3 phi(y) (y >= 4), and y^2 phi(y), y^3 phi(y) decrease for y >= 4,
+    so the tails are at most their sums at b_i x_max. Each computed value
+    errs by far less than 1e-9 (five terms of size <= 1e4, relative
+    1e-15): 1e-9 is added.
+    """
+    c, b = np.asarray(c, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if np.min(b) * x_max < 4.0:  # pragma: no cover - the tail argument needs it
+        raise ValueError("x_max too small for the tail bound.")
+    x = np.linspace(0.0, x_max, n_grid)
+    dx = x[1] - x[0]
+    g3 = np.zeros(n_grid)
+    g4 = np.zeros(n_grid)
+    for ci, bi in zip(c, b):
+        y = bi * x
+        ph = np.exp(-0.5 * y * y) / np.sqrt(2.0 * np.pi)
+        g3 += ci * bi**3 * (y * y - 1.0) * ph
+        g4 += ci * bi**4 * (3.0 * y - y**3) * ph
+    L5 = np.sum(np.abs(c) * b**5) * 1.2
+    G4 = float(np.abs(g4).max() + L5 * dx / 2 + 1e-9)
+    G3 = float(np.abs(g3).max() + G4 * dx / 2 + 1e-9)
+    yt = b * x_max
+    pt = np.exp(-0.5 * yt * yt) / np.sqrt(2.0 * np.pi)
+    G3 = max(G3, float(np.sum(np.abs(c) * b**3 * yt**2 * pt)) + 1e-9)
+    G4 = max(G4, float(np.sum(np.abs(c) * b**4 * yt**3 * pt)) + 1e-9)
+    return G3, G4
 
 
 #: Tangent points tried per rectangle by :func:`_lower_lines`.
