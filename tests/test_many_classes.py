@@ -405,3 +405,48 @@ def test_coupled_lines_bound_sklearn_proba():
                              bounds=list(zip(lo, hi)))
                 assert r.fun >= 0
     assert active > 0
+
+
+@pytest.mark.slow
+@SLOW
+@given(
+    n_classes=st.integers(3, 6),
+    d=st.integers(1, 4),
+    seed=st.integers(0, 10_000),
+    amp=st.floats(0.3, 40.0),
+    ls=st.floats(0.3, 4.0),
+    matern=st.booleans(),
+    half=st.sampled_from([1e-6, 1e-3, 0.02, 0.2, 1.0]),
+)
+def test_coupled_bounds_sweep(n_classes, d, seed, amp, ls, matern, half):
+    """Random models and boxes: the affine variance enclosure holds for
+    sklearn's latent variance (no tolerance), and the joint pair bound (grid
+    and coupled lines) for the difference of sklearn's probabilities, at
+    sampled points and an L-BFGS-B minimum."""
+    from skgprobust._bounds._variance_affine import affine_variance_enclosure
+
+    X, y = make_blobs(20 * n_classes, n_features=d, centers=n_classes, cluster_std=1.5, random_state=seed)
+    base = Matern(ls, nu=2.5) if matern else RBF(ls)
+    clf = _fit(X, y, ConstantKernel(amp) * base, optimizer=None)
+    probs = bound_model_of(clf).probabilities()
+    rng = np.random.default_rng(seed)
+    x = X[rng.integers(len(X))] + rng.normal(0, 0.3, d)
+    lo, hi = x - half, x + half
+    Z = np.vstack([lo + (hi - lo) * rng.random((500, d)), x])
+    ad = probs.models[0].adapter
+    for k in range(n_classes):
+        g, c_lo, c_hi = affine_variance_enclosure(probs.variances[k], lo[None], hi[None])
+        v = _sk_latent(clf, k, Z)[1]
+        lin = ad.values(Z) @ g[0]
+        assert np.all(v >= c_lo[0] - lin) and np.all(v <= c_hi[0] - lin)
+    c = int(np.argmax(_unnormalised(clf, x[None])[0]))
+    others = [k for k in range(n_classes) if k != c]
+    _, _, boxes = probs.p_box(lo[None], hi[None], [c] + others)
+    joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
+    U = _unnormalised(clf, Z)
+    for j, k in enumerate(others):
+        if np.isnan(joint[0, j]):
+            continue
+        assert np.all(U[:, c] - U[:, k] >= joint[0, j])
+        f = lambda Q, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Q))  # noqa: E731
+        assert _lbfgs_min(f, lo, hi, [args[0, j], Z[np.argmin(U[:, c] - U[:, k])]]) >= joint[0, j]
