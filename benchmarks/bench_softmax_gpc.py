@@ -33,7 +33,7 @@ from sklearn.gaussian_process.kernels import RBF  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
 
 from _bench import package_state, table  # noqa: E402
-from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier  # noqa: E402
+from skgprobust import SoftmaxGaussianProcessClassifier  # noqa: E402
 
 
 def split(n_classes, per_class, n_test_per_class):

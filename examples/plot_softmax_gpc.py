@@ -17,10 +17,7 @@ from matplotlib.patches import Rectangle
 from sklearn.datasets import make_blobs
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-try:
-    from skgprobust import SoftmaxGaussianProcessClassifier
-except ImportError:  # not exported yet
-    from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier
+from skgprobust import SoftmaxGaussianProcessClassifier
 
 X, y = make_blobs(n_samples=90, centers=3, cluster_std=1.6, random_state=3)
 X_train, y_train, X_test = X[:60], y[:60], X[60:72]

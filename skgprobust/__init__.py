@@ -20,6 +20,7 @@ from ._ep import EPGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
 from ._multioutput import MultiOutputGaussianProcessRegressor
 from ._scoring import make_robustness_scorer
+from ._softmax_gpc import SoftmaxGaussianProcessClassifier
 from ._sparse import SparseGaussianProcessClassifier, SparseGaussianProcessRegressor
 from .exceptions import (
     BudgetExhaustedWarning,
@@ -37,6 +38,7 @@ __all__ = [
     "RobustGaussianProcessClassifier",
     "RobustGaussianProcessRegressor",
     "EPGaussianProcessClassifier",
+    "SoftmaxGaussianProcessClassifier",
     "SparseGaussianProcessRegressor",
     "SparseGaussianProcessClassifier",
     "MultiOutputGaussianProcessRegressor",
