@@ -88,7 +88,7 @@ def run(cfg, out):
                 boxes.append(delta)
                 labels.append(f"{label[0]}{it}")
             summary[-1][12] = f"{med['Laplace'] / max(med['EP'], 1e-12):.2f}"
-        bp = ax.boxplot(boxes, patch_artist=True)
+        bp = ax.boxplot(boxes, patch_artist=True, medianprops={"color": "black"})
         ax.set_xticks(np.arange(1, len(labels) + 1), labels)
         for patch, lab in zip(bp["boxes"], labels):
             patch.set_facecolor("tab:orange" if lab.startswith("L") else "tab:blue")
