@@ -25,6 +25,7 @@ from skgprobust import BudgetExhaustedWarning
 from skgprobust._multioutput import MultiOutputGaussianProcessRegressor as MO
 
 from ._helpers import FAST, SLOW, TOL, attack, in_box, stationary_kernels
+from .test_variance_margin import BATCHES, sk_var_batched
 
 
 def _data(seed=0, n=24, d=2, P=3, frac=0.35):
@@ -502,25 +503,12 @@ def test_sweep_slow(case, statistic, max_iter):
 # The local RKHS (high signal-to-noise) variance bound on the LMC outputs
 # ---------------------------------------------------------------------------
 
-_BATCHES = (1, 3, 64, None)  # predict's last bits depend on the batch size
+_BATCHES = BATCHES  # predict's last bits depend on the batch size
 
 
 def _std2_batched(mo, P, p, batches=_BATCHES):
     """predict(return_std=True)[1][:, p] ** 2 at P, once per batch size: (n_batches, n)."""
-    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
-    out = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for b in batches:
-            b = len(P) if b is None else b
-            idx = np.linspace(0, len(P) - 1, 50).astype(int) if (b == 1 and len(P) > 50) else np.arange(len(P))
-            v = np.full(len(P), np.nan)
-            for s in range(0, len(idx), b):
-                j = idx[s : s + b]
-                sd = np.asarray(mo.predict(P[j], return_std=True)[1], dtype=np.float64).reshape(len(j), -1)[:, p]
-                v[j] = sd * sd
-            out.append(v)
-    return np.array(out)
+    return sk_var_batched(mo, P, batches, col=p)
 
 
 def _lmc_adversarial(seed=0, n=16, d=2, P=3, L=2, amp=1.0, noise=1e-8, offset=0.0, ratio=1.0, frac=0.4,

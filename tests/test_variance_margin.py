@@ -30,8 +30,8 @@ from ._helpers import FAST, SLOW, attack
 BATCHES = (1, 3, 64, None)  # None: all points in one call
 
 
-def sk_var_batched(reg, P, batches=BATCHES):
-    """sklearn's variance (std^2, first target) at P, once per batch size:
+def sk_var_batched(reg, P, batches=BATCHES, col=0):
+    """sklearn's variance (std^2, target ``col``) at P, once per batch size:
     (n_batches, n) array."""
     P = np.atleast_2d(np.asarray(P, dtype=np.float64))
     out = []
@@ -47,7 +47,7 @@ def sk_var_batched(reg, P, batches=BATCHES):
             for s in range(0, len(idx), b):
                 j = idx[s : s + b]
                 _, sd = reg.predict(P[j], return_std=True)
-                sd = np.asarray(sd, dtype=np.float64).reshape(len(j), -1)[:, 0]
+                sd = np.asarray(sd, dtype=np.float64).reshape(len(j), -1)[:, col]
                 v[j] = sd * sd
             out.append(v)
     return np.array(out)
@@ -125,6 +125,8 @@ def test_rkhs_increment_lemma(kind):
         assert 2 * (prof(0) - prof(s)) <= c2 * s**2
         # and the kernel-value rounding constant: s |kappa'(s)| <= 0.74
         assert s * abs(mp.diff(prof, s)) <= mp.mpf("0.74")
+        # and the slope bound of the mixed-section Jacobian rounding
+        assert abs(mp.diff(prof, s)) <= mp.mpf(SmoothCovariance.SUP_SLOPE)
 
 
 def _ref_q(L, r):
