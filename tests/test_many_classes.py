@@ -302,6 +302,12 @@ def test_probit_mixture_sups_bound_the_derivatives():
             g4 += ci * bi**4 * (3 * y - y**3) * ph
         assert np.abs(g3).max() <= G3 <= 1.05 * np.abs(g3).max()
         assert np.abs(g4).max() <= G4 <= 1.05 * np.abs(g4).max()
+        # The stored constants the links use are the proven ones, rounded up.
+        link = FiveErfLink() if len(c) == 5 else ProbitLink()
+        S3, S4 = link.derivative_sups()
+        assert np.abs(g3).max() <= S3 <= G3 + 1e-6 and np.abs(g4).max() <= S4 <= G4 + 1e-6
+        if len(c) == 5:  # stored from the proof (the probit's are closed forms)
+            assert S3 >= G3 and S4 >= G4
 
 
 @pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()], ids=lambda L: type(L).__name__)
