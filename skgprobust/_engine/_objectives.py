@@ -37,6 +37,7 @@ enclosure of the variance in the kernel vector
 k(x, X) to each link line, so that the whole bound stays one mean-type bound.
 """
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,6 +124,25 @@ class StdObjective:
         return BoxBound(-np.sqrt(np.maximum(vb.upper, 0.0)), vb.arg_max, vb.score)
 
 
+_ENCLOSURES = weakref.WeakKeyDictionary()  # variance -> (box key, enclosure) of its last box batch
+
+
+def _enclosure(variance, lo, hi):
+    """:func:`affine_variance_enclosure`, remembered for the last batch of
+    boxes per variance object (the objectives of one row all bound the same
+    root box; threads may replace an entry meanwhile: read once)."""
+    key = (lo.shape, lo.tobytes(), hi.tobytes())
+    try:
+        hit = _ENCLOSURES.get(variance)
+    except TypeError:  # not weak-referenceable: no cache
+        return affine_variance_enclosure(variance, lo, hi)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    enc = affine_variance_enclosure(variance, lo, hi)
+    _ENCLOSURES[variance] = (key, enc)
+    return enc
+
+
 def coupled_line(link, model, variance, box, lo, hi, upper=False):
     """A line of p_k in the kernel vector, coupling the class's variance to
     its mean: ``(A, s, Wv, nv)`` with, for every x in box b,
@@ -152,7 +172,7 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     B, N = len(lo), len(model.X_support)
     alpha, s = link.lines(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi, upper=upper)
     kap = link.v_slope_lower(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi)
-    enc = affine_variance_enclosure(variance, lo, hi) if np.any(kap > 0) else None
+    enc = _enclosure(variance, lo, hi) if np.any(kap > 0) else None
     if enc is None:
         return alpha, s, np.zeros((B, N)), np.zeros(B)
     g, c_lo, c_hi = enc
