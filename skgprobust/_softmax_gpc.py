@@ -728,7 +728,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
     pi_ : ndarray of shape (n_classes, n_samples)
         Softmax probabilities at the mode.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined only when X has feature names that are all strings.
 
     Examples
