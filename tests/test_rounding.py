@@ -127,3 +127,52 @@ def test_mean_and_std_ranges_hold_for_offset_features(trial):
     assert mu.max() <= rm.max_upper[0, 0] + 1e-9
     assert sd.min() >= rs.min_lower[0, 0] - 1e-9
     assert sd.max() <= rs.max_upper[0, 0] + 1e-9
+
+
+@pytest.mark.parametrize("alpha", [1e3, 1e5, 1e6])
+@pytest.mark.parametrize("model", ["dense", "sparse", "multioutput", "classifier"])
+def test_rational_quadratic_large_alpha_rounding(alpha, model):
+    """RationalQuadratic with large alpha: sklearn's ``(1 + d2 / (2 alpha
+    l^2)) ** -alpha`` carries a relative rounding of about alpha * u (the
+    rounding of its base, raised to the power alpha), far beyond the few
+    ulps of the relative margin. Found by an adversarial hunt (certified
+    mean bounds off by 2.8e-5 at alpha = 1e5 and wrong ``certify_safe``
+    certificates); the adapter's ``rounding`` now covers it. The model's own
+    values on a dense grid and in tiny neighbourhoods of its extremes must
+    stay inside the certified ranges for every model family."""
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    import skgprobust as sg
+
+    rng = np.random.RandomState(0)
+    X = np.linspace(0, 1, 15)[:, None]
+    y = rng.randn(15)
+    kern = RationalQuadratic(length_scale=0.3, alpha=alpha, alpha_bounds="fixed")
+    if model == "dense":
+        m = sg.RobustGaussianProcessRegressor(kern, optimizer=None, alpha=1e-6).fit(X, y)
+        f, stat = (lambda Q: m.predict(Q)), "mean"
+    elif model == "sparse":
+        m = sg.SparseGaussianProcessRegressor(kern, optimizer=None, inducing_points=X, alpha=1e-6).fit(X, y)
+        f, stat = (lambda Q: m.predict(Q)), "mean"
+    elif model == "multioutput":
+        m = sg.MultiOutputGaussianProcessRegressor(kern, W="identity", optimizer=None, noise_level=1e-6,
+                                                   noise_level_bounds="fixed").fit(X, y[:, None])
+        f, stat = (lambda Q: np.asarray(m.predict(Q)).reshape(len(Q), -1)[:, 0]), "mean"
+    else:
+        m = sg.RobustGaussianProcessClassifier(10.0 * kern, optimizer=None).fit(X, (y > 0).astype(int))
+        f, stat = (lambda Q: m.predict_proba(Q)[:, 1]), "proba"
+    x0 = np.array([[0.537]])
+    gamma = 0.02
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.prediction_range(x0, gamma, epsilon=1e-9, statistic=stat, max_iter=500, random_state=0)
+    col = 1 if stat == "proba" else 0
+    lo, hi = r.min_lower[0, col], r.max_upper[0, col]
+    G = np.linspace(x0[0] - gamma, x0[0] + gamma, 20001)
+    v = f(G)
+    vals = [v]
+    for c in (G[np.argmin(v)], G[np.argmax(v)]):
+        J = np.clip(c + np.linspace(-1e-6, 1e-6, 4001)[:, None], x0[0] - gamma, x0[0] + gamma)
+        vals.append(f(J))
+    v = np.concatenate(vals)
+    assert v.min() >= lo - 1e-12 and v.max() <= hi + 1e-12, (v.min() - lo, hi - v.max())

@@ -298,11 +298,38 @@ class MaternAdapter(StationaryAdapter):
 
 
 class RationalQuadraticAdapter(StationaryAdapter):
-    """RationalQuadratic: psi(phi) = (1 + phi / (2 alpha)) ** -alpha, phi = d^2 / l^2."""
+    """RationalQuadratic: psi(phi) = (1 + phi / (2 alpha)) ** -alpha, phi = d^2 / l^2.
+
+    Rounding. sklearn (and :meth:`values`) compute ``b = 1 + d2 / (2 alpha
+    l^2)`` and then ``b ** -alpha``. The computed base is ``b (1 + e)`` with
+    ``|e| <= u + t (d + 6) u / (1 + t)`` (t = phi / (2 alpha): the rounded
+    sum 1 + t, and the (d + 6)-ulp error of the squared distance and the
+    divisions carried by t), and ``(b (1 + e)) ** -alpha = b ** -alpha (1 +
+    e) ** -alpha``, a relative error of at most ``expm1(alpha |e| (1 + 2u))``
+    plus the power's own few ulps. For large alpha (fitted models often stop
+    at sklearn's bound alpha = 1e5) that is ``alpha u`` relative, far beyond
+    the few ulps per term of the relative margin ``margin_rtol``; since
+    ``alpha t = phi / 2``, the exponent is at most ``alpha u + (phi / 2)
+    (d + 6) u``. :meth:`rounding` adds twice this (sklearn's evaluation and
+    ours) times the largest kernel value over the box to the input-rounding
+    bound of :class:`StationaryAdapter`.
+    """
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
         self.a = float(kernel.alpha)
+
+    def rounding(self, lo, hi):
+        base = super().rounding(lo, hi)
+        _, _, _, pL, pU, _ = self._ranges(lo, hi)
+        d = lo.shape[1]
+        u = 2.0**-53
+        expo = (self.a * u + 0.5 * pU * (d + 6) * u) * (1.0 + 4.0 * u)
+        khi = self.psi(pL)
+        with np.errstate(over="ignore", invalid="ignore"):
+            rel = np.minimum(np.expm1(np.minimum(expo, 700.0)), 1e300) + 8.0 * u
+            value = np.where(khi > 0, 2.0 * rel * khi, 0.0)
+        return base + value
 
     def values(self, X):
         d2 = cdist(np.asarray(X, dtype=np.float64), self.Xs, "sqeuclidean")
