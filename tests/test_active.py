@@ -274,6 +274,10 @@ def test_certify_safe_errors():
         certify_safe(model, X[:2], 0.1, threshold=np.nan)
     with pytest.raises(UnsupportedModelError):
         certify_safe(GaussianProcessRegressor().fit(X, z), X[:2], 0.1, threshold=0.5)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        certify_safe(RobustGaussianProcessRegressor(), X[:2], 0.1, threshold=0.5)
     two = RobustGaussianProcessRegressor().fit(X, np.c_[z, z])
     with pytest.raises(UnsupportedModelError):
         certify_safe(two, X[:2], 0.1, threshold=0.5)

@@ -40,6 +40,7 @@ import numbers
 
 import numpy as np
 from scipy.stats import norm as _norm
+from sklearn.utils.validation import check_is_fitted
 
 from .._bounds._mean import BoxBound
 from .._engine._common import prepare, row_seeds
@@ -64,9 +65,11 @@ def check_safety_setup(threshold, safe_side, delta):
 
 
 def safety_quantile(delta):
-    """z = Phi^-1(1 - delta): x is safe when the model's mean is at least z
-    standard deviations on the safe side of the threshold."""
-    return float(_norm.ppf(1.0 - delta))
+    """z = Phi^-1(1 - delta) (computed as ``isf(delta)``, exact for tiny
+    delta): x is safe when the model's mean is at least z standard
+    deviations on the safe side of the threshold. delta = 1 gives z = -inf:
+    every point with a positive std is safe."""
+    return float(_norm.isf(delta))
 
 
 def safety_probability(mean, std, threshold, safe_side):
@@ -160,7 +163,8 @@ def certify_safe(model, X, gamma, *, threshold, safe_side="below", delta=0.05, f
     Parameters
     ----------
     model : RobustGaussianProcessRegressor
-        The fitted single-output safety GP.
+        The fitted single-output safety GP (or a subclass with the same
+        single-output bound model, e.g. SparseGaussianProcessRegressor).
     X : array-like of shape (n_samples, n_features)
         Centres of the boxes.
     gamma : float or array-like of shape (n_features,)
@@ -183,6 +187,8 @@ def certify_safe(model, X, gamma, *, threshold, safe_side="below", delta=0.05, f
         a proven lower bound of ``t - mu - z s`` (below) over the box.
     """
     threshold, safe_side, delta = check_safety_setup(threshold, safe_side, delta)
+    if hasattr(model, "_fitted_attributes"):
+        check_is_fitted(model, model._fitted_attributes)
     bm = _safety_bound_model(model)
     X, lo, hi = prepare(model, X, gamma, features, domain, max_iter, time_limit)
     z = safety_quantile(delta)
