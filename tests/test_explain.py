@@ -129,7 +129,7 @@ def test_regressor_bounds_contain_dense_delta_with_domain(regressor):
     assert_contains_dense(ex0, lambda r: lambda P: reg.predict(P)[:, 0], rows)
 
 
-@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+@pytest.mark.parametrize("kind", [pytest.param("classifier", marks=pytest.mark.slow), "regressor"])
 def test_small_gamma_approaches_gradient(kind, binary, regressor):
     if kind == "classifier":
         clf, X = binary

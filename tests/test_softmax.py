@@ -145,6 +145,7 @@ def test_two_classes_against_quad(data, grid):
             assert_contains(lo[b], hi[b], np.array([p0, 1 - p0]), TOL, f"box {b} at mu={mu}, var={var}")
 
 
+@pytest.mark.slow  # ~20 s: runs in CI's slow job
 @FAST
 @given(data=st.data(), m=st.sampled_from([3, 4]), grid=grids)
 def test_three_and_four_classes_against_gauss_hermite(data, m, grid):
@@ -558,6 +559,7 @@ def test_softmax_engine_gauss_hermite_model_is_accurate():
         assert np.max(np.abs(gh_softmax(mu, var, 50) - p)) < GH_ENGINE_TOL / 10
 
 
+@pytest.mark.slow  # ~30 s: runs in CI's slow job
 def test_softmax_engine_range_and_certify_are_sound():
     from skgprobust._engine._objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
     from skgprobust._engine._solve import Budget, solve_range, solve_sign
