@@ -33,10 +33,27 @@ def nonneg_norm2_upper(M, iters=20):
     taken when smaller or when an iterate has a zero entry.
     """
     M = np.abs(np.asarray(M, dtype=np.float64))
-    n = max(M.shape) if M.size else 0
-    fro = float(np.sqrt(np.sum(M * M))) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     if M.size == 0:
         return 0.0
+    n = max(M.shape)
+    top = float(M.max())
+    if not np.isfinite(top):
+        return np.inf
+    if top == 0.0:
+        return 0.0
+    # Scale by a power of two so the largest entry is in [1/2, 1): products
+    # and sums then neither underflow nor overflow. Scaling is exact except
+    # for entries that become subnormal (each then moves by at most 2**-1075,
+    # a matrix of spectral norm <= n 2**-1075, added back below).
+    e = int(np.frexp(top)[1])
+    M = np.ldexp(M, -e)
+    lost = n * 2.0**-1074
+    return float(np.ldexp(_scaled_norm2_upper(M, n, iters) + lost, e))
+
+
+def _scaled_norm2_upper(M, n, iters):
+    """:func:`nonneg_norm2_upper` of a matrix whose largest entry is in [1/2, 1)."""
+    fro = float(np.sqrt(np.sum(M * M))) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     x = np.ones(M.shape[1])
     best = np.inf
     for _ in range(iters):
@@ -46,7 +63,11 @@ def nonneg_norm2_upper(M, iters=20):
         best = min(best, float(np.max(y / x)))
         s = np.max(y)
         if s <= 0:
-            return 0.0
-        x = y / s
+            break
+        # Any x > 0 gives a valid bound; keeping x >= 2**-500 bounds the
+        # effect of subnormal products (each errs by <= 2**-1075 absolute,
+        # at most n^2 of them per entry of y) on y_i / x_i by n^2 2**-574.
+        x = np.maximum(y / s, 2.0**-500)
+    best = best + n * n * 2.0**-560
     ub = np.sqrt(best * (1.0 + (4 * n + 8) * UNIT_ROUNDOFF)) * (1.0 + 4 * UNIT_ROUNDOFF)
     return float(min(ub, fro)) if np.isfinite(ub) else fro

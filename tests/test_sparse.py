@@ -570,7 +570,15 @@ def test_classifier_fits_and_certifies():
     loaded = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(loaded.predict_proba(X[:5]), clf.predict_proba(X[:5]))
     c = clf.certify(X[:4], 0.05, max_iter=100, random_state=0)
-    assert set(c.status) <= {"robust", "not_robust", "unknown"}
+    labels = clf.predict(X[:4])
+    box_rng = np.random.RandomState(0)
+    for i, status in enumerate(c.status):
+        if status == "robust":
+            P = X[i] + 0.05 * (2 * box_rng.random_sample((500, X.shape[1])) - 1)
+            assert np.all(clf.predict(P) == labels[i])
+        elif status == "not_robust":
+            assert np.all(np.abs(c.counterexample[i] - X[i]) <= 0.05 + 1e-12)
+            assert clf.predict(c.counterexample[i][None])[0] != labels[i]
 
 
 def test_classifier_bad_input():

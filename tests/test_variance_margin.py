@@ -332,3 +332,21 @@ def test_sweep_fast(case):
 @given(margin_cases())
 def test_sweep_slow(case):
     _sweep(case, 2000)
+
+
+@pytest.mark.parametrize(
+    "M",
+    [np.full((3, 3), 1e-200), np.diag([1e-160, 1e-170]), np.full((4, 4), 1e300), np.diag([1.0, 1e-320]),
+     np.tril(np.random.RandomState(0).rand(30, 30)) * 1e-250, np.eye(3), np.zeros((2, 2))],
+    ids=["underflow", "subnormal-products", "overflow", "subnormal-entry", "tiny-triangular", "identity", "zero"],
+)
+def test_nonneg_norm2_upper_extreme_scales(M):
+    """Found in review: entries whose products underflow made the bound 0 (or
+    below the norm); the matrix is now scaled by a power of two first."""
+    from skgprobust._fp import nonneg_norm2_upper
+
+    true = np.linalg.norm(np.ldexp(M, -int(np.frexp(M.max())[1])) if M.max() > 0 else M, 2)
+    true = np.ldexp(true, int(np.frexp(M.max())[1])) if M.max() > 0 else 0.0
+    ub = nonneg_norm2_upper(M)
+    assert ub >= true
+    assert ub <= true * (1 + 1e-12) + 1e-300
