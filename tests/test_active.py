@@ -447,3 +447,127 @@ def test_loop_with_the_multioutput_gp():
         assert L.model_.W_.shape == (2, 2)
         if observe == "full":
             assert np.all(hist.output == -1)
+
+
+# ---------------------------------------------------------------------------
+# Hyperparameter priors (the seed's appendix I.1) and the MAP optimizer
+# ---------------------------------------------------------------------------
+
+
+def _fd_grad(f, x, h=1e-6):
+    g = np.empty_like(x)
+    for i in range(len(x)):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def test_prior_log_densities_match_scipy_and_finite_differences():
+    from scipy.stats import gamma
+
+    from skgprobust.active._priors import GammaPrior, NormalPrior
+
+    t = np.linspace(-3, 2, 7)
+    for a, b in ((2.5, 1.0), (1.5, 1.0), (1.5, 3.0)):
+        v, g = GammaPrior(a, b)(t)
+        # density of t = log v: gamma.logpdf(e^t) + t, up to a constant
+        ref = gamma.logpdf(np.exp(t), a, scale=1 / b) + t
+        np.testing.assert_allclose(v - v[0], ref - ref[0], rtol=1e-12, atol=1e-12)
+        h = 1e-6
+        fd = (GammaPrior(a, b)(t + h)[0] - GammaPrior(a, b)(t - h)[0]) / (2 * h)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+        # the mode in log coordinates is the prior mean a / b (the derivative vanishes there)
+        assert abs(GammaPrior(a, b)(np.log(a / b))[1]) < 1e-12
+    v, g = NormalPrior(0.0, 2.0)(np.array([-1.0, 0.0, 3.0]))
+    np.testing.assert_allclose(v, -0.5 * np.array([1.0, 0.0, 9.0]) / 4)
+    np.testing.assert_allclose(g, -np.array([-1.0, 0.0, 3.0]) / 4)
+    for bad in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError):
+            GammaPrior(bad, 1.0)
+        with pytest.raises(ValueError):
+            NormalPrior(0.0, bad)
+
+
+def test_kernel_prior_layout_follows_the_hyperparameter_names():
+    from skgprobust.active._priors import SEED_PRIORS, kernel_prior_layout, lmc_prior_layout
+
+    k = ConstantKernel(1.0) * Matern(np.ones(3), nu=2.5) + WhiteKernel(0.1)
+    layout = kernel_prior_layout(k)
+    assert len(layout) == len(k.theta) == 5
+    assert layout[0] is SEED_PRIORS["variance"]
+    assert all(p is SEED_PRIORS["length_scale"] for p in layout[1:4])
+    assert layout[4] is SEED_PRIORS["noise"]
+    # fixed hyperparameters are not in theta; unknown ones get no prior
+    k2 = ConstantKernel(1.0, "fixed") * RBF(1.0) + WhiteKernel(0.1, "fixed")
+    assert kernel_prior_layout(k2) == [SEED_PRIORS["length_scale"]]
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    assert kernel_prior_layout(RationalQuadratic()) == [None, SEED_PRIORS["length_scale"]]  # alpha: flat
+    lay = lmc_prior_layout(Matern(1.0), n_outputs=3, n_latent=2)
+    assert len(lay) == 2 + 6 + 3
+    assert lay[2:8] == [SEED_PRIORS["weight"]] * 6 and lay[8:] == [SEED_PRIORS["noise"]] * 3
+    assert len(lmc_prior_layout(Matern(1.0), 3, 3, W_fixed=True)) == 3 + 3
+    with pytest.raises(ValueError):
+        kernel_prior_layout("rbf")
+
+
+def test_map_optimizer_maximises_the_log_posterior_in_sklearn_gpr():
+    from skgprobust.active._priors import MAPOptimizer, map_optimizer
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (12, 2))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1]  # noise-free: ML drives the noise to its lower bound
+    k = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(np.ones(2), (1e-2, 1e2), nu=2.5) + WhiteKernel(0.1, (1e-8, 10))
+    ml = GaussianProcessRegressor(k, random_state=0).fit(X, y)
+    opt = map_optimizer(k)
+    mp = GaussianProcessRegressor(k, optimizer=opt, random_state=0).fit(X, y)
+    assert ml.kernel_.k2.noise_level < 1e-5
+    assert mp.kernel_.k2.noise_level > 1e-3  # the Gamma(1.5, 3) noise prior keeps it away from 0
+
+    def log_post(theta):
+        return mp.log_marginal_likelihood(theta) + opt.log_prior(theta)[0]
+
+    th = mp.kernel_.theta
+    # a stationary point of the log posterior within the bounds: the gradient
+    # vanishes on the coordinates not at a bound, and random nearby points are no better
+    g = _fd_grad(log_post, th, 1e-5)
+    inner = (th > k.bounds[:, 0] + 1e-3) & (th < k.bounds[:, 1] - 1e-3)
+    assert np.all(np.abs(g[inner]) < 1e-2 * max(1.0, abs(log_post(th))))
+    for _ in range(20):
+        cand = np.clip(th + 0.05 * rng.randn(len(th)), k.bounds[:, 0], k.bounds[:, 1])
+        assert log_post(cand) <= log_post(th) + 1e-6
+    # with no prior anywhere, MAP is ML
+    flat = GaussianProcessRegressor(k, optimizer=MAPOptimizer([None] * len(k.theta)), random_state=0).fit(X, y)
+    np.testing.assert_allclose(flat.log_marginal_likelihood_value_, ml.log_marginal_likelihood_value_, rtol=1e-6)
+    with pytest.raises(ValueError, match="prior layout"):
+        opt.log_prior(np.zeros(3))
+
+
+def test_map_optimizer_in_the_robust_and_multioutput_regressors():
+    from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+    from skgprobust.active._priors import lmc_map_optimizer, map_optimizer
+
+    rng = np.random.RandomState(1)
+    X = rng.uniform(-2, 2, (16, 1))
+    Y = f_true(X[:, 0])
+    Y[::2, 1] = np.nan
+    Y[1::2, 0] = np.nan
+    k = Matern(1.0, (1e-2, 1e2), nu=2.5)
+    ml = MultiOutputGaussianProcessRegressor(k, n_latent=2, noise_level_bounds=(1e-8, 10)).fit(X, Y)
+    opt = lmc_map_optimizer(k, 2, 2)
+    mp = MultiOutputGaussianProcessRegressor(k, n_latent=2, noise_level_bounds=(1e-8, 10), optimizer=opt).fit(X, Y)
+    assert len(opt.layout) == len(mp.theta_)
+    lp = mp.log_marginal_likelihood(mp.theta_) + opt.log_prior(mp.theta_)[0]
+    assert lp >= ml.log_marginal_likelihood(ml.theta_) + opt.log_prior(ml.theta_)[0] - 1e-6
+    assert np.all(mp.noise_level_ > 1e-4)
+    ind = MultiOutputGaussianProcessRegressor(ConstantKernel() * k, W="identity",
+                                              optimizer=lmc_map_optimizer(ConstantKernel() * k, 2, 2, W="fixed")).fit(X, Y)
+    assert np.all(np.isfinite(ind.predict(X)))
+    sk = ConstantKernel() * k + WhiteKernel(0.1, (1e-8, 1))
+    r = RobustGaussianProcessRegressor(sk, optimizer=map_optimizer(sk)).fit(X, f_true(X[:, 0])[:, 0])
+    assert r.kernel_.k2.noise_level > 1e-4
+    # the certified range still holds for the MAP-fitted model's own predict
+    rr = r.prediction_range(X[:2], gamma=0.05)
+    m = r.predict(np.linspace(X[0, 0] - 0.05, X[0, 0] + 0.05, 201)[:, None])
+    assert rr.min_lower[0] <= m.min() + 1e-12 and m.max() <= rr.max_upper[0] + 1e-12
