@@ -13,7 +13,10 @@ rounding is covered by subtracting ``margin_rtol(N, d) * (mag + |c|)``, where
 errs by at most (N - 1) u sum|terms| (u = 2**-53, any summation order, BLAS
 included); each term carries a few ulps from exp and d products; sklearn's
 own predict has an error of the same kind, hence the factor 8 (2x headroom) and the
-constant. For N = 1000, d = 11 the margin is 9.3e-13 relative.
+constant. For N = 1000, d = 11 the margin is 9.3e-13 relative. An adapter
+that proves a smaller constant for its own terms supplies it through
+:meth:`~skgprobust.kernels.KernelAdapter.mean_rtol` (whose default is
+``margin_rtol``; see that method for what the constant must cover).
 """
 
 from dataclasses import dataclass
@@ -99,7 +102,10 @@ def affine_lower(adapter, W, c, lo, hi):
     """
     B, d = lo.shape
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
-    rtol = margin_rtol(W.shape[-1], d)
+    # Relative rounding margin: margin_rtol(N, d) unless the adapter proves
+    # a smaller constant for its terms (KernelAdapter.mean_rtol).
+    mean_rtol = getattr(adapter, "mean_rtol", None)
+    rtol = margin_rtol(W.shape[-1], d) if mean_rtol is None else mean_rtol(W.shape[-1], d)
     # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
     absolute = np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
     rel, tm = adapter.linearise(lo, hi, W)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._fp import UNIT_ROUNDOFF as _U
+from .._fp import margin_rtol
 
 
 def input_rounding(amax, Xs, scale):
@@ -187,6 +188,35 @@ class KernelAdapter:
         right for kernels computed without such cancellation.
         """
         return np.zeros((len(lo), len(self.Xs)))
+
+    def mean_rtol(self, n_support, n_features):
+        """Relative rounding margin of mean-type bounds built on this adapter.
+
+        :func:`~skgprobust._bounds._mean.affine_lower` subtracts
+        ``mean_rtol(N, d) * (mag + |c|)`` plus ``sum_i |w_i| rounding_i``
+        from its bounds of ``c + sum_i w_i k(x, x_i)``. That margin must cover
+
+        (i) the rounding of the adapter's own evaluation of the relaxation
+            and Taylor model that it has not already subtracted from them
+            (an adapter may fold its own error into ``const`` / ``rem`` /
+            ``ilb`` as an absolute amount and then leave only (ii)-(iii) here),
+        (ii) the few operations of ``affine_lower`` itself (adding ``c``,
+             subtracting the absolute margin), and
+        (iii) the rounding of a model's own ``predict`` of the latent-protocol
+              form (:mod:`skgprobust._engine._latent`): ``fl(s fl(K~ @ v) + m)``
+              or ``fl(K~ @ fl(s v)) + m``, K~ sklearn's kernel values, beyond
+              the input rounding that :meth:`rounding` covers: the N-term sum
+              (at most gamma_N of the magnitudes, any order), the scaling and
+              offset, and the relative rounding of each kernel value.
+
+        The default, ``margin_rtol(N, d) = (8 (N + d) + 256) u``, is the
+        generous constant every adapter was written for (several ulps per
+        term, 8x headroom on the sum). Adapters that prove a smaller constant
+        for their terms override it (:class:`~skgprobust.kernels.polynomial.DotProductPowerAdapter`).
+        Callers that combine several models' weights add their own margin for
+        the combination, as before.
+        """
+        return margin_rtol(n_support, n_features)
 
     # -- optional -------------------------------------------------------
     def relax(self, lo, hi, w):
