@@ -3,12 +3,11 @@
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
 
-from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
-from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
-from ._engine._driver import RangeProblem, certify_rows, range_result, range_rows
+from ._engine._api import ProbaOnly, certify_classes, explain_classes, fill_doc
+from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, prepare
+from ._engine._driver import RangeProblem, range_result, range_rows
 from ._engine._latent import check_variance_bound, classifier_bound_model
 from ._engine._objectives import ProbaObjective
-from ._engine._perturbation import resolve_features
 from ._engine._solve import Budget, DecisionOutcome, solve_sign
 
 
@@ -55,38 +54,9 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     return DecisionOutcome("unknown" if undecided else "robust", bound, nan, n_iter, budget.elapsed())
 
 
-class _ProbaOnly:
-    """Like sklearn's ``available_if``: the method exists (``hasattr``) unless
-    the model is a one-vs-one model of more than two classes, and then
-    accessing it raises an AttributeError that says why and what to use."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.__doc__ = fn.__doc__
-        self.__name__ = fn.__name__
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is not None and not _proba_available(obj):
-            raise AttributeError(
-                f"{type(obj).__name__}.{self.name} is not available: a one-vs-one multi-class model "
-                "(multi_class='one_vs_one') has no predict_proba, so its probabilities cannot be bounded. "
-                "Use certify() (one-vs-one decisions are certified through the pairwise votes), or fit with "
-                "multi_class='one_vs_rest' for probabilities, prediction_range and explain."
-            )
-        if obj is None:
-            return self.fn
-        return self.fn.__get__(obj, owner)
-
-
-def _proba_available(self):
-    """predict_proba / prediction_range exist unless the model is a fitted
-    (or to-be-fitted) one-vs-one model of more than two classes."""
-    if self.multi_class != "one_vs_one":
-        return True
-    return getattr(self, "n_classes_", None) == 2
+# The name the estimators of other modules import (no private names across
+# modules): the descriptor lives with the other shared method pieces.
+_ProbaOnly = ProbaOnly
 
 
 class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier):
@@ -117,7 +87,7 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
     _fitted_attributes = ("base_estimator_", "classes_")
 
-    @_ProbaOnly
+    @ProbaOnly
     def predict_proba(self, X):
         """Return probability estimates for the test vectors X.
 
@@ -155,6 +125,7 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         return RangeProblem(pairs, reference)
 
+    @fill_doc
     def certify(
         self,
         X,
@@ -175,63 +146,44 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Centres of the boxes.
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature, in the units of X.
-        delta : None
-            Regressors only; must be None here.
-        norm : np.inf
-            Regressors only; must be left at its default here.
-        features : array-like of int, bool or str, default=None
-            Features allowed to move; the others stay fixed. None: all.
-        domain : tuple (low, high), default=None
-            Valid input range; the box is clipped to it.
-        max_iter : int, default=None
-            Boxes split per row (5000 when both budgets are None).
-        time_limit : float, default=None
-            Seconds per row.
-        n_jobs : int, default=None
-            Rows run in parallel with joblib; results do not depend on it.
-        random_state : int, RandomState instance or None, default=None
-            Seeds the random starts of the local search.
-        verbose : int, default=0
-            Progress on stderr while rows run (a text bar when serial,
-            joblib's messages when ``n_jobs`` runs them in parallel).
-        variance_bound : {"default", "paper"}, default="default"
-            Variance bounds for one-vs-rest models (unused for two classes
-            and one-vs-one): the closed-form default or the paper's QP/LP.
+        %(X)s
+        %(gamma)s
+        %(delta_classifier)s
+        %(norm_classifier)s
+        %(features)s
+        %(domain)s
+        %(max_iter)s
+        %(time_limit)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
+        %(variance_bound_classifier)s
 
         Returns
         -------
-        result : CertificationResult
+        %(certify_returns)s
             ``bound`` is a proven lower bound of the latent margin towards the
-            predicted class (robust iff > 0); counterexamples are re-checked
-            with ``predict``.
+            predicted class (robust iff > 0).
         """
-        if delta is not None:
-            raise ValueError("delta applies to regressors; a classifier is certified on its predicted class.")
-        if norm != np.inf:
-            raise ValueError("norm applies to regressors' outputs; leave it at np.inf for a classifier.")
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        check_variance_bound(variance_bound)
-        n, d = X.shape
-        labels = self.base_estimator_.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
-        bm = self._bound_model()
-        if bm.kind == "one_vs_rest" and n:
-            # Per-fit variance precomputations (factors, spectra) before the
-            # rows start, so that no row's time_limit pays for them.
-            bm.probabilities(variance_bound)
-        func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
-        shared = (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
-        rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
 
-        def violates(idx, P):
-            return self.base_estimator_.predict(P) != labels[idx]
+        def solver(X):
+            check_variance_bound(variance_bound)
+            bm = self._bound_model()
+            if bm.kind == "one_vs_rest" and len(X):
+                # Per-fit variance precomputations (factors, spectra) before the
+                # rows start, so that no row's time_limit pays for them.
+                bm.probabilities(variance_bound)
+            func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
+            return func, (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
 
-        return certify_rows(func, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+        return certify_classes(
+            self, X, gamma, delta=delta, norm=norm, predict=lambda P: self.base_estimator_.predict(P), solver=solver,
+            features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose,
+        )
 
-    @_ProbaOnly
+    @ProbaOnly
+    @fill_doc
     def prediction_range(
         self,
         X,
@@ -252,29 +204,31 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-        epsilon : float, default=1e-2
-            Refine until both gaps are <= epsilon, or the budget is spent.
+        %(X)s
+        %(gamma)s
+        %(epsilon_range)s
         statistic : {"proba", "latent_mean"}, default="proba"
             "proba": ``predict_proba`` (columns ordered as ``classes_``),
             exactly as sklearn computes it (five-erf approximation,
             one-vs-rest normalisation). "latent_mean": the latent mean of
             each binary model (one column for two classes, one per class
             for one-vs-rest), as ``latent_mean_and_variance`` returns it.
-        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`certify`. ``max_iter`` is shared by all columns.
-        variance_bound : {"default", "paper"}, default="default"
-            The closed-form variance bounds (default) or the paper's QP/LP
-            (Props. 5-6, much slower; the reference).
+        %(features)s
+        %(domain)s
+        %(max_iter_range)s
+        %(time_limit)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
+        %(variance_bound_classifier)s
 
         Returns
         -------
-        result : RangeResult
-            Arrays of shape (n_samples, k).
+        %(range_returns)s
+            Arrays of shape (n_samples, n_classes), one column for
+            ``statistic="latent_mean"`` with two classes.
         """
-        if statistic not in ("proba", "latent_mean"):
-            raise ValueError(f"statistic must be 'proba' or 'latent_mean', got {statistic!r}.")
+        check_statistic(statistic, ("proba", "latent_mean"))
         check_epsilon(epsilon)
         check_variance_bound(variance_bound)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
@@ -305,7 +259,8 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
             )
         return res
 
-    @_ProbaOnly
+    @ProbaOnly
+    @fill_doc
     def explain(
         self,
         X,
@@ -335,48 +290,33 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the one-sided boxes per feature.
-        features : array-like of int, bool or str, default=None
-            Features to explain (None: all).
-        target : label or array-like of shape (n_samples,), default=None
-            Class explained (a label of ``classes_``), per row or for all
-            rows; None: the predicted class of each row.
-        epsilon : float, default=1e-2
-            Precision of each of the four ranges behind an entry.
-        method : {"bounds", "search"}, default="bounds"
-            "bounds": certified intervals by branch and bound. "search":
-            local search only (fast estimate; ``lower``/``upper`` are NaN).
-        domain, max_iter, time_limit, n_jobs, random_state, verbose, variance_bound
-            As in :meth:`prediction_range`; ``max_iter`` and ``time_limit``
-            apply to each one-sided box.
+        %(X)s
+        %(gamma_explain)s
+        %(features_explain)s
+        %(target_class)s
+        %(epsilon_explain)s
+        %(method)s
+        %(domain)s
+        %(max_iter_explain)s
+        %(time_limit_explain)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
+        %(variance_bound_classifier)s
 
         Returns
         -------
-        explanation : Explanation
-            ``values``, ``lower``, ``upper`` of shape (n_samples, n_features
-            explained).
+        %(explain_returns)s
         """
-        X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
-        check_variance_bound(variance_bound)
-        n, d = X.shape
-        feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
-        labels, idx = class_targets(self.classes_, target, n, lambda: self.base_estimator_.predict(X))
-        probs = self._bound_model().probabilities(variance_bound)
 
-        def problem(c):
-            def reference(P):
-                return self.base_estimator_.predict_proba(P)[:, [c]]
+        def proba_pairs():
+            probs = self._bound_model().probabilities(variance_bound)
+            return lambda c: (ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0))
 
-            return RangeProblem([(ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0))], reference)
-
-        problems = {c: problem(c) for c in sorted(set(idx.tolist()))}
-        values, low, high, converged, times = explain_rows(
-            X, lo, hi, feats, idx.tolist(), problems, epsilon=epsilon, max_iter=max_iter,
-            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
-        )
-        return Explanation(
-            values, low, high, converged, feats, feature_names_of(self, feats), np.asarray(labels),
-            np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy(), times,
+        return explain_classes(
+            self, X, gamma, features=features, target=target, domain=domain,
+            predict=lambda P: self.base_estimator_.predict(P), proba_pairs=proba_pairs,
+            reference=lambda P: self.base_estimator_.predict_proba(P),
+            check=lambda: check_variance_bound(variance_bound), epsilon=epsilon, method=method,
+            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )

@@ -1,20 +1,24 @@
 """RobustGaussianProcessRegressor: sklearn's GPR plus certified bounds."""
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
-from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
-from ._engine._delta import Explanation, explain_rows, feature_names_of
+from ._engine._api import explained_features, explanation, fill_doc
+from ._engine._common import (
+    BoundModelMixin,
+    check_delta_norm,
+    check_epsilon,
+    check_output_index,
+    check_statistic,
+    prepare,
+    row_seeds,
+)
 from ._engine._driver import RangeProblem, certify_rows, range_rows
 from ._engine._latent import check_variance_bound, regressor_bound_model
 from ._engine._objectives import StdObjective
-from ._engine._perturbation import resolve_features
 from ._engine._solve import Budget, solve_deviation
-
-_NORMS = (1, 2, np.inf)
 
 
 def _certify_row(shared, x0, lo, hi, center, rng):
@@ -88,6 +92,7 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
         pair = (StdObjective(var, 1.0), StdObjective(var, -1.0))
         return RangeProblem([pair], self._predict_std_values, columns=np.zeros(len(scale), dtype=int), scale=scale)
 
+    @fill_doc
     def prediction_range(
         self,
         X,
@@ -108,44 +113,29 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Centres of the boxes.
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature, in the units of X.
-        epsilon : float, default=1e-2
-            Refine until both gaps (min_upper - min_lower, max_upper -
-            max_lower) are <= epsilon, or the budget is spent.
+        %(X)s
+        %(gamma)s
+        %(epsilon_range)s
         statistic : {"mean", "std"}, default="mean"
             The predictive mean per target, as ``predict`` returns it
             (normalize_y undone), or the predictive standard deviation per
             target, as ``predict(return_std=True)`` returns it (WhiteKernel
             and normalize_y included; negative variances clipped to 0).
-        features : array-like of int, bool or str, default=None
-            Features allowed to move; the others stay fixed. None: all.
-        domain : tuple (low, high), default=None
-            Valid input range; the box is clipped to it.
-        max_iter : int, default=None
-            Boxes split per row (5000 when both budgets are None).
-        time_limit : float, default=None
-            Seconds per row.
-        n_jobs : int, default=None
-            Rows run in parallel with joblib; results do not depend on it.
-        random_state : int, RandomState instance or None, default=None
-            Seeds the random starts of the local search.
-        verbose : int, default=0
-            Progress on stderr while rows run (a text bar when serial,
-            joblib's messages when ``n_jobs`` runs them in parallel).
-        variance_bound : {"default", "paper"}, default="default"
-            For statistic="std": the closed-form variance bounds (default)
-            or the paper's QP/LP (Props. 5-6, much slower; the reference).
+        %(features)s
+        %(domain)s
+        %(max_iter_range)s
+        %(time_limit)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
+        %(variance_bound_regressor)s
 
         Returns
         -------
-        result : RangeResult
+        %(range_returns)s
             Arrays of shape (n_samples, n_targets).
         """
-        if statistic not in ("mean", "std"):
-            raise ValueError(f"statistic must be 'mean' or 'std' for a regressor, got {statistic!r}.")
+        check_statistic(statistic, ("mean", "std"), "a regressor")
         check_epsilon(epsilon)
         check_variance_bound(variance_bound)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
@@ -155,6 +145,7 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
             n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
+    @fill_doc
     def certify(
         self,
         X,
@@ -179,34 +170,31 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature.
-        delta : float
-            Allowed change of the mean; required.
-        norm : {1, 2, np.inf}, default=np.inf
-            Norm over the targets.
-        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`prediction_range`.
+        %(X)s
+        %(gamma)s
+        %(delta_regressor)s
+        %(norm_regressor)s
+        %(features)s
+        %(domain)s
+        %(max_iter)s
+        %(time_limit)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
 
         Returns
         -------
-        result : CertificationResult
+        %(certify_returns)s
             ``bound`` is a proven upper bound of the worst-case deviation.
         """
-        if delta is None:
-            raise ValueError("certify on a regressor needs delta, the allowed change of the predictive mean.")
-        if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
-            raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
-        if norm not in _NORMS:
-            raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
+        delta = check_delta_norm(delta, norm)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
         n, d = X.shape
         # One predict per row, the same call that checks candidates: a batched
         # predict can differ in the last bits, enough to make x* itself look
         # like a counterexample when delta = 0.
         centers = np.array([self._predict_values(x[None])[0] for x in X]) if n else np.empty((0, 1))
-        shared = (self, self._bound_model().mean_pairs(), float(delta), norm, max_iter, time_limit)
+        shared = (self, self._bound_model().mean_pairs(), delta, norm, max_iter, time_limit)
         rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
 
         def violates(idx, P):
@@ -215,6 +203,7 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
 
+    @fill_doc
     def explain(
         self,
         X,
@@ -241,41 +230,35 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-        features : array-like of int, bool or str, default=None
-            Features to explain (None: all).
-        target : int, default=0
-            Output column of a multi-target regressor.
-        epsilon : float, default=1e-2
-        method : {"bounds", "search"}, default="bounds"
-            "bounds": certified intervals; "search": local search only
-            (``lower``/``upper`` NaN).
-        domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`prediction_range`; ``max_iter`` and ``time_limit``
-            apply to each one-sided box.
+        %(X)s
+        %(gamma_explain)s
+        %(features_explain)s
+        %(target_output)s
+        %(epsilon_explain)s
+        %(method)s
+        %(domain)s
+        %(max_iter_explain)s
+        %(time_limit_explain)s
+        %(n_jobs)s
+        %(random_state)s
+        %(verbose)s
 
         Returns
         -------
-        explanation : Explanation
+        %(explain_returns)s
         """
         X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
-        n, d = X.shape
-        feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
+        n = len(X)
+        feats = explained_features(self, X, features)
         pairs = self._bound_model().mean_pairs()
-        if not isinstance(target, numbers.Integral) or isinstance(target, bool) or not 0 <= target < len(pairs):
-            raise ValueError(f"target must be an output index in [0, {len(pairs) - 1}], got {target!r}.")
-        target = int(target)
+        target = check_output_index(target, len(pairs))
 
         def reference(P):
             return self._predict_values(P)[:, [target]]
 
         problems = {target: RangeProblem([pairs[target]], reference)}
-        values, low, high, converged, times = explain_rows(
-            X, lo, hi, feats, [target] * n, problems, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
-            n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
-        )
-        return Explanation(
-            values, low, high, converged, feats, feature_names_of(self, feats), np.full(n, target),
-            np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy(), times,
+        return explanation(
+            self, X, lo, hi, gamma, feats, np.full(n, target), [target] * n, problems, epsilon=epsilon,
+            method=method, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state,
+            verbose=verbose,
         )

@@ -32,6 +32,46 @@ def check_epsilon(epsilon):
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
 
 
+def check_statistic(statistic, allowed, model=None):
+    """``statistic`` must be one of ``allowed`` (``model`` names the kind of
+    model in the message, e.g. "a regressor")."""
+    if statistic not in allowed:
+        names = " or ".join(repr(a) for a in allowed)
+        where = f" for {model}" if model else ""
+        raise ValueError(f"statistic must be {names}{where}, got {statistic!r}.")
+
+
+def check_classifier_args(delta, norm):
+    """A classifier's ``certify`` takes ``delta`` and ``norm`` only to share
+    the regressors' signature: they must be left at their defaults."""
+    if delta is not None:
+        raise ValueError("delta applies to regressors; a classifier is certified on its predicted class.")
+    if norm != np.inf:
+        raise ValueError("norm applies to regressors' outputs; leave it at np.inf for a classifier.")
+
+
+NORMS = (1, 2, np.inf)
+
+
+def check_delta_norm(delta, norm):
+    """A regressor's ``certify``: ``delta`` a required non-negative finite
+    number, ``norm`` one of :data:`NORMS`. Returns ``float(delta)``."""
+    if delta is None:
+        raise ValueError("certify on a regressor needs delta, the allowed change of the predictive mean.")
+    if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
+        raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
+    return float(delta)
+
+
+def check_output_index(target, n_outputs):
+    """``target`` an output column index in [0, n_outputs). Returns it as int."""
+    if not isinstance(target, numbers.Integral) or isinstance(target, bool) or not 0 <= target < n_outputs:
+        raise ValueError(f"target must be an output index in [0, {n_outputs - 1}], got {target!r}.")
+    return int(target)
+
+
 def prepare(estimator, X, gamma, features, domain, max_iter, time_limit):
     """Check the estimator is fitted and boundable, validate X (float64,
     finite, right width and names) and build the boxes.
