@@ -155,8 +155,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._bounds._mean import affine_lower
-from ._bounds._softmax import softmax_gaussian_bounds
+from ._bounds._mean import BoxBound, affine_lower
+from ._bounds._softmax import (
+    MAX_ABS_MEAN,
+    MAX_VAR,
+    node_rule_bounds,
+    node_rule_margin_lower,
+    node_rule_value,
+    softmax_gaussian_bounds,
+)
 from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
 from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
 from ._engine._driver import RangeProblem, certify_rows, range_rows
@@ -334,62 +341,57 @@ def _reduce(Sigma, Q):
 # The deterministic softmax-Gaussian rule with a proven error
 # ---------------------------------------------------------------------------
 
-#: Largest latent grid the point rule refines to.
-_MAX_CELLS = 1024
-
-
-def _start_cells(m):
-    return 64 if m <= 3 else 32
+#: Largest latent grid the certified enclosure refines to (the cost of
+#: the enclosure grows quickly with m).
+def _max_cells(m):
+    return 1024 if m <= 3 else (256 if m <= 5 else 64)
 
 
 def _point_cells(m, tol):
-    """First grid of the point rule (about the size the tolerance needs)."""
+    """First grid of the enclosure (about the size the tolerance needs)."""
     return (128 if tol < 0.04 else 64) if m <= 3 else 32
 
 
 def _auto_tol(m):
-    """Default proba_tol: 0.02 up to three classes, 0.05 up to five, 0.1 beyond
-    (the point rule's enclosure is first order in the grid; its cost grows
+    """Default proba_tol (target width of the certified enclosure behind
+    ``predict_proba_error``): 0.02 up to three classes, 0.05 up to five,
+    0.1 beyond (the enclosure is first order in the grid; its cost grows
     with m)."""
     return 0.02 if m <= 3 else (0.05 if m <= 5 else 0.1)
 
 
-def softmax_point(mu, a, tol, n_cells=None):
-    """Probabilities within ``tol`` of F = E_{N(mu, diag(a))}[softmax] that
-    sum to one. Returns (p, err) with err (n,) the proven error per row.
+def softmax_enclosure(mu, a, tol, n_cells=None):
+    """Certified enclosure [lo, hi] (each (n, m)) of F = E_{N(mu, diag(a))}[softmax],
+    the exact integral (not the rule), per row.
 
-    The certified enclosure [lo, hi] of F (point intervals) is refined
-    (doubling the latent grid) until ``max_c (hi_c - lo_c) <= tol``; then
-    ``p = lo + t (hi - lo)`` with ``t = (1 - sum lo) / sum (hi - lo)``, in
-    [0, 1] because sum lo <= 1 = sum F <= sum hi, so p is in [lo, hi] like
-    F and |p_c - F_c| <= hi_c - lo_c <= tol."""
+    :func:`~skgprobust._bounds._softmax.softmax_gaussian_bounds` on point
+    intervals, the latent grid doubled until ``max_c (hi_c - lo_c) <= tol``
+    or :func:`_max_cells` cells (then the enclosure is returned as it is:
+    still proven, only wider than ``tol``)."""
     mu = np.atleast_2d(np.asarray(mu, dtype=np.float64))
     a = np.atleast_2d(np.asarray(a, dtype=np.float64))
     n, m = mu.shape
-    out = np.empty((n, m))
-    err = np.full(n, np.inf)
-    if n == 0:
-        return out, np.zeros(0)
+    lo_out, hi_out = np.zeros((n, m)), np.ones((n, m))
     todo = np.arange(n)
     cells = _point_cells(m, tol) if n_cells is None else int(n_cells)
-    while len(todo):
-        if cells > _MAX_CELLS:
-            raise RuntimeError(
-                f"the softmax-Gaussian enclosure did not reach proba_tol={tol:g} with {_MAX_CELLS} cells "
-                f"(latent variances up to {a[todo].max():.3g}); increase proba_tol."
-            )
+    while len(todo) and cells <= _max_cells(m):
         lo, hi = softmax_gaussian_bounds(mu[todo], mu[todo], a[todo], a[todo], n_cells=cells, n_lse=2 * cells)
-        width = hi - lo
-        w = width.max(axis=1)
-        ok = w <= tol
-        idx = todo[ok]
-        tot = width[ok].sum(axis=1)
-        t = np.clip((1.0 - lo[ok].sum(axis=1)) / np.where(tot > 0, tot, 1.0), 0.0, 1.0)
-        out[idx] = np.minimum(lo[ok] + t[:, None] * width[ok], hi[ok])
-        err[idx] = w[ok]
-        todo = todo[~ok]
+        lo_out[todo], hi_out[todo] = lo, hi
+        todo = todo[(hi - lo).max(axis=1) > tol]
         cells *= 2
-    return out, err
+    return lo_out, hi_out
+
+
+def softmax_point(mu, a, tol, n_cells=None):
+    """The rule R(mu, a) (what ``predict_proba`` returns) and its proven
+    error ``max_c |R_c - F_c|`` per row, F the exact integral: F lies in the
+    certified enclosure [lo, hi] (:func:`softmax_enclosure` refined to
+    ``tol``), so ``|R_c - F_c| <= max(R_c - lo_c, hi_c - R_c)``."""
+    P = node_rule_value(mu, a)
+    if len(P) == 0:
+        return P, np.zeros(0)
+    lo, hi = softmax_enclosure(mu, a, tol, n_cells)
+    return P, np.maximum(P - lo, hi - P).max(axis=1)
 
 
 #: The point rule sees mu and a rounded to multiples of this quantum: its
@@ -570,17 +572,19 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         outputs = [(lm, 0, None) for lm in means]
         super().__init__(outputs, proba, tolerance=tolerance)
         self.means, self.reduced, self.surrogate = means, reduced, surrogate
+        self._latent_cache = None
 
     def p_and_grad(self, X, lo=None, hi=None):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         return self.p(X), self.surrogate(X)
 
-    def p_box(self, lo, hi):
-        """Certified (p_lo, p_hi), each (B, m), over each box; also the latent boxes."""
-        from ._bounds._softmax import MAX_ABS_MEAN, MAX_VAR
-
+    def latent_box(self, lo, hi):
+        """Intervals (mu_lo, mu_hi, v_lo, v_hi), each (B, m), of the
+        snapped means and reduced variances the rule sees over each box;
+        ``ok`` (B,) marks boxes within the rule's numeric range; and the
+        mean boxes (search hints). Cached for the last batch."""
         key = (lo.shape, lo.tobytes(), hi.tobytes())
-        cache = self._cache
+        cache = self._latent_cache
         if cache is not None and cache[0] == key:
             return cache[1]
         B = len(lo)
@@ -591,7 +595,8 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             mu_lo.append(bb.lower[:B])
             mu_hi.append(-bb.lower[B:])
             boxes.append(_MeanBox(bb.argmin[:B], bb.argmin[B:], bb.score[:B]))
-        # the point rule sees mu and a snapped to the _QUANTUM grid
+        # The rule sees mu and a snapped to the _QUANTUM grid: round-to-nearest
+        # moves a value by at most half a quantum (one quantum covers it).
         mu_lo, mu_hi = np.column_stack(mu_lo) - _QUANTUM, np.column_stack(mu_hi) + _QUANTUM
         a_lo, a_hi = self.reduced.bounds(lo, hi)
         a_lo, a_hi = a_lo - _QUANTUM, a_hi + _QUANTUM
@@ -600,14 +605,44 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         ok = np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1) & np.all(
             (np.abs(mu_lo) <= MAX_ABS_MEAN) & (np.abs(mu_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1
         )
+        result = (mu_lo, mu_hi, v_lo, v_hi, ok, boxes)
+        self._latent_cache = (key, result)
+        return result
+
+    def p_box(self, lo, hi):
+        """Certified (p_lo, p_hi), each (B, m), of the rule (hence of
+        ``predict_proba``) over each box; also the mean boxes."""
+        key = (lo.shape, lo.tobytes(), hi.tobytes())
+        cache = self._cache
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(lo, hi)
         p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
         if ok.any():
-            p_lo[ok], p_hi[ok] = softmax_gaussian_bounds(
-                mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], n_cells=_start_cells(self.n_classes)
-            )
+            p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
         result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
         self._cache = (key, result)
         return result
+
+    def margin_lower(self, lo, hi, cls):
+        """Lower bound (B,) of ``R_cls - max_{k != cls} R_k`` over each box
+        (pairwise over the rule's nodes, :func:`node_rule_margin_lower`);
+        -1 for boxes beyond the rule's numeric range."""
+        mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(lo, hi)
+        out = np.full(len(lo), -1.0)
+        if ok.any():
+            out[ok] = node_rule_margin_lower(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], cls)
+        return out - 2.0 * self.tolerance, boxes
+
+
+class _PairwiseMarginObjective(SoftmaxMarginObjective):
+    """``p_c - max_{k != c} p_k`` of ``predict_proba``, bounded pairwise
+    through the rule's nodes (tighter than ``p_lo_c - max_k p_hi_k``)."""
+
+    def bound(self, lo, hi):
+        low, boxes = self.probs.margin_lower(lo, hi, self.cls)
+        score = sum(bx.score for bx in boxes)
+        return BoxBound(low, boxes[self.cls].arg_mu_min, score)
 
 
 class _MeanBox:
@@ -639,7 +674,7 @@ class _SoftmaxBoundModel(BoundModel):
 
     def margin(self, label, method="default"):
         idx = self.class_index(label)
-        return self._cached(("margin", idx), lambda: SoftmaxMarginObjective(self.probabilities(), idx))
+        return self._cached(("margin", idx), lambda: _PairwiseMarginObjective(self.probabilities(), idx))
 
 
 def _certify_row(shared, x0, lo, hi, label, rng):
@@ -985,8 +1020,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
 
     def _proba_rule(self, X):
         mu, a, _ = self._reduced(X)
-        P, _ = softmax_point(_snap(mu), _snap(a), self.proba_tol_)
-        return P
+        return node_rule_value(_snap(mu), _snap(a))
 
     def predict_proba(self, X):
         """Class probabilities (deterministic, proven error; see the class doc).
@@ -1007,8 +1041,10 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
     def predict_proba_error(self, X):
         """Proven bound on ``|predict_proba(x) - E[softmax(f)]|`` per row,
         f ~ N(mean, cov) the full Laplace predictive latent distribution:
-        ``proba_tol`` plus the diagonal-reduction remainder (0 for two or
-        three classes whenever the reduced variances are >= 0).
+        the rule's distance to a certified enclosure of the diagonal
+        integral F(mu, a) (refined to width ``proba_tol``, see
+        :func:`softmax_point`) plus the diagonal-reduction remainder (0 for
+        two or three classes whenever the reduced variances are >= 0).
 
         Parameters
         ----------
@@ -1020,8 +1056,9 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         """
         check_is_fitted(self, self._fitted_attributes)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        _, _, r = self._reduced(X)
-        return self.proba_tol_ + r
+        mu, a, r = self._reduced(X)
+        _, err = softmax_point(_snap(mu), _snap(a), self.proba_tol_)
+        return err + r
 
     def predict(self, X):
         """The argmax of :meth:`predict_proba` (ties: the first class).
@@ -1089,7 +1126,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             )
         reduced = _ReducedVariance(adapters, self._Q, self._Es, self._Hs, self.shared_kernel)
         return _SoftmaxBoundModel(
-            means, reduced, self.classes_, self._proba_rule, self.proba_tol_ + 1e-9, self._surrogate_grad
+            means, reduced, self.classes_, self._proba_rule, 0.0, self._surrogate_grad
         )
 
     def _proba_problem(self):
