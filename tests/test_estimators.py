@@ -170,3 +170,57 @@ def test_allocator_tuning_only_in_worker_processes():
     assert _common._MALLOC_TUNED is False
     if sys.platform.startswith("linux"):
         assert Parallel(n_jobs=2)(delayed(_allocator_tuned)(i) for i in range(2)) == [True, True]
+
+
+# -- the shared method docstrings (skgprobust/_engine/_api.py) -----------------
+
+#: Estimators whose certify / prediction_range / explain docstrings come from
+#: the shared fragments (their own or inherited methods). Softmax and
+#: multi-output join the list when they adopt ``fill_doc``.
+_DOC_FILLED = ("RobustGaussianProcessClassifier", "RobustGaussianProcessRegressor", "EPGaussianProcessClassifier")
+
+
+@pytest.mark.parametrize("name", _DOC_FILLED)
+@pytest.mark.parametrize("method", ["certify", "prediction_range", "explain"])
+def test_method_docstrings_document_the_signature(name, method):
+    """numpydoc parses each filled docstring; its Parameters are exactly the
+    signature's, in order, each with a type and a description; one Returns
+    entry; no placeholder left."""
+    import inspect
+
+    from numpydoc.docscrape import FunctionDoc
+
+    import skgprobust
+
+    func = getattr(getattr(skgprobust, name), method)
+    assert "%(" not in func.__doc__
+    doc = FunctionDoc(func)
+    params = [p for p in inspect.signature(func).parameters if p != "self"]
+    assert [p.name for p in doc["Parameters"]] == params
+    for p in doc["Parameters"]:
+        assert p.type and p.desc, p.name
+    (ret,) = doc["Returns"]
+    assert ret.type in ("CertificationResult", "RangeResult", "Explanation") and ret.desc
+
+
+def test_fill_doc_indents_and_refuses_unknown_keys():
+    from skgprobust._engine._api import DOCS, fill_doc
+
+    def f():
+        """Summary 100% literal.
+
+        Parameters
+        ----------
+        %(gamma)s
+        """
+
+    fill_doc(f)
+    body = DOCS["gamma"].split("\n")
+    assert f.__doc__.split("\n")[4:6] == ["        " + line for line in body]
+    assert "100% literal" in f.__doc__
+
+    def g():
+        """%(no_such_entry)s"""
+
+    with pytest.raises(KeyError):
+        fill_doc(g)
