@@ -14,7 +14,10 @@ writes it once per estimator):
   sklearn's GaussianProcessRegressor does; its classifier draws
   ``exp(uniform(log bounds))`` instead, which is not log-uniform), and
   restarts require finite bounds;
-* the run with the smallest objective wins.
+* the run with the smallest objective wins;
+* optional ``extra`` variables (e.g. inducing inputs) follow theta,
+  unbounded; every restart starts them from their initial value (only
+  theta is drawn), and the finite-bounds requirement is on theta alone.
 """
 
 import numpy as np
@@ -33,7 +36,7 @@ def run_optimizer(optimizer, obj_func, initial_theta, bounds):
     raise ValueError(f"Unknown optimizer {optimizer!r}.")
 
 
-def optimise_hyperparameters(optimizer, obj_func, initial_theta, bounds, n_restarts, rng):
+def optimise_hyperparameters(optimizer, obj_func, initial_theta, bounds, n_restarts, rng, extra=None):
     """Best of one run from ``initial_theta`` and ``n_restarts`` random starts.
 
     Parameters
@@ -47,19 +50,30 @@ def optimise_hyperparameters(optimizer, obj_func, initial_theta, bounds, n_resta
         Log-transformed bounds (``kernel.bounds``).
     n_restarts : int
     rng : numpy RandomState
+    extra : ndarray of shape (n_extra,), default=None
+        Further variables, unbounded, optimised after theta
+        (``obj_func`` then takes ``concatenate([theta, extra])``).
 
     Returns
     -------
-    theta : ndarray of shape (n_params,)
+    theta : ndarray of shape (n_params,) or (n_params + n_extra,)
+        With ``extra``: the optimised theta followed by the optimised extra.
     value : float
         The objective at ``theta`` (the smallest found).
     """
+    theta_bounds = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
+    if extra is not None:
+        extra = np.asarray(extra, dtype=np.float64).ravel()
+        bounds = np.vstack([theta_bounds, np.tile([-np.inf, np.inf], (len(extra), 1))])
+        initial_theta = np.concatenate([np.asarray(initial_theta, dtype=np.float64), extra])
     runs = [run_optimizer(optimizer, obj_func, initial_theta, bounds)]
     if n_restarts > 0:
-        bounds = np.asarray(bounds, dtype=np.float64)
-        if not np.isfinite(bounds).all():
+        if not np.isfinite(theta_bounds).all():
             raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
         for _ in range(n_restarts):
-            runs.append(run_optimizer(optimizer, obj_func, rng.uniform(bounds[:, 0], bounds[:, 1]), bounds))
+            start = rng.uniform(theta_bounds[:, 0], theta_bounds[:, 1])
+            if extra is not None:
+                start = np.concatenate([start, extra])
+            runs.append(run_optimizer(optimizer, obj_func, start, bounds))
     best = int(np.argmin([value for _, value in runs]))
     return runs[best][0], float(runs[best][1])

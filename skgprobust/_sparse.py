@@ -117,22 +117,24 @@ from scipy.linalg import cholesky, eigh, qr, solve_triangular
 from scipy.linalg.blas import dsyrk as _dsyrk
 from scipy.special import log_ndtr
 from scipy.spatial.distance import cdist
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.cluster import kmeans_plusplus
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as K
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
 from ._engine._latent import BoundModel, LatentModel
-from ._gpc import RobustGaussianProcessClassifier
+from ._gpc import RobustGaussianProcessClassifier, _ProbaOnly
 from ._gpr import RobustGaussianProcessRegressor
+from ._hyperopt import optimise_hyperparameters
 
 APPROXIMATIONS = ("fitc", "dtc", "vfe")
 
@@ -541,26 +543,20 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
 
 
 def _maximise(estimator, obj_func, kernel, rng, extra=None):
-    """sklearn's hyperparameter search: ``estimator.optimizer`` from the
-    kernel's theta (followed by ``extra``, unbounded, e.g. the inducing
-    inputs), then ``n_restarts_optimizer`` starts with log-uniform theta
-    (and the initial ``extra``). Sets the best theta on ``kernel`` and
-    returns the best ``extra`` (None without one)."""
-    optimize = GaussianProcessRegressor._constrained_optimization
-    extra = np.empty(0) if extra is None else np.asarray(extra, dtype=np.float64)
+    """sklearn's hyperparameter search through the package's one optimiser
+    loop (:func:`skgprobust._hyperopt.optimise_hyperparameters`):
+    ``estimator.optimizer`` from the kernel's theta (followed by ``extra``,
+    unbounded, e.g. the inducing inputs), then ``n_restarts_optimizer``
+    starts with log-uniform theta (and the initial ``extra``). Sets the best
+    theta on ``kernel``; returns the best ``extra`` (None without one) and
+    the smallest objective value."""
+    best, value = optimise_hyperparameters(
+        estimator.optimizer, obj_func, kernel.theta, kernel.bounds, estimator.n_restarts_optimizer, rng, extra=extra
+    )
     p = len(kernel.theta)
-    bounds = np.vstack([kernel.bounds, np.tile([-np.inf, np.inf], (len(extra), 1))])
-    optima = [optimize(estimator, obj_func, np.concatenate([kernel.theta, extra]), bounds)]
-    if estimator.n_restarts_optimizer > 0:
-        if not np.isfinite(kernel.bounds).all():
-            raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
-        for _ in range(estimator.n_restarts_optimizer):
-            theta0 = rng.uniform(kernel.bounds[:, 0], kernel.bounds[:, 1])
-            optima.append(optimize(estimator, obj_func, np.concatenate([theta0, extra]), bounds))
-    best = optima[np.argmin([value for _, value in optima])][0]
     kernel.theta = best[:p]
     kernel._check_bounds_params()
-    return best[p:] if len(extra) else None
+    return (best[p:] if extra is not None else None), value
 
 
 class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
@@ -807,7 +803,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
                     return -out[0], -out[1]
                 return -out
 
-            Z = _maximise(self, obj_func, self.kernel_, rng, self.inducing_points_.ravel() if wrt_z else None)
+            Z, _ = _maximise(self, obj_func, self.kernel_, rng, self.inducing_points_.ravel() if wrt_z else None)
             if wrt_z:
                 self.inducing_points_ = Z.reshape(shape)
         lml, st = self._objective(None, state=True)
@@ -922,7 +918,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
 
 
 # ---------------------------------------------------------------------------
-# Binary classification: probit likelihood, Laplace approximation
+# Binary classification: probit likelihood, EP or Laplace over the inducing values
 # ---------------------------------------------------------------------------
 
 
@@ -933,17 +929,41 @@ def _probit_terms(z):
     return logcdf, r
 
 
+def _probit_setup(kernel, X, s, Z, approximation, eval_gradient=False):
+    """The whitened sparse probit model (see :class:`SparseGaussianProcessClassifier`):
+    Lz (Kzz = Lz Lz^T, jittered), V = Lz^-1 Kzx, q_i = ||V_:i||^2, the
+    conditional variances t_i = max(k_c(x_i, x_i) - q_i, 0) and d_i (the
+    latent variance left given u: WhiteKernel part, plus t_i for "fitc"),
+    and the probit slopes c_i = s_i (1 + d_i)^-1/2 of P(y_i | v) = Phi(c_i
+    (V^T v)_i); with eval_gradient also the kernel derivatives the chain rule
+    of :func:`_probit_chain` needs."""
+    Kzz, dKzz = _kzz(kernel, Z, eval_gradient)
+    Lz = cholesky(Kzz, lower=True, check_finite=False)
+    V = solve_triangular(Lz, kernel(X, Z).T, lower=True, check_finite=False)
+    parts = _diag_parts(kernel, X, eval_gradient)
+    full, cov = parts[0], parts[1]
+    q = np.einsum("ij,ij->j", V, V)
+    t = np.maximum(cov - q, 0.0)
+    d = full - cov
+    if approximation == "fitc":
+        d = d + t
+    st = {"Lz": Lz, "V": V, "c": s / np.sqrt(1.0 + d), "d": d, "t": t, "active": cov - q > 0}
+    if eval_gradient:
+        st.update(dKzz=dKzz, dfull=parts[2], dcov=parts[3])
+    return st
+
+
 def _whitened_probit(kernel, X, s, Z, approximation):
     """Lz, V = Lz^-1 Kzx and the probit slopes c_i = s_i (1 + d_i)^-1/2 of
     P(y_i | v) = Phi(c_i (V^T v)_i) (see :class:`SparseGaussianProcessClassifier`)."""
-    Kzz, _ = _kzz(kernel, Z, False)
-    Lz = cholesky(Kzz, lower=True, check_finite=False)
-    V = solve_triangular(Lz, kernel(X, Z).T, lower=True, check_finite=False)
-    full, cov = _diag_parts(kernel, X)
-    d = full - cov
-    if approximation == "fitc":
-        d = d + np.maximum(cov - np.einsum("ij,ij->j", V, V), 0.0)
-    return Lz, V, s / np.sqrt(1.0 + d)
+    st = _probit_setup(kernel, X, s, Z, approximation)
+    return st["Lz"], st["V"], st["c"]
+
+
+def _vfe_penalty(st):
+    """The collapsed-bound correction -1/2 sum_i t_i / (1 + d_i) of the
+    "vfe" objective (see :class:`SparseGaussianProcessClassifier`)."""
+    return -0.5 * float(np.sum(st["t"] / (1.0 + st["d"])))
 
 
 def _posterior_state(Lz, V, prec, v_mean):
@@ -958,22 +978,18 @@ def _posterior_state(Lz, V, prec, v_mean):
     return mu, {"beta": beta, "L": _variance_factor(Lz, E, mu)}
 
 
-def _ep_fit(kernel, X, s, Z, approximation, max_iter, sites0=None, state=False, tol=1e-12, damping=0.5):
-    """Expectation propagation for the sparse probit model in the whitened
-    inducing coordinates (prior v ~ N(0, I), likelihood terms
-    Phi(c_i (V^T v)_i)): parallel updates of Gaussian sites on m = V^T v
-    (precision tau_i >= 0: the probit is log-concave), damped by 1/2, until
-    the site parameters change by less than ``tol`` (relative) or
-    ``max_iter`` sweeps. Returns (log Z_EP, sites[, state]), with
+def _chol_solve(L, B):
+    """(L L^T)^-1 B for a lower Cholesky factor L."""
+    return solve_triangular(
+        L, solve_triangular(L, B, lower=True, check_finite=False), lower=True, trans="T", check_finite=False
+    )
 
-        log Z_EP = sum_i log Z_i + 1/2 sum_i log(1 + tau_i s2_i) - 1/2 log|B|
-                   + 1/2 (V nu)^T B^-1 (V nu)
-                   + sum_i (tau_i m_i^2 - 2 m_i nu_i - nu_i^2 s2_i) / (2 (1 + tau_i s2_i)),
 
-    B = I + V diag(tau) V^T, (m_i, s2_i) the cavity moments and Z_i the
-    tilted normalisers (GPML eq. 3.65 in these coordinates)."""
-    N, M = len(X), len(Z)
-    Lz, V, c = _whitened_probit(kernel, X, s, Z, approximation)
+def _ep_core(V, c, max_iter, sites0=None, tol=1e-12, damping=0.5, gradient=False):
+    """EP in the whitened coordinates (see :func:`_ep_fit`). Returns
+    (log Z_EP, (tau, nu), v_mean, G) with G = (dF/dV, dF/dc) at the sites'
+    fixed point (None unless ``gradient``)."""
+    N, M = V.shape[1], V.shape[0]
     if sites0 is not None and len(sites0[0]) == N:
         tau, nu = sites0[0].copy(), sites0[1].copy()
     else:
@@ -1003,12 +1019,12 @@ def _ep_fit(kernel, X, s, Z, approximation, max_iter, sites0=None, state=False, 
         # s2_hat / s2 = 1 - q r (z + r) lies in (0, 1) for the probit; floored
         # against cancellation when c^2 s2 is huge.
         ratio = np.maximum(1.0 - (c * c * s2) / (1.0 + c * c * s2) * r * (z + r), 1e-12)
-        return m, s2, logZ, mu_hat, s2 * ratio, flat
+        return m, s2, logZ, mu_hat, s2 * ratio, flat, r, den
 
     for _ in range(max_iter):
         var, mean, _, _ = marginals(tau, nu)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            m, s2, _, mu_hat, s2_hat, flat = tilted(var, mean, tau, nu)
+            m, s2, _, mu_hat, s2_hat, flat, _, _ = tilted(var, mean, tau, nu)
             tau_new = np.where(flat, tau, np.maximum(1.0 / s2_hat - 1.0 / s2, 0.0))
             nu_new = np.where(flat, nu, mu_hat / s2_hat - m / s2)
         tau_new = (1.0 - damping) * tau + damping * tau_new
@@ -1021,16 +1037,108 @@ def _ep_fit(kernel, X, s, Z, approximation, max_iter, sites0=None, state=False, 
             break
     var, mean, LB, b = marginals(tau, nu)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        m, s2, logZ, _, _, _ = tilted(var, mean, tau, nu)
+        m, s2, logZ, _, _, _, r, den = tilted(var, mean, tau, nu)
     t1 = 1.0 + tau * s2
     lml = float(
         logZ.sum() + 0.5 * np.sum(np.log(t1)) - np.sum(np.log(np.diag(LB))) + 0.5 * b @ b
         + np.sum((tau * m * m - 2.0 * m * nu - nu * nu * s2) / (2.0 * t1))
     )
-    if not state:
-        return lml, (tau, nu)
     v_mean = solve_triangular(LB, b, lower=True, trans="T", check_finite=False)
-    return lml, (tau, nu), _posterior_state(Lz, V, tau, v_mean)[1]
+    G = None
+    if gradient:
+        # At the fixed point log Z_EP is stationary in the sites, so its
+        # derivative is the explicit one (GPML Sec. 5.5.2, eq. 5.27): in the
+        # prior Q = V^T V, that of log N(nu / tau | 0, Q + diag(1 / tau)),
+        # dF/dQ = 1/2 (g g^T - (T - T Sigma T)), g = nu - tau * mean; in
+        # V, dF/dV = 2 V dF/dQ = (V g) g^T - B^-1 V T. In the likelihood,
+        # that of the tilted normalisers log Phi(c m / sqrt(1 + c^2 s2)) at
+        # the fixed cavities.
+        g = nu - tau * mean
+        G_V = np.outer(V @ g, g) - _chol_solve(LB, V * tau)
+        G_c = r * m / den**3
+        G = (G_V, G_c)
+    return lml, (tau, nu), v_mean, LB, G
+
+
+def _ep_fit(kernel, X, s, Z, approximation, max_iter, sites0=None, state=False, tol=1e-12, damping=0.5):
+    """Expectation propagation for the sparse probit model in the whitened
+    inducing coordinates (prior v ~ N(0, I), likelihood terms
+    Phi(c_i (V^T v)_i)): parallel updates of Gaussian sites on m = V^T v
+    (precision tau_i >= 0: the probit is log-concave), damped by 1/2, until
+    the site parameters change by less than ``tol`` (relative) or
+    ``max_iter`` sweeps. Returns (log Z_EP, sites[, state]), with
+
+        log Z_EP = sum_i log Z_i + 1/2 sum_i log(1 + tau_i s2_i) - 1/2 log|B|
+                   + 1/2 (V nu)^T B^-1 (V nu)
+                   + sum_i (tau_i m_i^2 - 2 m_i nu_i - nu_i^2 s2_i) / (2 (1 + tau_i s2_i)),
+
+    B = I + V diag(tau) V^T, (m_i, s2_i) the cavity moments and Z_i the
+    tilted normalisers (GPML eq. 3.65 in these coordinates)."""
+    st = _probit_setup(kernel, X, s, Z, approximation)
+    lml, sites, v_mean, _, _ = _ep_core(st["V"], st["c"], max_iter, sites0, tol, damping)
+    if not state:
+        return lml, sites
+    return lml, sites, _posterior_state(st["Lz"], st["V"], sites[0], v_mean)[1]
+
+
+def _laplace_core(V, c, max_iter, v0=None, gradient=False):
+    """Newton on Psi(v) = sum_i log Phi(c_i (V^T v)_i) - ||v||^2 / 2
+    (concave). Returns (log q(y), v_hat, W, G) with W the curvature at the
+    mode and G = (dF/dV, dF/dc) (None unless ``gradient``)."""
+    M = V.shape[0]
+    v = np.zeros(M) if v0 is None or len(v0) != M else np.array(v0, dtype=np.float64)
+
+    def psi(v):
+        logcdf, _ = _probit_terms(c * (V.T @ v))
+        return float(logcdf.sum() - 0.5 * v @ v)
+
+    cur = psi(v)
+    for _ in range(max_iter):
+        z = c * (V.T @ v)
+        _, r = _probit_terms(z)
+        W = c * c * r * (z + r)
+        grad = V @ (c * r) - v
+        H = _syrk(V * np.sqrt(W), np.eye(M))
+        H = np.triu(H) + np.triu(H, 1).T
+        step = _chol_solve(cholesky(H, lower=True, check_finite=False), grad)
+        decrement = float(grad @ step)
+        t = 1.0
+        while True:
+            new = psi(v + t * step)
+            if new >= cur - 1e-12 * abs(cur) or t < 1e-8:
+                break
+            t *= 0.5
+        v = v + t * step
+        # Stop at a negligible change of Psi and Newton decrement (the
+        # gradient below assumes the mode: dPsi/dv = 0).
+        done = abs(new - cur) <= 1e-10 * max(1.0, abs(cur)) and decrement <= 1e-18 * max(1.0, abs(cur))
+        cur = new
+        if done:
+            break
+    m = V.T @ v
+    z = c * m
+    _, r = _probit_terms(z)
+    h = r * (z + r)
+    W = c * c * h
+    A = _syrk(V * np.sqrt(W), np.eye(M))
+    A = np.triu(A) + np.triu(A, 1).T
+    LA = cholesky(A, lower=True, check_finite=False)
+    lml = cur - float(np.sum(np.log(np.diag(LA))))
+    G = None
+    if gradient:
+        # Implicit differentiation through the mode (GPML Alg. 5.1 in these
+        # coordinates): F = Psi(v_hat) - 1/2 log|A|, A = I + V W V^T,
+        # W_i = c_i^2 h(z_i), h = -(log Phi)'' = r (z + r), h' = -h (z + r) + r (1 - h).
+        AV = solve_triangular(LA, V, lower=True, check_finite=False)
+        Sig = np.einsum("ij,ij->j", AV, AV)  # posterior variance of m_i
+        hp = -h * (z + r) + r * (1.0 - h)
+        a = -0.5 * Sig * c**3 * hp
+        sv = _chol_solve(LA, V @ a)
+        tv = V.T @ sv
+        G_V = np.outer(v, c * r + a - W * tv) + np.outer(sv, c * r) - _chol_solve(LA, V * W)
+        G_c = r * m - 0.5 * Sig * (2.0 * c * h + c * c * hp * m) + tv * (r - c * h * m)
+        G = (G_V, G_c)
+    return lml, v, W, G
 
 
 def _laplace_fit(kernel, X, s, Z, approximation, max_iter, v0=None, state=False):
@@ -1041,152 +1149,75 @@ def _laplace_fit(kernel, X, s, Z, approximation, max_iter, v0=None, state=False)
     V = Lz^-1 Kzx and c_i = s_i (1 + d_i)^-1/2 (d_i the latent variance left
     given u: WhiteKernel part for "dtc", plus k(x_i, x_i) - Q_ii for
     "fitc"). Returns (log q(y), v_hat[, state])."""
-    M = len(Z)
-    Lz, V, a = _whitened_probit(kernel, X, s, Z, approximation)
-    v = np.zeros(M) if v0 is None or len(v0) != M else np.array(v0, dtype=np.float64)
-
-    def psi(v):
-        logcdf, r = _probit_terms(a * (V.T @ v))
-        return float(logcdf.sum() - 0.5 * v @ v)
-
-    cur = psi(v)
-    for _ in range(max_iter):
-        z = a * (V.T @ v)
-        _, r = _probit_terms(z)
-        W = a * a * r * (z + r)
-        grad = V @ (a * r) - v
-        H = _syrk(V * np.sqrt(W), np.eye(M))
-        H = np.triu(H) + np.triu(H, 1).T
-        step = solve_triangular(
-            cholesky(H, lower=True, check_finite=False),
-            solve_triangular(cholesky(H, lower=True, check_finite=False), grad, lower=True, check_finite=False),
-            lower=True, trans="T", check_finite=False,
-        )
-        t = 1.0
-        while True:
-            new = psi(v + t * step)
-            if new >= cur - 1e-12 * abs(cur) or t < 1e-8:
-                break
-            t *= 0.5
-        v = v + t * step
-        done = abs(new - cur) <= 1e-10 * max(1.0, abs(cur))
-        cur = new
-        if done:
-            break
-    z = a * (V.T @ v)
-    _, r = _probit_terms(z)
-    W = a * a * r * (z + r)
-    mu, st = _posterior_state(Lz, V, W, v)
-    lml = cur - 0.5 * float(np.sum(np.log1p(mu)))
+    st = _probit_setup(kernel, X, s, Z, approximation)
+    lml, v, W, _ = _laplace_core(st["V"], st["c"], max_iter, v0)
     if not state:
         return lml, v
-    return lml, v, st
+    return lml, v, _posterior_state(st["Lz"], st["V"], W, v)[1]
 
 
-class _SparseBinaryProbit:
-    """The fitted binary latent model (``base_estimator_``): predictive
-    latent mean k(x, Z) beta and variance k(x, x) - ||L^-1 k(Z, x)||^2,
-    p1 = Phi(mean / sqrt(1 + var)) (exactly :class:`ProbitLink`'s value)."""
+def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation):
+    """d F / d theta from dF/dV and dF/dc (V = Lz^-1 Kzx, c_i = s_i (1 +
+    d_i)^-1/2), plus the "vfe" correction's own derivative.
 
-    def __init__(self, kernel, Z, beta, L, classes):
-        self.kernel_, self.inducing_points_, self.beta_, self.L_, self.classes_ = kernel, Z, beta, L, classes
+    F depends on V only through Q = V^T V (v -> R v, R orthogonal, leaves
+    every approximation unchanged), so S = G_V V^T is symmetric and, with
+    Kzz = Lz Lz^T, dF/dKzz = -1/2 Lz^-T S Lz^-1 (the Cholesky factor's
+    derivative drops out); dF/dKzx = Lz^-T G_V. The diagonal terms chain
+    through d_i (full - cov, plus t_i for "fitc") and q_i = ||V_:i||^2
+    (dq/dV = 2 V). O(N M^2 + N M n_theta) time, O(chunk M) extra memory."""
+    V, Lz, c, d, t = st["V"], st["Lz"], st["c"], st["d"], st["t"]
+    active = st["active"].astype(np.float64)
+    dd = G_c * (-0.5 * c / (1.0 + d))
+    dq = np.zeros_like(dd)
+    dcov = np.zeros_like(dd)
+    if approximation == "fitc":  # d = full - cov + (cov - q)_+
+        dq -= dd * active
+        dcov += dd * active
+    elif approximation == "vfe":  # + (-1/2 sum t / (1 + d)), t = (cov - q)_+
+        dd = dd + 0.5 * t / (1.0 + d) ** 2
+        dq += 0.5 * active / (1.0 + d)
+        dcov -= 0.5 * active / (1.0 + d)
+    G_V = G_V + 2.0 * V * dq
+    S = G_V @ V.T
+    S = 0.5 * (S + S.T)
+    M = len(Z)
+    Linv = solve_triangular(Lz, np.eye(M), lower=True, check_finite=False)
+    G_kzz = -0.5 * (Linv.T @ S @ Linv)
+    dKxz = solve_triangular(Lz, G_V, lower=True, trans="T", check_finite=False).T
+    grad = np.einsum("ij,ijk->k", G_kzz, st["dKzz"])
+    for sl in _chunks(len(X), M, 4):
+        grad += _cross_contract(kernel, X[sl], Z, dKxz[sl])
+    grad += dd @ (st["dfull"] - st["dcov"]) + dcov @ st["dcov"]
+    return grad
 
-    def latent_mean_and_variance(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        K = self.kernel_(X, self.inducing_points_)
-        V = solve_triangular(self.L_, K.T, lower=True, check_finite=False)
-        return K @ self.beta_, self.kernel_.diag(X) - np.einsum("ij,ij->j", V, V)
 
-    def predict_proba(self, X):
-        mean, var = self.latent_mean_and_variance(X)
-        p1 = ProbitLink().value(mean, var)
-        return np.column_stack([1.0 - p1, p1])
+def _classifier_objective(kernel, X, s, Z, approximation, inference, max_iter, warm=None, eval_gradient=False,
+                          state=False):
+    """The classifier's objective (see :class:`SparseGaussianProcessClassifier`):
+    ``(value, warm start, gradient or None, state or None)``."""
+    st = _probit_setup(kernel, X, s, Z, approximation, eval_gradient)
+    if inference == "ep":
+        lml, warm, v_mean, _, G = _ep_core(st["V"], st["c"], max_iter, warm, gradient=eval_gradient)
+        prec = warm[0]
+    else:
+        lml, warm, prec, G = _laplace_core(st["V"], st["c"], max_iter, warm, gradient=eval_gradient)
+        v_mean = warm
+    if approximation == "vfe":
+        lml += _vfe_penalty(st)
+    grad = _probit_chain(kernel, X, Z, st, G[0], G[1], approximation) if eval_gradient else None
+    fitted = _posterior_state(st["Lz"], st["V"], prec, v_mean)[1] if state else None
+    return lml, warm, grad, fitted
 
-    def predict(self, X):
-        mean = np.asarray(self.kernel_(np.asarray(X, dtype=np.float64), self.inducing_points_) @ self.beta_)
-        return np.where(mean > 0, self.classes_[1], self.classes_[0])
 
-
-class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
-    """Sparse binary GP classifier (probit likelihood; expectation propagation
-    or Laplace) with certified robustness.
-
-    The latent function is summarised by its values u at M inducing inputs
-    Z: given u, the latent value at x_i is Gaussian with mean
-    k(x_i, Z) Kzz^-1 u and variance d_i (``"dtc"``: only the kernel's
-    WhiteKernel variance; ``"fitc"``: plus k(x_i, x_i) - Q_ii, the fully
-    independent training conditional). With the probit likelihood the d_i
-    integrate out exactly, P(y_i | u) = Phi(s_i m_i / sqrt(1 + d_i)), and the
-    posterior over u is approximated by expectation propagation
-    (``inference="ep"``, the paper's Sec. 7.3: parallel damped site updates,
-    O(N M^2) per sweep) or Laplace's method (``"laplace"``: Newton, O(N M^2)
-    per iteration), both in whitened coordinates with O(N M) memory. Either
-    gives a Gaussian posterior over u, so the predictive latent mean and
-    variance have the paper's form (Eq. 1-2) over the M inducing inputs,
-
-        mean(x) = k(x, Z) beta,   var(x) = k(x, x) - ||L^-1 k(Z, x)||^2,
-
-    (L as for :class:`SparseGaussianProcessRegressor`, with Lambda =
-    diag(1 / tau) from the EP site precisions or diag(1 / W) from the
-    Laplace curvature), and ``predict_proba`` is the exact probit-Gaussian
-    integral Phi(mean / sqrt(1 + var)); ``predict`` is class 1 iff mean > 0.
-    :meth:`certify` (mean bounds only), :meth:`prediction_range`
-    (``statistic="proba"`` with the exact probit link bounds of the paper's
-    Prop. 8, or ``"latent_mean"``) and :meth:`explain` work as for
-    :class:`RobustGaussianProcessClassifier`, over the M inducing inputs.
-
-    Hyperparameters maximise the EP (or Laplace) approximation of the log
-    marginal likelihood with L-BFGS-B and a forward finite-difference
-    gradient (each evaluation warm-starts from the previous sites / mode).
-
-    Parameters
-    ----------
-    kernel : kernel instance, default=None
-        None: ``ConstantKernel(1.0, "fixed") * RBF(1.0, "fixed")``.
-    inducing_points : int or array-like of shape (M, n_features), default=100
-        As in :class:`SparseGaussianProcessRegressor`.
-    approximation : {"fitc", "dtc"}, default="fitc"
-        Training conditional of the latent values given u ("vfe" is
-        a regression-only objective and is refused).
-    inference : {"ep", "laplace"}, default="ep"
-        Approximation of the posterior over the inducing values.
-    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
-    n_restarts_optimizer : int, default=0
-    max_iter_predict : int, default=100
-        EP sweeps (until the sites change by < 1e-12 relative) or Newton
-        iterations per fit.
-    copy_X_train : bool, default=True
-    random_state : int, RandomState instance or None, default=None
-
-    Attributes
-    ----------
-    base_estimator_ : object
-        The fitted binary latent model (``predict``, ``predict_proba``,
-        ``latent_mean_and_variance``).
-    classes_ : ndarray of shape (2,)
-    kernel_ : kernel instance
-    inducing_points_ : ndarray of shape (M, n_features)
-    log_marginal_likelihood_value_ : float
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-    """
-
-    _parameter_constraints = {
-        "kernel": [K.Kernel, None],
-        "inducing_points": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
-        "approximation": [StrOptions({"fitc", "dtc", "vfe"})],
-        "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
-        "n_restarts_optimizer": [Interval(numbers.Integral, 0, None, closed="left")],
-        "inference": [StrOptions({"ep", "laplace"})],
-        "max_iter_predict": [Interval(numbers.Integral, 1, None, closed="left")],
-        "copy_X_train": ["boolean"],
-        "random_state": ["random_state"],
-    }
-
-    #: Binary only (read by the inherited predict_proba availability check).
-    multi_class = "one_vs_rest"
-    warm_start = False
-    n_jobs = None
+class _SparseBinaryProbit(BaseEstimator):
+    """The fitted binary sparse probit model (``base_estimator_``, or each
+    estimator of a ``OneVsRestClassifier`` / ``OneVsOneClassifier`` of them):
+    the counterpart of sklearn's ``_BinaryGaussianProcessClassifierLaplace``,
+    fitted on validated float64 X and two labels. Predictive latent mean
+    k(x, Z) beta and variance k(x, x) - ||L^-1 k(Z, x)||^2,
+    p1 = Phi(mean / sqrt(1 + var)) (exactly :class:`ProbitLink`'s value).
+    See :class:`SparseGaussianProcessClassifier` for the parameters."""
 
     def __init__(
         self,
@@ -1211,144 +1242,265 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         self.copy_X_train = copy_X_train
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
     _choose_inducing = SparseGaussianProcessRegressor._choose_inducing
 
     def fit(self, X, y):
-        """Fit the sparse probit model.
+        self.kernel_ = C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed") \
+            if self.kernel is None else clone(self.kernel)
+        rng = check_random_state(self.random_state)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) != 2:
+            raise ValueError(f"The binary sparse model needs 2 classes; got {len(self.classes_)}.")
+        self.inducing_points_ = self._choose_inducing(X, rng)
+        self.X_train_ = np.copy(X) if self.copy_X_train else X
+        self._s = np.where(y_enc == 1, 1.0, -1.0)
+        self._warm = None
+
+        if self.optimizer is not None and self.kernel_.n_dims > 0:
+
+            def obj_func(theta, eval_gradient=True):
+                # Non-finite (an extreme theta): -inf, as sklearn's GPs return
+                # for a kernel that is not positive definite; the warm start is kept.
+                try:
+                    value, warm, grad, _ = self._objective(theta, eval_gradient=eval_gradient, warm=self._warm)
+                except np.linalg.LinAlgError:
+                    value, grad = -np.inf, None
+                if not np.isfinite(value) or (grad is not None and not np.all(np.isfinite(grad))):
+                    return (np.inf, np.zeros(len(theta))) if eval_gradient else np.inf
+                self._warm = warm
+                return (-value, -grad) if eval_gradient else -value
+
+            _maximise(self, obj_func, self.kernel_, rng)
+        value, _, _, st = self._objective(None, warm=self._warm, state=True)
+        self.log_marginal_likelihood_value_ = value
+        self.beta_, self.L_ = st["beta"], st["L"]
+        del self._warm
+        return self
+
+    def _objective(self, theta, eval_gradient=False, warm=None, state=False):
+        kernel = self.kernel_ if theta is None else self.kernel_.clone_with_theta(theta)
+        return _classifier_objective(
+            kernel, self.X_train_, self._s, self.inducing_points_, self.approximation, self.inference,
+            self.max_iter_predict, warm, eval_gradient=eval_gradient, state=state,
+        )
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """The objective (see :class:`SparseGaussianProcessClassifier`) and
+        optionally its analytic gradient with respect to theta."""
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        check_is_fitted(self)
+        value, _, grad, _ = self._objective(np.asarray(theta, dtype=np.float64), eval_gradient=eval_gradient)
+        return (value, grad) if eval_gradient else value
+
+    def latent_mean_and_variance(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        K = self.kernel_(X, self.inducing_points_)
+        V = solve_triangular(self.L_, K.T, lower=True, check_finite=False)
+        return K @ self.beta_, self.kernel_.diag(X) - np.einsum("ij,ij->j", V, V)
+
+    def predict_proba(self, X):
+        mean, var = self.latent_mean_and_variance(X)
+        p1 = ProbitLink().value(mean, var)
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X):
+        mean = np.asarray(self.kernel_(np.asarray(X, dtype=np.float64), self.inducing_points_) @ self.beta_)
+        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+
+
+class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
+    """Sparse GP classifier (probit likelihood; expectation propagation or
+    Laplace; FITC, DTC or VFE) with certified robustness.
+
+    The latent function is summarised by its values u at M inducing inputs
+    Z: given u, the latent value at x_i is Gaussian with mean
+    k(x_i, Z) Kzz^-1 u and variance d_i (``"dtc"`` and ``"vfe"``: only the
+    kernel's WhiteKernel variance; ``"fitc"``: plus t_i = k(x_i, x_i) -
+    Q_ii, the fully independent training conditional). With the probit
+    likelihood the d_i integrate out exactly, P(y_i | u) = Phi(s_i m_i /
+    sqrt(1 + d_i)), and the posterior over u is approximated by expectation
+    propagation (``inference="ep"``, the paper's Sec. 7.3: parallel damped
+    site updates, O(N M^2) per sweep) or Laplace's method (``"laplace"``:
+    Newton, O(N M^2) per iteration), both in whitened coordinates with
+    O(N M) memory. Either gives a Gaussian posterior over u, so the
+    predictive latent mean and variance have the paper's form (Eq. 1-2) over
+    the M inducing inputs,
+
+        mean(x) = k(x, Z) beta,   var(x) = k(x, x) - ||L^-1 k(Z, x)||^2,
+
+    (L as for :class:`SparseGaussianProcessRegressor`, with Lambda =
+    diag(1 / tau) from the EP site precisions or diag(1 / W) from the
+    Laplace curvature), and ``predict_proba`` is the exact probit-Gaussian
+    integral Phi(mean / sqrt(1 + var)); ``predict`` is class 1 iff mean > 0.
+    :meth:`certify` (mean bounds only for two classes), :meth:`prediction_range`
+    (``statistic="proba"`` with the exact probit link bounds of the paper's
+    Prop. 8, or ``"latent_mean"``) and :meth:`explain` work as for
+    :class:`RobustGaussianProcessClassifier`, over the M inducing inputs.
+    More than two classes: one binary sparse model per class (one-vs-rest,
+    probabilities normalised as sklearn does) or per pair (one-vs-one, no
+    ``predict_proba``), as :class:`EPGaussianProcessClassifier`.
+
+    Hyperparameters maximise the objective F (below) with L-BFGS-B and its
+    analytic gradient: for EP the explicit derivative at the sites' fixed
+    point (GPML Sec. 5.5.2), for Laplace the implicit derivative through the
+    mode (GPML Alg. 5.1), both in the whitened coordinates, O(N M^2) per
+    evaluation; each evaluation warm-starts from the previous sites / mode.
+
+    The ``"vfe"`` objective. Titsias' (2009) collapsed bound for a Gaussian
+    likelihood subtracts sum_i t_i / (2 sigma^2), the curvature 1 / sigma^2
+    of log N(y_i | f_i, sigma^2) times the conditional variance t_i. The
+    same argument holds for any log-likelihood whose curvature is bounded:
+    -(d / dz)^2 log Phi(z) = r(z) (z + r(z)) lies in (0, 1), so with
+    f_i | u ~ N(a_i u, t_i) (a_i = k(x_i, Z) Kzz^-1) and c_i^2 = 1 / (1 + d_i),
+    E[log Phi(s_i c_i f_i)] >= log Phi(s_i c_i a_i u) - c_i^2 t_i / 2 (second
+    order Taylor bound, cf. Boehning & Lindsay 1988), and Jensen's inequality
+    with q(f, u) = p(f | u) q(u), maximised over q(u), gives
+
+        log p(y) >= log Z_DTC(y) - 1/2 sum_i t_i / (1 + d_i),
+
+    Z_DTC(y) = int N(u | 0, Kzz) prod_i Phi(s_i c_i a_i u) du the DTC
+    model's evidence (equality for t = 0, e.g. Z = X). ``"vfe"`` therefore
+    uses the DTC posterior (EP or Laplace of Z_DTC: its predictions equal
+    ``"dtc"``'s at the same hyperparameters and inducing inputs) and the
+    objective F = log Z_DTC^approx - 1/2 sum_i t_i / (1 + d_i), which
+    penalises inducing sets that leave the training latents uncertain, as
+    the regressor's VFE does. F is a lower bound on log p(y) where the EP /
+    Laplace value is one on log Z_DTC (not guaranteed for either; EP is
+    typically very accurate). ``"dtc"`` and ``"fitc"`` maximise
+    log Z^approx itself.
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        None: ``ConstantKernel(1.0, "fixed") * RBF(1.0, "fixed")``.
+    inducing_points : int or array-like of shape (M, n_features), default=100
+        As in :class:`SparseGaussianProcessRegressor`.
+    approximation : {"fitc", "dtc", "vfe"}, default="fitc"
+        Training conditional of the latent values given u, and objective
+        (see above).
+    inference : {"ep", "laplace"}, default="ep"
+        Approximation of the posterior over the inducing values.
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+    n_restarts_optimizer : int, default=0
+    max_iter_predict : int, default=100
+        EP sweeps (until the sites change by < 1e-12 relative) or Newton
+        iterations per fit.
+    copy_X_train : bool, default=True
+    random_state : int, RandomState instance or None, default=None
+    multi_class : {"one_vs_rest", "one_vs_one"}, default="one_vs_rest"
+        More than two classes, as sklearn's GaussianProcessClassifier.
+    n_jobs : int, default=None
+        Parallel fits of the binary models (more than two classes only).
+
+    Attributes
+    ----------
+    base_estimator_ : object
+        The fitted binary model (``predict``, ``predict_proba``,
+        ``latent_mean_and_variance``, ``inducing_points_``, ``beta_``,
+        ``L_``), or a ``OneVsRestClassifier`` / ``OneVsOneClassifier`` of them.
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    kernel_ : kernel instance
+    inducing_points_ : ndarray of shape (M, n_features)
+        Two classes only (each binary model of a multi-class fit has its own).
+    log_marginal_likelihood_value_ : float
+        The objective F (mean over the binary models for more classes).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+    """
+
+    _parameter_constraints = {
+        "kernel": [K.Kernel, None],
+        "inducing_points": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
+        "approximation": [StrOptions(set(APPROXIMATIONS))],
+        "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
+        "n_restarts_optimizer": [Interval(numbers.Integral, 0, None, closed="left")],
+        "inference": [StrOptions({"ep", "laplace"})],
+        "max_iter_predict": [Interval(numbers.Integral, 1, None, closed="left")],
+        "copy_X_train": ["boolean"],
+        "random_state": ["random_state"],
+        "multi_class": [StrOptions({"one_vs_rest", "one_vs_one"})],
+        "n_jobs": [numbers.Integral, None],
+    }
+
+    warm_start = False
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        inducing_points=100,
+        approximation="fitc",
+        inference="ep",
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        max_iter_predict=100,
+        copy_X_train=True,
+        random_state=None,
+        multi_class="one_vs_rest",
+        n_jobs=None,
+    ):
+        self.kernel = kernel
+        self.inducing_points = inducing_points
+        self.approximation = approximation
+        self.inference = inference
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.multi_class = multi_class
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y):
+        """Fit the sparse probit model(s).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Two classes.
 
         Returns
         -------
         self : object
         """
         self._validate_params()
-        if self.approximation == "vfe":
-            raise ValueError(
-                "approximation='vfe' is a regression objective; SparseGaussianProcessClassifier supports "
-                "'fitc' and 'dtc'."
-            )
-        # kernel_ is sklearn's GPC property (base_estimator_.kernel_): fit a local copy.
-        kernel_ = C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed") \
-            if self.kernel is None else clone(self.kernel)
-        rng = check_random_state(self.random_state)
         X, y = validate_data(self, X, y, dtype=np.float64)
         X = np.ascontiguousarray(X)
         check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        self.classes_ = np.unique(y)
         self.n_classes_ = len(self.classes_)
-        if len(self.classes_) == 1:
+        if self.n_classes_ == 1:
             raise ValueError(
-                f"{type(self).__name__} requires 2 classes; got 1 class ({self.classes_[0]!r})."
+                f"{type(self).__name__} requires 2 or more distinct classes; got 1 class ({self.classes_[0]!r})."
             )
-        if len(self.classes_) > 2:
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is "
-                f"{type_of_target(y, input_name='y')} ({len(self.classes_)} classes); use one model per class "
-                "(sklearn.multiclass.OneVsRestClassifier) for more."
+        base = _SparseBinaryProbit(
+            self.kernel, inducing_points=self.inducing_points, approximation=self.approximation,
+            inference=self.inference, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
+            max_iter_predict=self.max_iter_predict, copy_X_train=self.copy_X_train, random_state=self.random_state,
+        )
+        if self.n_classes_ > 2:
+            wrapper = OneVsRestClassifier if self.multi_class == "one_vs_rest" else OneVsOneClassifier
+            base = wrapper(base, n_jobs=self.n_jobs)
+        self.base_estimator_ = base.fit(X, y)
+        if self.n_classes_ > 2:
+            self.log_marginal_likelihood_value_ = float(
+                np.mean([e.log_marginal_likelihood() for e in self.base_estimator_.estimators_])
             )
-        self.inducing_points_ = self._choose_inducing(X, rng)
-        self.X_train_ = np.copy(X) if self.copy_X_train else X
-        self._s = np.where(y_enc == 1, 1.0, -1.0)
-        self._v = None
-
-        def lml(theta):
-            # Non-finite (an extreme theta): -inf, as sklearn's GPs return
-            # for a kernel that is not positive definite; the warm start is kept.
-            try:
-                value, v = self._approximate(kernel_.clone_with_theta(theta), warm=self._v)
-            except np.linalg.LinAlgError:
-                return -np.inf
-            if not np.isfinite(value):
-                return -np.inf
-            self._v = v
-            return value
-
-        if self.optimizer is not None and kernel_.n_dims > 0:
-
-            def obj_func(theta, eval_gradient=True):
-                f0 = lml(theta)
-                if not eval_gradient:
-                    return -f0
-                if not np.isfinite(f0):
-                    return np.inf, np.zeros(len(theta))
-                # Forward differences with step 1e-4 in log-hyperparameters
-                # (EP converges to 1e-12, so rounding is far below the step).
-                v0, h = self._v, 1e-4
-                grad = np.empty(len(theta))
-                for j in range(len(theta)):
-                    e = np.zeros(len(theta))
-                    e[j] = h
-                    fj = lml(theta + e)
-                    grad[j] = (fj - f0) / h if np.isfinite(fj) else 0.0
-                    self._v = v0
-                return -f0, -grad
-
-            _maximise(self, obj_func, kernel_, rng)
-        value, v, st = self._approximate(kernel_, warm=self._v, state=True)
-        self.log_marginal_likelihood_value_ = value
-        self.base_estimator_ = _SparseBinaryProbit(kernel_, self.inducing_points_, st["beta"], st["L"], self.classes_)
-        del self._v
+            if hasattr(self, "inducing_points_"):
+                del self.inducing_points_
+        else:
+            self.log_marginal_likelihood_value_ = self.base_estimator_.log_marginal_likelihood()
+            self.inducing_points_ = self.base_estimator_.inducing_points_
         return self
 
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """Laplace approximation of the log marginal likelihood.
-
-        Parameters
-        ----------
-        theta : array-like of shape (n_kernel_params,), default=None
-            Log-transformed hyperparameters; None: the fitted value.
-        eval_gradient : bool, default=False
-            Also return the gradient: a forward finite difference (step
-            1e-4 in theta), as ``fit`` uses; there is no analytic gradient.
-        clone_kernel : bool, default=True
-            Accepted for sklearn compatibility (the kernel is always cloned).
-
-        Returns
-        -------
-        log_likelihood : float
-        log_likelihood_gradient : ndarray, only when eval_gradient
-        """
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
-            return self.log_marginal_likelihood_value_
-        check_is_fitted(self, self._fitted_attributes)
-        theta = np.asarray(theta, dtype=np.float64)
-
-        def value(t):
-            return self._approximate(self.kernel_.clone_with_theta(t))[0]
-
-        f0 = value(theta)
-        if not eval_gradient:
-            return f0
-        h = 1e-4
-        return f0, np.array([(value(theta + h * e) - f0) / h for e in np.eye(len(theta))])
-
-    def _approximate(self, kernel, warm=None, state=False):
-        """(log marginal likelihood approximation, warm start[, state]) of
-        EP or Laplace at this kernel."""
-        fit = _ep_fit if self.inference == "ep" else _laplace_fit
-        args = (kernel, self.X_train_, self._s, self.inducing_points_, self.approximation, self.max_iter_predict)
-        return fit(*args, warm, state=state)
-
     def predict(self, X):
-        """Class 1 where the latent mean is > 0."""
-        check_is_fitted(self, self._fitted_attributes)
-        return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
-
-    def predict_proba(self, X):
-        """Phi(mean / sqrt(1 + var)) for class 1; 1 minus it for class 0
-        (binary only, so always available).
+        """Class labels: the binary model's sign of the latent mean, or
+        the one-vs-rest / one-vs-one combination of the binary models.
 
         Parameters
         ----------
@@ -1356,17 +1508,38 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
 
         Returns
         -------
-        C : ndarray of shape (n_samples, 2)
+        C : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
+
+    @_ProbaOnly
+    def predict_proba(self, X):
+        """Phi(mean / sqrt(1 + var)) for class 1 and 1 minus it for class 0;
+        one-vs-rest: the binary models' class probabilities normalised (as
+        sklearn); absent on one-vs-one models of more than two classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        C : ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self, self._fitted_attributes)
         return self.base_estimator_.predict_proba(validate_data(self, X, reset=False, dtype=np.float64))
 
     def latent_mean_and_variance(self, X):
-        """Predictive latent mean and variance at X."""
+        """Predictive latent mean and variance at X (two classes only)."""
         check_is_fitted(self, self._fitted_attributes)
+        if self.n_classes_ > 2:
+            raise ValueError("latent_mean_and_variance is available for two classes only.")
         return self.base_estimator_.latent_mean_and_variance(validate_data(self, X, reset=False, dtype=np.float64))
 
     def _build_bound_model(self):
-        b = self.base_estimator_
-        latent = LatentModel(b.inducing_points_, b.beta_[:, None], [0.0], [1.0], b.kernel_, L=b.L_)
-        return BoundModel("binary", [latent], classes=self.classes_, link=ProbitLink())
+        base = self.base_estimator_
+        ests = base.estimators_ if hasattr(base, "estimators_") else [base]
+        kind = "binary" if self.n_classes_ == 2 else self.multi_class
+        latents = [LatentModel(e.inducing_points_, e.beta_[:, None], [0.0], [1.0], e.kernel_, L=e.L_) for e in ests]
+        return BoundModel(kind, latents, classes=self.classes_, link=ProbitLink())

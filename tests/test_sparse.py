@@ -587,10 +587,12 @@ def test_classifier_bad_input():
     X, y, _ = _clf_data()
     with pytest.raises(ValueError, match="1 class"):
         SparseGaussianProcessClassifier(inducing_points=5).fit(X, np.zeros(len(X)))
-    with pytest.raises(ValueError, match="Only binary classification"):
-        SparseGaussianProcessClassifier(inducing_points=5).fit(X, np.arange(len(X)) % 3)
-    with pytest.raises(ValueError, match="vfe"):
-        SparseGaussianProcessClassifier(approximation="vfe").fit(X, y)
+    with pytest.raises(ValueError, match="approximation"):
+        SparseGaussianProcessClassifier(approximation="var").fit(X, y)
+    with pytest.raises(ValueError, match="multi_class"):
+        SparseGaussianProcessClassifier(multi_class="crammer_singer").fit(X, y)
+    with pytest.raises(ValueError, match="more than the number of training samples"):
+        SparseGaussianProcessClassifier(inducing_points=np.zeros((len(X) + 1, 2))).fit(X, y)
     with pytest.raises(ValueError, match="3 features"):
         SparseGaussianProcessClassifier(inducing_points=np.zeros((4, 3))).fit(X, y)
     with pytest.raises(NotFittedError):
@@ -611,20 +613,26 @@ def test_classifier_sklearn_compatible(estimator, check):
 
 
 @st.composite
-def sparse_clf_cases(draw):
+def sparse_clf_cases(draw, n_classes=2, multi_class="one_vs_rest"):
+    """Random sparse classifiers (FITC / DTC / VFE, EP / Laplace; two
+    classes, or three split along the first feature) and perturbations."""
     from skgprobust._sparse import SparseGaussianProcessClassifier
 
     data = draw(datasets(classification=True))
     N, d = data.X.shape
+    y = data.y
+    if n_classes == 3:
+        y = np.digitize(data.X[:, 0], np.quantile(data.X[:, 0], [1 / 3, 2 / 3]))
+        y[:3] = [0, 1, 2]
     kernel = draw(kernels(d))
     M = draw(st.integers(1, min(N, 12)))
     rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     inducing = M if draw(st.booleans()) else rng.uniform(-2, 2, (M, d))
     clf = SparseGaussianProcessClassifier(
-        kernel, inducing_points=inducing, approximation=draw(st.sampled_from(["fitc", "dtc"])),
-        inference=draw(st.sampled_from(["ep", "laplace"])), optimizer=None, random_state=0,
+        kernel, inducing_points=inducing, approximation=draw(st.sampled_from(["fitc", "dtc", "vfe"])),
+        inference=draw(st.sampled_from(["ep", "laplace"])), optimizer=None, random_state=0, multi_class=multi_class,
     )
-    _fit_or_reject(clf, data.X, data.y)
+    _fit_or_reject(clf, data.X, y)
     gamma, features, domain = draw(perturbations(data.X_test))
     return Case(
         model=clf, X_test=data.X_test, gamma=gamma, features=features, domain=domain,
