@@ -103,6 +103,12 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import dger as _dger
 from scipy.special import log_ndtr
+# Two semi-private sklearn names are kept on purpose, the ones every
+# sklearn-compatible estimator that extends an sklearn estimator's
+# ``_parameter_constraints`` needs (there is no public path for either):
+# ``_fit_context`` runs the same parameter validation as the parent
+# GaussianProcessClassifier.fit (honouring ``skip_parameter_validation``), and
+# ``Interval`` / ``StrOptions`` are the vocabulary of those constraints.
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessClassifier
@@ -404,6 +410,9 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
                 self.optimizer, obj_func, self.kernel_.theta, self.kernel_.bounds, self.n_restarts_optimizer, rng
             )
             self.kernel_.theta = theta
+            # sklearn's own GP estimators warn the same way (ConvergenceWarning
+            # when an optimum sits on a bound); a Kernel method with no public
+            # equivalent, kept rather than copied.
             self.kernel_._check_bounds_params()
             self.log_marginal_likelihood_value_ = -value
 
@@ -658,10 +667,5 @@ def ep_bound_model(clf):
     positive for class j, as ``OneVsOneClassifier`` trains them)."""
     base = clf.base_estimator_
     ests = base.estimators_ if hasattr(base, "estimators_") else [base]
-    if len(clf.classes_) == 2:
-        kind = "binary"
-    elif clf.multi_class == "one_vs_rest":
-        kind = "one_vs_rest"
-    else:
-        kind = "one_vs_one"
+    kind = "binary" if len(clf.classes_) == 2 else clf.multi_class  # validated by fit
     return BoundModel(kind, [_latent_model(e) for e in ests], classes=clf.classes_, link=ProbitLink())
