@@ -110,6 +110,15 @@ class ProductAdapter(KernelAdapter):
         m1, m2 = np.maximum(np.abs(l1), np.abs(h1)), np.maximum(np.abs(l2), np.abs(h2))
         return (m1 + e1) * e2 + m2 * e1
 
+    def mean_rtol(self, n_support, n_features):
+        """``C * k``: the other factor's constant plus 2 u (sklearn's product
+        fl(C k~) and the scaled weights fl(C w) that the relaxations of k are
+        built with, one rounding each per term, relative to |C w k|, which is
+        the ``mag`` of those relaxations). Otherwise the default."""
+        if self.const is not None:
+            return self.other.mean_rtol(n_support, n_features) + 2.0 * 2.0**-53
+        return super().mean_rtol(n_support, n_features)
+
     def diag(self, X):
         return self.k1.diag(X) * self.k2.diag(X)
 

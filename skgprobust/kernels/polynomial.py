@@ -57,6 +57,7 @@ import numpy as np
 from scipy.special import comb
 
 from .._fp import UNIT_ROUNDOFF as _U
+from .._fp import margin_rtol
 from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
 
 
@@ -105,6 +106,85 @@ def _separable_min(alpha, beta, h):
     return np.minimum(q, np.where(alpha > 0, alpha * v * v + beta * v, q)).sum(-1)
 
 
+def _pascal(P):
+    """(P + 1, P + 1) float table of C(a, b) (0 for b > a); exact integers."""
+    t = np.zeros((P + 1, P + 1))
+    for a in range(P + 1):
+        for b in range(a + 1):
+            t[a, b] = float(comb(a, b, exact=True))
+    return t
+
+
+def _powers(x, P):
+    """(..., P + 1): x**0 .. x**P by repeated multiplication (the k-th power
+    carries k - 1 roundings, no ``pow``)."""
+    out = np.empty(x.shape + (P + 1,))
+    out[..., 0] = 1.0
+    for k in range(1, P + 1):
+        out[..., k] = out[..., k - 1] * x
+    return out
+
+
+def _monomials(pw, alphas):
+    """prod_j pw[..., j, alphas[a, j]] for each multi-index a: (..., n)."""
+    out = np.ones(pw.shape[:-2] + (len(alphas),))
+    for j in range(alphas.shape[1]):
+        out = out * pw[..., j, :][..., alphas[:, j]]
+    return out
+
+
+def _int_parts(x):
+    """Exact integer mantissas and exponents: x == M * 2**E elementwise."""
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return (np.ldexp(m, 53)).astype(np.int64), e.astype(np.int64) - 53
+
+
+class _ExactPolynomial:
+    """Coefficients of F(x) = sum_i w_i (s + x . x_i)^p in the monomial basis,
+    ``F(x) = sum_alpha beta_alpha x^alpha``,
+    ``beta_alpha = C(p, |alpha|) s^(p - |alpha|) (|alpha|! / alpha!) sum_i w_i x_i^alpha``
+    (binomial and multinomial theorems), each computed *exactly* in integer
+    arithmetic (every float is M 2^E with an integer M) and rounded once to
+    float64: |beta~ - beta| <= u |beta| (plus 2^-1074 if it underflows).
+    ``ok`` is False when a coefficient overflows."""
+
+    def __init__(self, adapter, w):
+        alphas, P = adapter._alphas, adapter.p
+        Mw, Ew = _int_parts(w)
+        Mx, Ex = _int_parts(adapter.Xs)
+        Ms, Es = _int_parts(np.array([adapter.s2]))
+        Ms, Es = int(Ms[0]), int(Es[0])
+        N, d = Mx.shape
+        # exponent of every term (N, n): E_w + sum_j alpha_j E_x[i, j]
+        E = Ew[:, None] + Ex @ alphas.T
+        Mw = [int(v) for v in Mw]
+        pw = [[[int(Mx[i, j]) ** k for k in range(P + 1)] for j in range(d)] for i in range(N)]
+        beta = np.zeros(len(alphas))
+        self.ok = True
+        for a, alpha in enumerate(alphas):
+            nz = [(j, int(alpha[j])) for j in range(d) if alpha[j]]
+            live = [i for i in range(N) if Mw[i]]
+            if not live:
+                continue
+            e0 = int(E[live, a].min())
+            total = 0
+            for i in live:
+                t = Mw[i]
+                for j, k in nz:
+                    t *= pw[i][j][k]
+                total += t << int(E[i, a] - e0)
+            k = int(alpha.sum())
+            total *= adapter._cint[a] * Ms ** (P - k)
+            e = e0 + Es * (P - k)
+            try:
+                beta[a] = float(total << e) if e >= 0 else total / (1 << -e)
+            except OverflowError:
+                self.ok = False
+                return
+        self.beta = beta
+        self.ok = bool(np.all(np.isfinite(beta)))
+
+
 class DotProductPowerAdapter(KernelAdapter):
     """``Exponentiation(DotProduct(sigma_0), p)``, p a positive integer.
 
@@ -116,6 +196,13 @@ class DotProductPowerAdapter(KernelAdapter):
     (Taylor models and relaxations add up).
     """
 
+    #: largest number of monomials of degree <= p for the exact-coefficient path
+    MAX_MONO_EXACT = 100
+    #: largest N * (number of monomials) for the exact-coefficient path
+    MAX_EXACT_WORK = 400_000
+    #: coefficient vectors kept per adapter (one per mean objective)
+    CACHE_SIZE = 16
+
     def __init__(self, kernel, Xs):
         if not is_dot_product_power(kernel):
             raise ValueError(f"DotProductPowerAdapter needs DotProduct ** (positive integer), got {kernel!r}.")
@@ -125,9 +212,48 @@ class DotProductPowerAdapter(KernelAdapter):
         self.p = int(self.e)
         self.nonnegative = self.p % 2 == 0
         self.absXs = np.abs(self.Xs)
-        self._mag_factor = max(1.0, self.p / 4.0)
         # C(p, k) for k = 0..p
         self._binom = np.array([comb(self.p, k, exact=True) for k in range(self.p + 1)], dtype=np.float64)
+        N, d = self.Xs.shape
+        n = comb(d + self.p, self.p, exact=True)
+        self._exact = (
+            n <= self.MAX_MONO_EXACT and n * max(N, 1) <= self.MAX_EXACT_WORK and np.isfinite(self.s2)
+            and bool(np.all(np.isfinite(self.Xs)))
+        )
+        self._cache = {}
+        if self._exact:
+            self._setup_exact(d)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state
+
+    def _setup_exact(self, d):
+        p = self.p
+        self._alphas = _multi_indices(d, p)  # by degree: 0, e_j, degree 2, ...
+        deg = self._alphas.sum(-1)
+        fact = [factorial(k) for k in range(p + 1)]
+        self._cint = [
+            comb(p, int(k), exact=True) * fact[int(k)] // int(np.prod([fact[int(a)] for a in al]))
+            for al, k in zip(self._alphas, deg)
+        ]
+        index = {tuple(a): i for i, a in enumerate(self._alphas)}
+        eye = np.eye(d, dtype=np.int64)
+        self._i1 = np.array([index[tuple(eye[j])] for j in range(d)], dtype=np.int64)
+        self._i2 = np.array(
+            [[index[tuple(eye[j] + eye[k])] if p >= 2 else 0 for k in range(d)] for j in range(d)], dtype=np.int64
+        )
+        self._high = deg >= 3
+        self._deg = deg
+        # Shift: (c + u)^alpha = sum_{b <= alpha} binom(alpha, b) c^(alpha - b) u^b.
+        diff = self._alphas[:, None, :] - self._alphas[None, :, :]  # (n, n, d)
+        mask = np.all(diff >= 0, axis=-1)
+        pas = _pascal(p)
+        self._shift_binom = np.where(
+            mask, np.prod(pas[self._alphas[:, None, :], np.minimum(self._alphas[None, :, :], p)], axis=-1), 0.0
+        )
+        self._shift_exp = np.where(mask[:, :, None], diff, 0)
 
     # -- values ---------------------------------------------------------
     def _base(self, X):
@@ -174,26 +300,51 @@ class DotProductPowerAdapter(KernelAdapter):
         return (self.s2 + sq_lo.sum(-1)) ** self.p, (self.s2 + sq_hi.sum(-1)) ** self.p
 
     def rounding(self, lo, hi):
-        """sklearn computes t~ = fl(inner(x, x_i) + s), which errs by
-        e_i <= (d + 2) u (amax . |x_i| + s) (d products summed in any order,
-        then one addition), then t~^p. By the mean value theorem
+        """sklearn computes t~ = fl(inner(x, x_i) + s): the inner product errs
+        by at most gamma_d |x| . |x_i| (d products summed in any order, BLAS
+        included, fused multiply-adds too) and the addition by u |fl(inner) +
+        s|, so |t~ - t| <= e_i := (d + 1)(1 + 2^-30) u (amax . |x_i| + s) +
+        d 2^-1074 (gamma_d (1 + u) + u (1 + gamma_d) <= (d + 1)(1 + 2 d u) u;
+        d u <= 2^-31 for d <= 2^22; the last term covers products that
+        underflow). Then t~^p: by the mean value theorem
         |t~^p - t^p| <= p max(|t|, |t~|)^(p-1) |t~ - t| <= p (m_i + e_i)^(p-1) e_i,
         m_i = max |t| over the box. The relative rounding of the power is in
-        the relative margin."""
+        :meth:`mean_rtol`."""
         amax = np.maximum(np.abs(lo), np.abs(hi))
         d = self.Xs.shape[1]
-        e = (d + 2) * _U * (amax @ self.absXs.T + self.s2)
+        e = (d + 1) * (1.0 + 2.0**-30) * _U * (amax @ self.absXs.T + self.s2) + d * 2.0**-1074
+        if d > 2**22:
+            e = (d + 2) * 2 * _U * (amax @ self.absXs.T + self.s2) + d * 2.0**-1074
         if self.p == 1:
             return e
         l, h = self._base_interval(lo, hi)
         m = np.maximum(np.abs(l), np.abs(h)) + e
         return self.p * m ** (self.p - 1) * e
 
+    def mean_rtol(self, n_support, n_features):
+        """``(N + 12 + pi) u``, pi = 1 for p <= 2 and 16 for p >= 3 (the
+        relative rounding of sklearn's power), when N + p (d + 2) <= 2^20;
+        otherwise the default ``margin_rtol(N, d)``. Proof in the module
+        docstring ("Rounding"): our own evaluation error is subtracted from
+        the relaxation and Taylor model themselves, so this constant covers
+        only sklearn's sum, scaling and power, and affine_lower's last steps."""
+        if n_support + self.p * (n_features + 2) > 2**20:
+            return margin_rtol(n_support, n_features)
+        pi = 1.0 if self.p <= 2 else 16.0
+        return (n_support + 12.0 + pi) * _U
+
     # -- the polynomial model -------------------------------------------
+    def _mag(self, w, amax):
+        """sum_i |w_i| (s + amax . |x_i|)^p (B,): bounds |w_i k(x, x_i)| summed."""
+        return (np.abs(w) * (amax @ self.absXs.T + self.s2) ** self.p).sum(-1)
+
     def _model(self, lo, hi, w):
-        """V, G, M, rem (see the module docstring), mag and split scores."""
+        """V, G, M, rem (see the module docstring), mag and split scores,
+        from the per-term expansion (any per-box weights); ``rem`` includes
+        our own evaluation error (module docstring, "Rounding", (F))."""
         p = self.p
         B, d = lo.shape
+        N = self.Xs.shape[0]
         c = 0.5 * (lo + hi)
         h = 0.5 * (hi - lo)
         amax = np.maximum(np.abs(lo), np.abs(hi))
@@ -221,7 +372,8 @@ class DotProductPowerAdapter(KernelAdapter):
         else:
             rem = np.zeros(B)
             score_rem = np.zeros((B, d))
-        mag = self._mag_factor * (np.abs(w) * (amax @ self.absXs.T + self.s2) ** p).sum(-1)
+        mag = self._mag(w, amax)
+        rem = rem - 2.0 * (N + 3 * d + p * (d + 19) + 40) * _U * mag
         # Looseness of the separable bound of 1/2 u^T M u: the off-diagonal
         # couplings |M_jl| h_j h_l, plus the remainder's share.
         absM = np.abs(M)
@@ -229,8 +381,72 @@ class DotProductPowerAdapter(KernelAdapter):
         score = h * off + score_rem
         return V, G, M, rem, mag, score
 
+    def _exact_for(self, w):
+        """The :class:`_ExactPolynomial` of one weight vector (cached), or None."""
+        key = w.tobytes()
+        ex = self._cache.get(key)
+        if ex is None:
+            ex = _ExactPolynomial(self, w)
+            if len(self._cache) >= self.CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)), None)
+            self._cache[key] = ex
+        return ex if ex.ok else None
+
+    def _model_exact(self, lo, hi, beta, w):
+        """V, G, M, rem, mag, score from exact monomial coefficients beta
+        (module docstring, "Exact coefficients")."""
+        p = self.p
+        B, d = lo.shape
+        n = len(self._alphas)
+        c = 0.5 * (lo + hi)
+        h = 0.5 * (hi - lo)
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        cp = _powers(c, p)  # (B, d, p + 1)
+        # T[b, alpha, g] = binom(alpha, g) c^(alpha - g); gamma = T^T beta.
+        T = np.broadcast_to(self._shift_binom, (B, n, n)).copy()
+        for j in range(d):
+            T *= cp[:, j, :][:, self._shift_exp[:, :, j]]
+        gam = np.einsum("bag,a->bg", T, beta)
+        V = gam[:, 0]
+        G = gam[:, self._i1]
+        if p >= 2:
+            M = gam[:, self._i2.ravel()].reshape(B, d, d)
+            M = M + M * np.eye(d)[None]  # d^2/du_j^2 u_j^2 = 2
+        else:
+            M = np.zeros((B, d, d))
+        hb = _monomials(_powers(h, p), self._alphas)  # (B, n): h^g
+        absb = np.abs(beta)
+        if p >= 3:
+            hi_terms = np.abs(gam[:, self._high]) * hb[:, self._high]
+            rem = -hi_terms.sum(-1)
+            degs = self._deg[self._high].astype(np.float64)
+            score_rem = hi_terms @ (self._alphas[self._high] / degs[:, None])
+        else:
+            rem = np.zeros(B)
+            score_rem = np.zeros((B, d))
+        mag_poly = _monomials(_powers(amax, p), self._alphas) @ absb
+        own = 2.0 * (n + d * p + 7 * d + 3 * p + 64) * _U * mag_poly + n * 2.0**-1070
+        rem = rem - own
+        mag = self._mag(w, amax)
+        absM = np.abs(M)
+        off = np.matmul(absM, h[:, :, None])[:, :, 0] - np.diagonal(absM, axis1=1, axis2=2) * h
+        score = h * off + score_rem
+        return V, G, M, rem, mag, score
+
+    def _polynomial(self, lo, hi, w):
+        """The exact-coefficient model when every box has the same weights
+        (a mean objective) and the coefficients are finite; else the
+        per-term model."""
+        if self._exact and len(w) and w.shape[-1] == len(self.Xs):
+            w0 = np.ascontiguousarray(w[0], dtype=np.float64)
+            if np.all(np.isfinite(w0)) and np.all(w == w0):
+                ex = self._exact_for(w0)
+                if ex is not None:
+                    return self._model_exact(lo, hi, ex.beta, w)
+        return self._model(lo, hi, w)
+
     def taylor(self, lo, hi, w):
-        V, G, M, rem, mag, _ = self._model(lo, hi, w)
+        V, G, M, rem, mag, _ = self._polynomial(lo, hi, w)
         B, d = lo.shape
         return TaylorModel(V, G, np.zeros((B, d)), M, rem, mag)
 
@@ -241,12 +457,14 @@ class DotProductPowerAdapter(KernelAdapter):
         """The Taylor model, and a separable relaxation from it: the quadratic
         part bounded by the better (per box) of the eigenvalue and
         Gershgorin bounds of :func:`_separable_quadratic`; both are valid
-        lower bounds on the box, so either choice is."""
-        V, G, M, rem, mag, score = self._model(lo, hi, w)
+        lower bounds on the box, so either choice is. The interval bound
+        ``ilb`` is lowered by its own evaluation error (module docstring)."""
+        V, G, M, rem, mag, score = self._polynomial(lo, hi, w)
         B, d = lo.shape
+        N = self.Xs.shape[0]
         h = 0.5 * (hi - lo)
         klo, khi = self.interval(lo, hi)
-        ilb = interval_lower(w, klo, khi)
+        ilb = interval_lower(w, klo, khi) - 2.0 * (N + self.p * (d + 2) + 24) * _U * mag
         with np.errstate(invalid="ignore", over="ignore"):
             finite = np.isfinite(M).all(axis=(1, 2))
             Mf = np.where(finite[:, None, None], M, 0.0)
