@@ -11,10 +11,10 @@ marginal likelihood, limited to 10, 40 and 100 iterations (a custom
 
 Data:
 
-* Synthetic2D (as ``bench_proba.py`` / the paper): class 0 ~ N((1.5, 0), I),
+* Synthetic2D (``_data.load_synthetic``, as ``bench_proba.py`` / the paper): class 0 ~ N((1.5, 0), I),
   class 1 ~ N((0, 1.5), I); ``--train`` training points (default 200; the
   paper uses 1000), 200 test points.
-* Spambase (``../shared/data/spambase``): standardised, the 11 features
+* Spambase (``_data.load_spam``: ``../shared/data/spambase``): standardised, the 11 features
   ``bench_explain.py`` selects (l1 logistic regression), stratified
   subsample of ``--train`` training points, the 25% test split.
 
@@ -48,11 +48,9 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from _bench import package_state, table  # noqa: E402
-from bench_proba import synthetic2d  # noqa: E402
+from _data import load_spam, load_synthetic  # noqa: E402
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier  # noqa: E402
 from skgprobust import EPGaussianProcessClassifier  # noqa: E402
 
@@ -71,26 +69,6 @@ def capped_lbfgsb(limit, cap="maxiter"):
         return res.x, res.fun
 
     return optimizer
-
-
-def load_synthetic(n_train, rng):
-    X, y = synthetic2d(n_train, rng)
-    X_test, y_test = synthetic2d(200, rng)
-    return X, y, X_test, y_test
-
-
-def load_spam(n_train, rng):
-    from bench_explain import load_spambase, select_l1
-
-    X, y = load_spambase()
-    X_tr, X_te, y_tr, y_te = train_test_split(X.to_numpy(), y, test_size=0.25, random_state=0, stratify=y)
-    scaler = StandardScaler().fit(X_tr)
-    X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
-    feats, _ = select_l1(X_tr, y_tr, k=11)
-    X_tr, X_te = X_tr[:, feats], X_te[:, feats]
-    if n_train < len(X_tr):
-        X_tr, _, y_tr, _ = train_test_split(X_tr, y_tr, train_size=n_train, random_state=0, stratify=y_tr)
-    return X_tr, y_tr, X_te, y_te
 
 
 def check_ranges(clf, rows, r, rng, label, n_samples=500):

@@ -27,49 +27,20 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import sklearn  # noqa: E402
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skgprobust import RobustGaussianProcessClassifier  # noqa: E402
 from _bench import table  # noqa: E402
+from _data import load_spambase, select_l1  # noqa: E402
 
-DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data" / "spambase"
 GAMMAS = (0.02, 1.0)
-
-
-def load_spambase(path=DATA):
-    names = []
-    for line in (path / "spambase.names").read_text().splitlines():
-        if ":" in line and not line.startswith("|") and "continuous" in line:
-            names.append(line.split(":")[0].strip())
-    data = np.loadtxt(path / "spambase.data", delimiter=",")
-    if len(names) != data.shape[1] - 1:
-        names = [f"f{j}" for j in range(data.shape[1] - 1)]
-    return pd.DataFrame(data[:, :-1], columns=names), data[:, -1].astype(int)
-
-
-def _l1_logistic(C):
-    # sklearn >= 1.8 spells the l1 penalty as l1_ratio=1 (penalty= is deprecated).
-    major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
-    kw = {"l1_ratio": 1.0} if (major, minor) >= (1, 8) else {"penalty": "l1"}
-    return LogisticRegression(solver="liblinear", C=C, max_iter=2000, **kw)
-
-
-def select_l1(X, y, k=11):
-    for C in np.geomspace(1e-3, 10, 60):
-        w = _l1_logistic(C).fit(X, y).coef_[0]
-        if np.count_nonzero(w) >= k:
-            return np.sort(np.argsort(-np.abs(w))[:k]), C
-    raise RuntimeError("no C on the grid selects enough features")
 
 
 def main():

@@ -1,16 +1,16 @@
 """Data sets of the paper's Sec. 7, all offline.
 
-* **Synthetic2D**: ``bench_ep.load_synthetic`` (the generator of
-  ``bench_proba.synthetic2d``): class 0 ~ N((1.5, 0), I), class 1 ~
+* **Synthetic2D**: ``benchmarks/_data.load_synthetic`` (the generator
+  ``_data.synthetic2d``): class 0 ~ N((1.5, 0), I), class 1 ~
   N((0, 1.5), I) (the paper shifts a standard normal "along the first /
   second dimension" without giving the shift; with 1.5 the classes overlap:
   the GP's test accuracy is 85.5% with 200 and 89.0% with 1000 training
   points, the paper reports ~98%, so its shift was larger),
   ``n_train`` training points, 200 test points.
-* **Spambase**: ``bench_ep.load_spam``: ``/work/shared/data/spambase``
+* **Spambase**: ``benchmarks/_data.load_spam``: ``/work/shared/data/spambase``
   (4601 e-mails, 57 features), 75/25 stratified split (seed 0), standardised
   on the training part, 11 features by l1-penalised logistic regression
-  (``bench_explain.select_l1``: the smallest C on a log grid with >= 11
+  (``_data.select_l1``: the smallest C on a log grid with >= 11
   non-zero weights, then the 11 largest ``|weight|``; the paper removes
   features iteratively until test accuracy drops and also ends at 11),
   stratified subsample of ``n_train`` training points; test part 1151 rows.
@@ -46,7 +46,7 @@ _BENCH = pathlib.Path(__file__).resolve().parents[1]
 if str(_BENCH) not in sys.path:  # the benchmark scripts import each other by module name
     sys.path.insert(0, str(_BENCH))
 
-from bench_ep import load_spam, load_synthetic  # noqa: E402
+from _data import load_spam, load_synthetic  # noqa: E402  (benchmarks/_data.py)
 
 SPAM_FEATURES = 11
 SIDE = 14
