@@ -35,7 +35,10 @@ each with ``time_limit=2`` s per row, plus the fraction of ranges converged
 and of rows certified robust, and the median microseconds per box split
 (time / n_iter over the rows that split any; includes the local search).
 Target (issue 13): per-row times independent of N, within 2x of the exact
-model with N = M.
+model with N = M. The rows above compare DIFFERENT functions (a sparse model
+fitted on N >> M points is sharper than an exact GP on M points: larger
+sum |beta|, more box splits); ``like_for_like`` (``--like-for-like-only``)
+compares the same function: inducing inputs = training inputs, N = M.
 
 Binary part (``classification``): Friedman #1 inputs labelled by the target
 above its median, N = 20,000 (5,000 with --quick);
@@ -208,11 +211,66 @@ def classification(quick):
     )
 
 
+def _row_ms(r):
+    return np.median(r.time) * 1e3
+
+
+def like_for_like(quick):
+    """Sparse vs exact on the SAME model: inducing inputs = training inputs
+    (N = M), same frozen kernel, so the sparse predictive equals the exact
+    one (to the 1e-8 relative jitter). Regression: Friedman #1,
+    RobustGaussianProcessRegressor vs SparseGaussianProcessRegressor (VFE);
+    classification: Friedman #1 > median, EPGaussianProcessClassifier vs
+    SparseGaussianProcessClassifier (EP; both the probit EP model). Per-row
+    median ms of certify (regression: delta = 2.5, gamma = 0.05;
+    classification: gamma = 0.3), mean range (epsilon = 0.05) and
+    probability range (epsilon = 0.01), 2 s per row, and sparse / exact."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust import EPGaussianProcessClassifier, SparseGaussianProcessClassifier
+
+    n_rows = 6 if quick else 20
+    Ms = (100, 300) if quick else (100, 300, 500)
+    X_all, y_all = make_friedman1(n_samples=max(Ms) + n_rows, n_features=5, noise=1.0, random_state=0)
+    rows_X = X_all[max(Ms):]
+    kernel = ConstantKernel(1.3) * Matern(length_scale=[0.9, 0.9, 1.5, 2.0, 2.5], nu=2.5) + WhiteKernel(0.05)
+    kc = ConstantKernel(4.0) * RBF([0.5, 0.5, 1.0, 1.0, 1.0])
+    kw = dict(time_limit=TIME_LIMIT, random_state=0)
+    print(f"\n# like-for-like: inducing inputs = training inputs (N = M), same kernel; {n_rows} rows")
+    out = []
+    for M in Ms:
+        X, y = X_all[:M], y_all[:M]
+        ex = RobustGaussianProcessRegressor(kernel, normalize_y=True, optimizer=None).fit(X, y)
+        sp = SparseGaussianProcessRegressor(kernel, inducing_points=X, normalize_y=True, optimizer=None).fit(X, y)
+        diff = np.abs(ex.predict(rows_X) - sp.predict(rows_X)).max()
+        t = [_row_ms(m.certify(rows_X, GAMMA, delta=DELTA, **kw)) for m in (ex, sp)]
+        r = [_row_ms(m.prediction_range(rows_X, GAMMA, epsilon=EPS_MEAN, **kw)) for m in (ex, sp)]
+        out.append(["regression", M, f"{diff:.1e}", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
+                    f"{r[0]:.1f}", f"{r[1]:.1f}", f"{r[1] / r[0]:.2f}"])
+        yc = (y > np.median(y_all)).astype(int)
+        ec = EPGaussianProcessClassifier(kc, optimizer=None, ep_updates="parallel", tol=1e-10,
+                                         max_iter_predict=1000).fit(X, yc)
+        sc = SparseGaussianProcessClassifier(kc, inducing_points=X, optimizer=None, max_iter_predict=1000).fit(X, yc)
+        diff = np.abs(ec.predict_proba(rows_X) - sc.predict_proba(rows_X)).max()
+        t = [_row_ms(m.certify(rows_X, 0.3, **kw)) for m in (ec, sc)]
+        r = [_row_ms(m.prediction_range(rows_X, GAMMA, epsilon=EPS_STD, **kw)) for m in (ec, sc)]
+        out.append(["classification (EP)", M, f"{diff:.1e}", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
+                    f"{r[0]:.1f}", f"{r[1]:.1f}", f"{r[1] / r[0]:.2f}"])
+    print(table(["model", "N = M", "max |diff| predict", "certify ms exact", "sparse", "ratio",
+                 "range ms exact", "sparse", "ratio"], out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="N = 20,000, 6 rows, M in {100, 300}")
     ap.add_argument("--classification-only", action="store_true", help="only the binary part")
+    ap.add_argument("--like-for-like-only", action="store_true", help="only sparse vs exact at Z = X")
     args = ap.parse_args()
+    if args.like_for_like_only:
+        print(f"# {package_state()}")
+        like_for_like(args.quick)
+        print(f"# done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if args.classification_only:
         print(f"# {package_state()}")
         classification(args.quick)
@@ -264,6 +322,7 @@ def main():
         )
     )
     classification(args.quick)
+    like_for_like(args.quick)
     print(f"# done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

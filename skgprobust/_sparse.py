@@ -36,11 +36,13 @@ it is ``alpha``). ``normalize_y`` scales both as in sklearn.
 These are the paper's Eq. 1-2 with the M inducing inputs as support, so the
 bounds of :mod:`skgprobust._engine` run over M points, never over N.
 
-:class:`SparseGaussianProcessClassifier` (binary, probit likelihood) uses
-the same prior with the Laplace approximation of the posterior over the
-inducing values; its predictive latent mean and variance have the same
-form (Lambda = diag(1 / W), W the Laplace curvature), so it shares the
-variance factor below (see its docstring).
+:class:`SparseGaussianProcessClassifier` (probit likelihood; two classes,
+or one binary model per class / pair) uses the same prior with the EP or
+Laplace approximation of the posterior over the inducing values; its
+predictive latent mean and variance have the same form (Lambda = diag(1 /
+tau) from the EP sites or diag(1 / W) from the Laplace curvature), so it
+shares the variance factor below; its objective, "vfe" included, and the
+analytic gradient are in its docstring and :func:`_probit_chain`.
 
 The factor of the variance
 --------------------------
