@@ -29,26 +29,99 @@ r_i := sum_j h_j |x_ij| (h the half-widths), so
 (each term of (1) with k >= 3 is bounded by its absolute value), which
 shrinks like h^3.
 
-Rounding. Everything above is exact in real arithmetic; the margin that
-``affine_lower`` subtracts is ``margin_rtol(N, d) * mag`` plus the absolute
-``sum_i |w_i| rounding_i``. ``mag`` here is ``max(1, p / 4) * sum_i |w_i|
-(s + sum_j amax_j |x_ij|)^p``, amax_j = max(|lo_j|, |hi_j|). Since |a_i| + r_i
-<= s + amax . |x_i| (|c_j| + h_j = amax_j), that quantity bounds (i) every
-|w_i k(x, x_i)| over the box (the terms sklearn sums), and (ii) the absolute
-values of all terms of expansion (1) summed over k, i.e. the magnitudes our
-own evaluation of V, G . u, u^T M u / 2 and rem adds up. The errors of our
-evaluation: the sums over i and j (at most (N + d) u of those magnitudes), the
-rounding of a_i (<= (d + 2) u (s + |c| . |x_i|), propagated through the power
-to <= p (d + 2) u of the magnitude, times 1 + O(u)), the rounding of the
-centre and half-widths (the modelled box [c~ - h~, c~ + h~] differs from [lo,
-hi] by <= 2 u amax per coordinate, which moves the function by <= 2 p u of the
-magnitude since |grad| . amax <= p (s + amax . |x_i|)^p summed with |w_i|),
-and a few ulps per power. Together with sklearn's own summation error ((N - 1)
-u of the magnitude) they stay below ``(8 (N + d) + 256) u`` times the
-magnitude whenever p <= 8; the factor max(1, p / 4) covers larger p. The
-eigenvalue part of taylor_lower carries its own margin. sklearn's per-term
-rounding (inner products of its inputs, then the power) is in
-:meth:`rounding`.
+Exact coefficients. For a mean objective (the same weights w for every box)
+the expansion is not done per support point: by the binomial and multinomial
+theorems, F(x) = sum_i w_i (s + x . x_i)^p = sum_alpha beta_alpha x^alpha
+over the n = C(d + p, p) multi-indices |alpha| <= p, with
+
+    beta_alpha = C(p, |alpha|) s^(p - |alpha|) (|alpha|! / alpha!) sum_i w_i x_i^alpha.
+
+Every float is M 2^E with an integer M, so each beta_alpha is computed
+*exactly* in Python integers (:class:`_ExactPolynomial`, once per weight
+vector, cached on the adapter) and rounded once: beta~ = beta (1 + e),
+|e| <= u. The huge opposite-signed weights of a rank-deficient fit (sum |w|
+= 2.4e10 on the gallery's ``C * DotProduct**2`` regressor) cancel *inside*
+the exact sum; the coefficients of the fitted polynomial are of the size of
+its values. Around each box centre c, F(c + u) = sum_g gamma_g u^g with
+gamma = T(c)^T beta~, T(c)[alpha, g] = prod_j C(alpha_j, g_j)
+c_j^(alpha_j - g_j) (g <= alpha), so V = gamma_0, G_j = gamma_(e_j), M_jj =
+2 gamma_(2 e_j), M_jl = gamma_(e_j + e_l), and the remainder (p >= 3) is
+R(u) >= -sum_(|g| >= 3) |gamma_g| h^g (tighter than (2): the cancellation
+between support points is kept in every order). Used when n <= 100 and
+N n <= 4e5; otherwise (and for per-box weights, as the variance bounds pass)
+the per-term model above.
+
+Rounding. The bounds must hold for the numbers the model's ``predict``
+returns. Notation: u = 2^-53; T_i = s + amax . |x_i| (amax_j = max(|lo_j|,
+|hi_j|)), so |s + x . x_i| <= T_i on the box; ``mag`` = sum_i |w_i| T_i^p
+(>= sum_i |w_i k(x, x_i)|; no factor). The margin has three parts.
+
+(S) sklearn's own rounding (what :meth:`mean_rtol` and :meth:`rounding`
+cover). ``DotProduct`` computes t~ = fl(fl(inner(x, x_i)) + s): |t~ - t| <=
+e_i = (d + 1)(1 + 2^-30) u T_i (:meth:`rounding`, which also bounds the
+effect on t~^p by the mean value theorem; added as the absolute
+``sum_i |w_i| rounding_i``). ``Exponentiation`` computes t~ ** p: numpy
+evaluates ``a ** 2`` as ``square(a)`` and ``a ** 1`` as a copy (exactly
+rounded; checked in tests/test_dotproduct.py), so the relative error is
+pi <= u for p <= 2; for p >= 3 it calls the C library's ``pow``, which we
+allow 8 ulps (pi = 16 u; glibc's is below 1 ulp, measured 1.1 u). A
+``ConstantKernel`` factor adds one rounding fl(C k~) and our scaled weights
+fl(C w) another: :meth:`ProductAdapter.mean_rtol
+<skgprobust.kernels.composite.ProductAdapter.mean_rtol>` adds 2 u per
+constant factor. ``predict`` then computes fl(K~ @ v) (N products and sums
+in any order, BLAS included: <= gamma_N sum_i |v_i k~_i|, gamma_N = N u / (1
+- N u) <= (N + 2^-12) u for N <= 2^20), then fl(fl(s D) + m) (normalize_y;
+2 u of |s D| <= mag (1 + O(N u)) and u |m|), while our weights are
+fl(s v_i) = s v_i (1 + e_i) (u of mag). The regressor's and classifiers'
+other forms (fl(K~ @ fl(s v)) + m; K~^T-ordered products) are covered by the
+same count. First order: (N + 3) u mag + u |m| + pi mag, plus (S'), below.
+
+(A) ``affine_lower``'s own last steps (max, c + lower, minus the absolute
+margin): at most 4 u (mag + |c|). Second-order terms (products of the
+above, e.g. (1 + (d + 1) u)^p, N u . u): below 1 u mag when N + p (d + 2)
+<= 2^20. So ``mean_rtol(N, d) = (N + 12 + pi/u) u`` (4 u spare) covers (S)
+and (A) with the offset c's u |c|; larger N or p (d + 2) fall back to the
+generous ``margin_rtol(N, d)``.
+
+(F) Our own evaluation, subtracted from ``rem`` (hence from the relaxation's
+constant and the Taylor model) as an absolute amount, so that mean_rtol need
+not cover it; the same relaxations under the default margin_rtol (products
+with other kernels, sums) are then even more conservative.
+  * Exact-coefficient path, relative to mag_poly = sum_alpha |beta~_alpha|
+    amax^alpha (<= mag, since every c_alpha >= 0: the sum over alpha of the
+    term magnitudes |w_i| c_alpha |x_i^alpha| amax^alpha is |w_i| T_i^p):
+    the rounding of beta (u), the entries of T (c^k by k - 1 products, a
+    binomial, d factors: (d p + 1) u), gamma = T^T beta~ (n + 1 terms), the
+    Taylor model's use in taylor_lower / the separable minimum (three sums
+    of <= d + 8 terms whose magnitudes are each <= mag_poly), h^g (d + p),
+    and the modelled box: fl((lo + hi)/2) +- fl((hi - lo)/2) misses [lo, hi]
+    by <= 2 u amax per coordinate, which moves F by <= |grad F| . 2 u amax
+    <= 2 p u mag_poly. Together <= (n + d p + 7 d + 3 p + 51) u mag_poly;
+    we subtract twice (n + d p + 7 d + 3 p + 64) u mag_poly, plus n 2^-1070
+    for coefficients that underflowed.
+  * Per-term path, relative to mag (the absolute values of every term of
+    expansion (1) over k and i sum to at most mag, since |a_i| + r_i <=
+    T_i): a_i (d + 1 roundings), its powers (p (d + 1) + 16 u), the products
+    with w (u), the sums over i (N u) and over j (d u), the tail terms, the
+    separable minimum and the modelled box (2 p u); we subtract twice
+    (N + 3 d + p (d + 19) + 40) u mag.
+  * The interval bound ``ilb``: its endpoints (d + 1 roundings, the power:
+    p (d + 1) u + pi), the products with w and the N-term sum: lowered by
+    twice (N + p (d + 2) + 24) u mag.
+The eigenvalue bound of the quadratic part carries its own margin
+(:func:`_separable_quadratic`).
+
+On the gallery's 1-D ``C * DotProduct**2`` regressor (N = 10, sum |alpha_|
+= 2.4e10, mag up to 6.7e11) the total is (N + 15) u mag + 4 u mag (input
+rounding) = 29 u mag <= 2.2e-3 against epsilon 4.1e-3; the old constant
+(8 (N + d) + 256) u gave 0.025 and the ranges stalled. Is a smaller sound
+margin available? Not in general: sklearn's own N-term sum can err by
+gamma_N sum |alpha_i k_i| (the adversarial rounding of each partial sum is
+not excluded by any property of the data), and its per-term errors are of
+order u |alpha_i k_i| each, so a bound that holds for every float x in the
+box must allow (N + O(1)) u mag; the exact coefficients remove only *our*
+share. Measured on that model (3001 grid points, F in exact rational
+arithmetic): |predict - F| reaches 2.4 u mag, a twelfth of the bound.
 """
 
 from math import factorial
@@ -489,19 +562,23 @@ class DotProductPowerAdapter(KernelAdapter):
 
 
 def _multi_indices(d, P):
-    """All exponent tuples alpha in N^d with |alpha| <= P, by degree, (n, d)."""
-    out = [np.zeros(d, dtype=np.int64)]
-    level = [np.zeros(d, dtype=np.int64)]
+    """All exponent tuples alpha in N^d with |alpha| <= P, by degree, (n, d);
+    within a degree in decreasing lexicographic order."""
+    eye = np.eye(d, dtype=np.int64)
+    level = np.zeros((1, d), dtype=np.int64)
+    out = [level]
     for _ in range(P):
-        nxt = {}
-        for a in level:
-            for j in range(d):
-                b = a.copy()
-                b[j] += 1
-                nxt[tuple(b)] = b
-        level = [nxt[k] for k in sorted(nxt, reverse=True)]
-        out.extend(level)
-    return np.array(out, dtype=np.int64).reshape(-1, d)
+        grown = (level[:, None, :] + eye[None]).reshape(-1, d)
+        level = np.array(sorted(set(map(tuple, grown.tolist())), reverse=True), dtype=np.int64).reshape(-1, d)
+        out.append(level)
+    return np.concatenate(out).reshape(-1, d)
+
+
+def _index_of(rows, table):
+    """Positions in ``table`` (m, d) of each row of ``rows`` (k, d), all of
+    which occur in table (rows of integers)."""
+    lookup = dict(zip(map(tuple, table.tolist()), range(len(table))))
+    return np.fromiter((lookup[t] for t in map(tuple, rows.tolist())), dtype=np.int64, count=len(rows))
 
 
 class PolynomialCovariance:
@@ -551,21 +628,15 @@ class PolynomialCovariance:
         self.coef = c
         # Pairs (beta, beta') -> index of beta + beta' among the monomials of degree <= 2P.
         self.alphas2 = _multi_indices(d, 2 * self.P)
-        lookup = {tuple(a): i for i, a in enumerate(self.alphas2)}
         n = len(self.alphas)
-        self.pair_index = np.array(
-            [lookup[tuple(self.alphas[i] + self.alphas[j])] for i in range(n) for j in range(n)], dtype=np.int64
-        )
+        sums = (self.alphas[:, None, :] + self.alphas[None, :, :]).reshape(-1, d)
+        self.pair_index = _index_of(sums, self.alphas2)
         # Shift matrix T(c)[alpha, beta] = prod_j C(alpha_j, beta_j) c_j^(alpha_j - beta_j) (beta <= alpha).
         diff = self.alphas[:, None, :] - self.alphas[None, :, :]  # (n, n, d)
         self.shift_mask = np.all(diff >= 0, axis=-1)
         self.shift_exp = np.where(self.shift_mask[:, :, None], diff, 0)
-        binom = np.ones((n, n))
-        for i in range(n):
-            for j in range(n):
-                if self.shift_mask[i, j]:
-                    pairs = zip(self.alphas[i], self.alphas[j])
-                    binom[i, j] = float(np.prod([comb(int(a), int(b), exact=True) for a, b in pairs]))
+        pas = _pascal(self.P)  # exact small integers; products of them too (< 2^53)
+        binom = np.prod(pas[self.alphas[:, None, :], self.alphas[None, :, :]], axis=-1)
         self.shift_binom = np.where(self.shift_mask, binom, 0.0)
 
     @property
