@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from scipy import integrate
 from scipy.special import ndtr
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern, RationalQuadratic, WhiteKernel
 
 from skgprobust._bounds._links import ProbitLink
 from skgprobust._sparse import SparseGaussianProcessClassifier
@@ -26,7 +26,12 @@ from .test_ep import _certify_ovr
 from .test_soundness import _call, check_range
 from .test_sparse import sparse_clf_cases
 
-KERNELS = [ConstantKernel(2.0) * RBF([0.8, 1.3]), ConstantKernel(1.5) * Matern(0.7, nu=1.5) + WhiteKernel(0.2)]
+KERNELS = [
+    ConstantKernel(2.0) * RBF([0.8, 1.3]),
+    ConstantKernel(1.5) * Matern(0.7, nu=1.5) + WhiteKernel(0.2),
+    # no closed form here: sklearn's own derivatives on stacked inputs
+    ConstantKernel(1.2) * RationalQuadratic(0.8, 2.0) + DotProduct(0.5) + WhiteKernel(0.1),
+]
 
 
 def _data(n=60, seed=0, classes=2):
@@ -44,7 +49,7 @@ def _data(n=60, seed=0, classes=2):
 
 @pytest.mark.parametrize("inference", ["ep", "laplace"])
 @pytest.mark.parametrize("approximation", ["fitc", "dtc", "vfe"])
-@pytest.mark.parametrize("kernel", KERNELS, ids=["rbf-ard", "matern-white"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=["rbf-ard", "matern-white", "rq-dot-white"])
 def test_gradient_matches_finite_differences(inference, approximation, kernel):
     X, y, _ = _data()
     Z = X[:12] + 0.1  # M < N, inducing inputs off the training inputs
