@@ -146,17 +146,10 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        %(X)s
-        %(gamma)s
+        %(box)s
         %(delta_classifier)s
         %(norm_classifier)s
-        %(features)s
-        %(domain)s
-        %(max_iter)s
-        %(time_limit)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run)s
         %(variance_bound_classifier)s
 
         Returns
@@ -204,8 +197,7 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        %(X)s
-        %(gamma)s
+        %(box)s
         %(epsilon_range)s
         statistic : {"proba", "latent_mean"}, default="proba"
             "proba": ``predict_proba`` (columns ordered as ``classes_``),
@@ -213,13 +205,7 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
             one-vs-rest normalisation). "latent_mean": the latent mean of
             each binary model (one column for two classes, one per class
             for one-vs-rest), as ``latent_mean_and_variance`` returns it.
-        %(features)s
-        %(domain)s
-        %(max_iter_range)s
-        %(time_limit)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run_range)s
         %(variance_bound_classifier)s
 
         Returns
@@ -290,18 +276,11 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         Parameters
         ----------
-        %(X)s
-        %(gamma_explain)s
-        %(features_explain)s
+        %(box_explain)s
         %(target_class)s
         %(epsilon_explain)s
         %(method)s
-        %(domain)s
-        %(max_iter_explain)s
-        %(time_limit_explain)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run_explain)s
         %(variance_bound_classifier)s
 
         Returns

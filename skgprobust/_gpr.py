@@ -113,21 +113,14 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        %(X)s
-        %(gamma)s
+        %(box)s
         %(epsilon_range)s
         statistic : {"mean", "std"}, default="mean"
             The predictive mean per target, as ``predict`` returns it
             (normalize_y undone), or the predictive standard deviation per
             target, as ``predict(return_std=True)`` returns it (WhiteKernel
             and normalize_y included; negative variances clipped to 0).
-        %(features)s
-        %(domain)s
-        %(max_iter_range)s
-        %(time_limit)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run_range)s
         %(variance_bound_regressor)s
 
         Returns
@@ -170,17 +163,10 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        %(X)s
-        %(gamma)s
+        %(box)s
         %(delta_regressor)s
         %(norm_regressor)s
-        %(features)s
-        %(domain)s
-        %(max_iter)s
-        %(time_limit)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run)s
 
         Returns
         -------
@@ -230,18 +216,11 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
 
         Parameters
         ----------
-        %(X)s
-        %(gamma_explain)s
-        %(features_explain)s
+        %(box_explain)s
         %(target_output)s
         %(epsilon_explain)s
         %(method)s
-        %(domain)s
-        %(max_iter_explain)s
-        %(time_limit_explain)s
-        %(n_jobs)s
-        %(random_state)s
-        %(verbose)s
+        %(run_explain)s
 
         Returns
         -------

@@ -141,9 +141,9 @@ result : RangeResult
     returns at ``argmin`` / ``argmax``.""",
     "explain_returns": """\
 explanation : Explanation
-    ``values``, ``lower``, ``upper`` of shape (n_samples, n_features
-    explained); ``lower <= values <= upper`` wherever the bounds
-    were computed.""",
+    ``values`` (Delta from the points found) and its certified bounds
+    ``lower <= values <= upper`` (NaN for ``method="search"``), of
+    shape (n_samples, n_features explained).""",
 }
 
 
@@ -180,6 +180,17 @@ def proba_available(estimator):
         return True
     return getattr(estimator, "n_classes_", None) == 2
 
+
+# Groups, in the order of the signatures: the boxes (X, gamma; for explain
+# also the features explained), and the budget and execution parameters.
+DOCS["box"] = "\n".join(DOCS[k] for k in ("X", "gamma"))
+DOCS["box_explain"] = "\n".join(DOCS[k] for k in ("X", "gamma_explain", "features_explain"))
+DOCS["run"] = "\n".join(DOCS[k] for k in ("features", "domain", "max_iter", "time_limit", "n_jobs", "random_state",
+                                          "verbose"))
+DOCS["run_range"] = "\n".join(DOCS[k] for k in ("features", "domain", "max_iter_range", "time_limit", "n_jobs",
+                                                "random_state", "verbose"))
+DOCS["run_explain"] = "\n".join(DOCS[k] for k in ("domain", "max_iter_explain", "time_limit_explain", "n_jobs",
+                                                  "random_state", "verbose"))
 
 _KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)%\((?P<key>\w+)\)s[ \t]*$")
 
