@@ -698,7 +698,11 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         self.random_state = random_state
 
     # -- fitting ----------------------------------------------------------------
-    def _choose_inducing(self, X, rng):
+    def _choose_inducing(self, X, rng, check_rows=True):
+        """Inducing inputs from ``self.inducing_points`` (see the class doc);
+        ``check_rows=False`` accepts an array of more rows than X (a binary
+        model of a multi-class classifier sees a subset of the training set
+        that the array was checked against)."""
         N, d = X.shape
         Z = self.inducing_points
         if isinstance(Z, numbers.Integral) and not isinstance(Z, bool):
@@ -717,7 +721,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
             raise ValueError(
                 f"inducing_points has {Z.shape[1]} features, but the training data has {d} features."
             )
-        if Z.shape[0] > N:
+        if check_rows and Z.shape[0] > N:
             raise ValueError(
                 f"inducing_points has {Z.shape[0]} rows, more than the number of training samples (n_samples = {N})."
             )
@@ -1254,7 +1258,8 @@ class _SparseBinaryProbit(BaseEstimator):
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) != 2:
             raise ValueError(f"The binary sparse model needs 2 classes; got {len(self.classes_)}.")
-        self.inducing_points_ = self._choose_inducing(X, rng)
+        # An array was checked against the whole training set by the public fit.
+        self.inducing_points_ = self._choose_inducing(X, rng, check_rows=False)
         self.X_train_ = np.copy(X) if self.copy_X_train else X
         self._s = np.where(y_enc == 1, 1.0, -1.0)
         self._warm = None
@@ -1480,6 +1485,8 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
             raise ValueError(
                 f"{type(self).__name__} requires 2 or more distinct classes; got 1 class ({self.classes_[0]!r})."
             )
+        if not isinstance(self.inducing_points, numbers.Integral):
+            _SparseBinaryProbit._choose_inducing(self, X, None)  # width, rows <= N, finite: ValueError
         base = _SparseBinaryProbit(
             self.kernel, inducing_points=self.inducing_points, approximation=self.approximation,
             inference=self.inference, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,

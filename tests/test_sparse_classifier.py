@@ -315,3 +315,22 @@ def test_ovr_certify_sound_sweep(case):
 @given(sparse_clf_cases(n_classes=3, multi_class="one_vs_one"))
 def test_ovo_certify_sound_sweep(case):
     _certify_ovr(case)
+
+
+@pytest.mark.parametrize("multi_class", ["one_vs_rest", "one_vs_one"])
+def test_inducing_array_checked_against_the_whole_training_set(multi_class):
+    """An inducing array is checked against all N training rows; a
+    one-vs-one pair that sees fewer rows than the array has still fits (the
+    array is fine for the sparse model), with exactly the given inputs."""
+    X, _, rng = _data(60)
+    y = np.repeat([0, 1, 2], [10, 10, 40])
+    Z = rng.uniform(-2, 2, (25, 2))
+    clf = SparseGaussianProcessClassifier(
+        ConstantKernel(1.0) * RBF(1.0), inducing_points=Z, optimizer=None, multi_class=multi_class
+    ).fit(X, y)
+    for e in clf.base_estimator_.estimators_:
+        np.testing.assert_array_equal(e.inducing_points_, Z)
+    with pytest.raises(ValueError, match="more than the number of training samples"):
+        clf.set_params(inducing_points=rng.uniform(-2, 2, (61, 2))).fit(X, y)
+    with pytest.raises(ValueError, match="3 features"):
+        clf.set_params(inducing_points=np.zeros((4, 3))).fit(X, y)
