@@ -96,9 +96,15 @@ with other kernels, sums) are then even more conservative.
     of <= d + 8 terms whose magnitudes are each <= mag_poly), h^g (d + p),
     and the modelled box: fl((lo + hi)/2) +- fl((hi - lo)/2) misses [lo, hi]
     by <= 2 u amax per coordinate, which moves F by <= |grad F| . 2 u amax
-    <= 2 p u mag_poly. Together <= (n + d p + 7 d + 3 p + 51) u mag_poly;
-    we subtract twice (n + d p + 7 d + 3 p + 64) u mag_poly, plus n 2^-1070
-    for coefficients that underflowed.
+    <= 2 p u mag_poly. Together <= (n + d p + 7 d + 3 p + 51) u mag_poly.
+    For p <= 2 the shift is skipped: V = beta_0 + b . c + c^T Q c, G = b +
+    2 Q c, M = 2 Q (Q_jj = beta_(2 e_j), Q_jl = beta_(e_j + e_l) / 2), sums
+    of at most d^2 + d + 1 terms whose magnitudes add up to <= mag_poly (for
+    V; <= 2 mag_poly / h for G . u), i.e. (d^2 + d + 3) u <= 2 n u of it
+    (n = (d + 1)(d + 2) / 2). Either way the total is below
+    2 (n + d p + 7 d + 3 p + 51) u mag_poly; we subtract
+    2 (n + d p + 7 d + 3 p + 64) u mag_poly, plus n 2^-1070 for
+    coefficients that underflowed.
   * Per-term path, relative to mag (the absolute values of every term of
     expansion (1) over k and i sum to at most mag, since |a_i| + r_i <=
     T_i): a_i (d + 1 roundings), its powers (p (d + 1) + 16 u), the products
@@ -474,29 +480,39 @@ class DotProductPowerAdapter(KernelAdapter):
         c = 0.5 * (lo + hi)
         h = 0.5 * (hi - lo)
         amax = np.maximum(np.abs(lo), np.abs(hi))
-        cp = _powers(c, p)  # (B, d, p + 1)
-        # T[b, alpha, g] = binom(alpha, g) c^(alpha - g); gamma = T^T beta.
-        T = np.broadcast_to(self._shift_binom, (B, n, n)).copy()
-        for j in range(d):
-            T *= cp[:, j, :][:, self._shift_exp[:, :, j]]
-        gam = np.einsum("bag,a->bg", T, beta)
-        V = gam[:, 0]
-        G = gam[:, self._i1]
-        if p >= 2:
+        absb = np.abs(beta)
+        if p <= 2:
+            # F(x) = beta_0 + b . x + x^T Q x, Q_jj = beta_(2 e_j), Q_jl =
+            # beta_(e_j + e_l) / 2 (exact halving): V, G and M directly.
+            b = beta[self._i1]
+            if p == 2:
+                Q = beta[self._i2] * (0.5 + 0.5 * np.eye(d))
+                Qc = c @ Q
+                V = beta[0] + c @ b + np.einsum("bj,bj->b", c, Qc)
+                G = b[None, :] + 2.0 * Qc
+                M = np.broadcast_to(2.0 * Q, (B, d, d)).copy()
+            else:
+                V = beta[0] + c @ b
+                G = np.broadcast_to(b, (B, d)).copy()
+                M = np.zeros((B, d, d))
+            rem = np.zeros(B)
+            score_rem = np.zeros((B, d))
+        else:
+            cp = _powers(c, p)  # (B, d, p + 1)
+            # T[b, alpha, g] = binom(alpha, g) c^(alpha - g); gamma = T^T beta.
+            T = np.broadcast_to(self._shift_binom, (B, n, n)).copy()
+            for j in range(d):
+                T *= cp[:, j, :][:, self._shift_exp[:, :, j]]
+            gam = np.einsum("bag,a->bg", T, beta)
+            V = gam[:, 0]
+            G = gam[:, self._i1]
             M = gam[:, self._i2.ravel()].reshape(B, d, d)
             M = M + M * np.eye(d)[None]  # d^2/du_j^2 u_j^2 = 2
-        else:
-            M = np.zeros((B, d, d))
-        hb = _monomials(_powers(h, p), self._alphas)  # (B, n): h^g
-        absb = np.abs(beta)
-        if p >= 3:
+            hb = _monomials(_powers(h, p), self._alphas)  # (B, n): h^g
             hi_terms = np.abs(gam[:, self._high]) * hb[:, self._high]
             rem = -hi_terms.sum(-1)
             degs = self._deg[self._high].astype(np.float64)
             score_rem = hi_terms @ (self._alphas[self._high] / degs[:, None])
-        else:
-            rem = np.zeros(B)
-            score_rem = np.zeros((B, d))
         mag_poly = _monomials(_powers(amax, p), self._alphas) @ absb
         own = 2.0 * (n + d * p + 7 * d + 3 * p + 64) * _U * mag_poly + n * 2.0**-1070
         rem = rem - own
