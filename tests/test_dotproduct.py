@@ -23,6 +23,7 @@ slow hypothesis sweep of all of it.
 
 import os
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ from sklearn.gaussian_process.kernels import (
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust._bounds._mean import affine_lower, minimise_separable, taylor_lower
+from skgprobust._engine._latent import from_regressor
 from skgprobust._fp import margin_rtol
 from skgprobust.inspection import attack_succeeded, pgd
 from skgprobust.kernels import make_adapter
@@ -400,9 +402,9 @@ def test_numpy_power_fast_paths():
 
 def _exact_beta(ad, w):
     """The monomial coefficients of sum_i w_i (s + x . x_i)^p, in rationals."""
-    from fractions import Fraction as Fr
     from math import comb, factorial, prod
 
+    Fr = Fraction
     s = Fr(ad.s2)
     out = []
     for alpha in ad._alphas:
@@ -491,11 +493,18 @@ def _rank_deficient(seed):
     return None
 
 
+def _margin(ad, W, m, lo, hi):
+    """The rounding margin affine_lower subtracts over each box (B,):
+    mean_rtol (mag + |m|) plus the input rounding sum_i |w_i| rounding_i."""
+    N, d = W.shape[1], lo.shape[1]
+    rel, _ = ad.linearise(lo, hi, W)
+    return ad.mean_rtol(N, d) * (rel.mag + abs(m)) + np.einsum("bi,bi->b", np.abs(W), ad.rounding(lo, hi))
+
+
 def _exact_mean(reg, x):
     """F(x) = m + sum_i w_i k(x, x_i) in rationals, w = fl(alpha_ * std) (the
     bound model's weights)."""
-    from fractions import Fraction as Fr
-
+    Fr = Fraction
     k = reg.kernel_
     c, dp = (k.k1.constant_value, k.k2) if hasattr(k, "k1") else (1.0, k)
     s, p = Fr(float(dp.kernel.sigma_0) ** 2), int(dp.exponent)
@@ -518,19 +527,18 @@ def test_rank_deficient_predict_error_within_margin(seed):
     reg, X, rng = fitted
     assert np.abs(reg.alpha_).sum() > 1e3  # rank-deficient: large cancelling weights
     N, d = X.shape
-    bm = reg._bound_model() if hasattr(reg, "_bound_model") else None
-    lm = bm.latents[0] if bm is not None else None
     w = reg.alpha_.ravel() * float(np.ravel(reg._y_train_std)[0])
     m = float(np.ravel(reg._y_train_mean)[0])
-    ad = make_adapter(reg.kernel_, reg.X_train_) if lm is None else lm.adapter
+    lm = from_regressor(reg)  # the bound model's weights are these w, m
+    assert np.array_equal(lm.weights[:, 0], w) and lm.offset[0] == m
+    ad = lm.adapter
     P = np.vstack([X[:5], X.min(0) + (X.max(0) - X.min(0)) * rng.random((60, d))])
     pred = gpr_predict(reg, P)[:, 0]
     W = np.broadcast_to(w, (len(P), N))
-    rel, _ = ad.linearise(P, P, W)
-    margin = ad.mean_rtol(N, d) * (rel.mag + abs(m)) + np.einsum("bi,bi->b", np.abs(W), ad.rounding(P, P))
+    margin = _margin(ad, W, m, P, P)
     ratio = 0.0
     for x, v, mg in zip(P[:25], pred[:25], margin[:25]):
-        err = abs(float(_exact_mean(reg, x) - type(_exact_mean(reg, x))(float(v))))
+        err = abs(float(_exact_mean(reg, x) - Fraction(float(v))))
         assert err <= mg
         ratio = max(ratio, err / mg)
     assert ratio < 0.5  # measured well below 0.5: the constant has headroom
@@ -573,12 +581,11 @@ def test_rank_deficient_mean_ranges_hold(seed):
     # on some of these models sklearn's own predict jitters by more than
     # epsilon inside the box (measured +-1.3 against epsilon 0.009), and no
     # sound range of its outputs can then be epsilon-tight.
-    N, d = X.shape
+    N = len(X)
     ad = make_adapter(reg.kernel_, reg.X_train_)
     W = np.broadcast_to(reg.alpha_.ravel() * float(np.ravel(reg._y_train_std)[0]), (len(Xt), N))
     lo, hi = Xt - gamma, Xt + gamma
-    rel, _ = ad.linearise(lo, hi, W)
-    margin = ad.mean_rtol(N, d) * rel.mag + np.einsum("bi,bi->b", np.abs(W), ad.rounding(lo, hi))
+    margin = _margin(ad, W, float(np.ravel(reg._y_train_mean)[0]), lo, hi)
     roomy = margin < eps / 3
     assert res.converged[roomy].all()
 
