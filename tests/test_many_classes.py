@@ -456,3 +456,189 @@ def test_coupled_bounds_sweep(n_classes, d, seed, amp, ls, matern, half):
         assert np.all(U[:, c] - U[:, k] >= joint[0, j])
         f = lambda Q, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Q))  # noqa: E731
         assert _lbfgs_min(f, lo, hi, [args[0, j], Z[np.argmin(U[:, c] - U[:, k])]]) >= joint[0, j]
+
+
+# --------------------------------------------------------------------------
+# Per-class kernels (one-vs-rest with fitted kernels): joint bounds across
+# kernel groups; local derivative sups of the link at large variance
+# --------------------------------------------------------------------------
+
+
+def test_local_sups_bound_the_smoothed_derivatives():
+    """|E[g'''(f)]| and |E[g''''(f)]| (closed forms of the probit mixture,
+    independent of the proof's Stein identity) stay below local_sups(v_lo)
+    for every v >= v_lo, from tiny to very large variances; the constants M2,
+    M3 are the sups they claim; S is sklearn's sum of coefficients."""
+    from skgprobust._bounds._links import _M2, _M3, FIVE_ERF_COEFS, FIVE_ERF_LAMBDAS
+
+    z = np.linspace(-12, 12, 2_400_001)
+    ph = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+    assert np.max(np.abs(z * z - 1) * ph) <= _M2 <= 1.0001 * np.max(np.abs(z * z - 1) * ph)
+    assert np.max(np.abs(z**3 - 3 * z) * ph) <= _M3 <= 1.0001 * np.max(np.abs(z**3 - 3 * z) * ph)
+    rng = np.random.default_rng(0)
+    v_lo = 10.0 ** rng.uniform(-3, 4, 400)
+    v = v_lo * (1 + rng.exponential(1.0, 400) * rng.choice([0.0, 0.1, 10.0], 400))
+    mu = rng.normal(0, 1, 400) * np.sqrt(v) * rng.choice([0.1, 1.0, 3.0], 400)
+    for link, c, a in ((FiveErfLink(), FIVE_ERF_COEFS, np.sqrt(2.0) * FIVE_ERF_LAMBDAS),
+                       (ProbitLink(), np.ones(1), np.ones(1))):
+        assert link.total_variation() >= abs(float(np.sum(c)))
+        G3, G4 = link.local_sups(v_lo)
+        al = a[None, :] / np.sqrt(1 + a[None, :] ** 2 * v[:, None])  # E[Phi(a f)] = Phi(al mu)
+        y = al * mu[:, None]
+        phy = np.exp(-0.5 * y * y) / np.sqrt(2 * np.pi)
+        e3 = (c * al**3 * (y * y - 1) * phy).sum(1)
+        e4 = (c * al**4 * (3 * y - y**3) * phy).sum(1)
+        assert np.all(np.abs(e3) <= G3 * (1 + 1e-9) + 1e-13)
+        assert np.all(np.abs(e4) <= G4 * (1 + 1e-9) + 1e-13)
+        big = v_lo > 100
+        assert np.all(G4[big] < 1e-3 * link.derivative_sups()[1])  # the local bound is the one that matters
+
+
+@pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()], ids=lambda L: type(L).__name__)
+def test_v_slope_lower_at_large_variance(link):
+    """Rectangles at variances 20-3000 (a far-away class of a fitted
+    one-vs-rest model): kappa <= |dp/dv| at dense points and the integrated
+    inequality holds; kappa > 0 on most (the global sups alone gave 0)."""
+    rng = np.random.default_rng(5)
+    n = 200
+    v_lo = 10.0 ** rng.uniform(1.3, 3.5, n)
+    v_hi = v_lo * (1 + rng.choice([1e-3, 0.1, 0.5], n))
+    a = rng.normal(0, 1, n) * np.sqrt(v_lo)
+    w = np.abs(a) * rng.choice([0.01, 0.1, 0.3], n)
+    lo_, hi_ = np.where(a >= 0, a, a - w), np.where(a >= 0, a + w, a)
+    kap = link.v_slope_lower(lo_, hi_, v_lo, v_hi)
+    assert np.mean(kap > 0) > 0.5
+    m = lo_[:, None] + (hi_ - lo_)[:, None] * rng.random((n, 400))
+    v = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random((n, 400))
+    m[:, :2], v[:, 0], v[:, 1] = lo_[:, None], v_lo, v_hi
+    assert np.all(np.abs(link.grad(m, v)[1]) >= kap[:, None])
+    pos = (lo_ >= 0)[:, None]
+    p = link.value(m, v)
+    low_ref = np.where(pos, v_hi[:, None], v_lo[:, None])
+    up_ref = np.where(pos, v_lo[:, None], v_hi[:, None])
+    t = np.where(pos, -kap[:, None], kap[:, None])
+    assert np.all(p >= link.value(m, low_ref) + t * (v - low_ref) - 2 * link.margin)
+    assert np.all(p <= link.value(m, up_ref) + t * (v - up_ref) + 2 * link.margin)
+
+
+def test_affine_lower_parts_is_sound_and_not_looser():
+    """A sum of affine means in two different kernels (and supports): the
+    joint bound holds at sampled points and L-BFGS-B minima and is never
+    below the sum of the separate affine_lower bounds."""
+    from skgprobust._bounds._mean import affine_lower, affine_lower_parts
+    from skgprobust.kernels import make_adapter
+
+    rng = np.random.default_rng(1)
+    X1, X2 = rng.normal(0, 1, (30, 3)), rng.normal(0, 1.5, (25, 3))
+    a1 = make_adapter(ConstantKernel(3.0) * RBF([0.7, 1.2, 2.0]), X1)
+    a2 = make_adapter(ConstantKernel(0.5) * Matern(1.5, nu=2.5), X2)
+    B = 12
+    W1, W2 = rng.normal(0, 1, (B, 30)), rng.normal(0, 3, (B, 25))
+    x0 = rng.normal(0, 1, (B, 3))
+    half = rng.choice([0.01, 0.2, 1.0], (B, 1)) * np.ones((1, 3))
+    lo, hi = x0 - half, x0 + half
+    joint = affine_lower_parts([(a1, W1), (a2, W2)], 0.3, lo, hi)
+    sep = affine_lower(a1, W1, 0.3, lo, hi).lower + affine_lower(a2, W2, 0.0, lo, hi).lower
+    assert np.all(joint.lower >= sep - 1e-9 * (1 + np.abs(sep)))
+    for b in range(B):
+        f = lambda Z, b=b: a1.values(Z) @ W1[b] + a2.values(Z) @ W2[b] + 0.3  # noqa: E731
+        Z = lo[b] + (hi[b] - lo[b]) * rng.random((3000, 3))
+        assert np.all(f(Z) >= joint.lower[b])
+        assert _lbfgs_min(f, lo[b], hi[b], [x0[b], joint.argmin[b], Z[np.argmin(f(Z))]]) >= joint.lower[b]
+
+
+def _per_class_model(n_classes=3, d=2, seed=0, n=40):
+    X, y = make_blobs(n * n_classes, n_features=d, centers=n_classes, cluster_std=1.2, random_state=seed)
+    clf = _fit(X, y, 1.0 * RBF(np.ones(d)), random_state=0)
+    return clf, X
+
+
+def test_normalised_proba_joint_bound_across_kernels_is_sound_and_not_looser():
+    """Per-class fitted kernels (Iris-like): the joint bound of predict_proba's
+    columns, now one sum of affine means over the classes' own kernels,
+    holds at sampled points and L-BFGS-B extremes, is never looser than the
+    interval bound and is tighter on some boxes."""
+    from skgprobust._engine._objectives import ProbaObjective
+
+    clf, X = _per_class_model()
+    probs = bound_model_of(clf).probabilities()
+    assert len(set(probs.group)) > 1  # the classes fitted different kernels
+    rng = np.random.default_rng(4)
+    tighter = 0
+    for x in X[::15]:
+        half = rng.choice([0.05, 0.3, 1.0])
+        lo, hi = x - half, x + half
+        P = clf.predict_proba(lo + (hi - lo) * rng.random((1000, 2)))
+        for c in range(3):
+            low = ProbaObjective(probs, c, 1.0).bound(lo[None], hi[None])
+            up = ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None])
+            high = -up.lower[0]
+            low_i = ProbaObjective(probs, c, 1.0, joint=False).bound(lo[None], hi[None]).lower[0]
+            high_i = -ProbaObjective(probs, c, -1.0, joint=False).bound(lo[None], hi[None]).lower[0]
+            assert low.lower[0] >= low_i - 1e-12 and high <= high_i + 1e-12
+            tighter += (low.lower[0] > low_i + 1e-6) + (high < high_i - 1e-6)
+            assert np.all(P[:, c] >= low.lower[0]) and np.all(P[:, c] <= high)
+            for sign, ref, arg in ((1.0, low.lower[0], low.argmin[0]), (-1.0, -high, up.argmin[0])):
+                f = lambda Z, c=c, s=sign: s * clf.predict_proba(Z)[:, c]  # noqa: E731
+                assert _lbfgs_min(f, lo, hi, [x, arg]) >= ref
+    assert tighter > 0
+
+
+def test_iris_probability_ranges_bracket_predict_proba():
+    """Iris, one-vs-rest with fitted per-class kernels (the benchmark's
+    model): prediction_range at gamma = 10% of each feature's range brackets
+    predict_proba at 2000 sampled points and L-BFGS-B extremes per column."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    clf = _fit(X, y, 1.0 * RBF(1.0), random_state=0)
+    gamma = 0.1 * np.ptp(X, axis=0)
+    rows = X[[5, 70, 120]]
+    r = clf.prediction_range(rows, gamma, epsilon=0.01, max_iter=60, random_state=0)
+    rng = np.random.default_rng(0)
+    for i, x in enumerate(rows):
+        lo, hi = x - gamma, x + gamma
+        Z = lo + (hi - lo) * rng.random((2000, 4))
+        P = clf.predict_proba(Z)
+        assert np.all(P >= r.min_lower[i]) and np.all(P <= r.max_upper[i])
+        for c in range(3):
+            for s, ref in ((1.0, r.min_lower[i, c]), (-1.0, -r.max_upper[i, c])):
+                f = lambda Q, c=c, s=s: s * clf.predict_proba(Q)[:, c]  # noqa: E731
+                assert _lbfgs_min(f, lo, hi, [x, Z[np.argmin(s * P[:, c])]]) >= ref
+
+
+@pytest.mark.slow
+@SLOW
+@given(
+    n_classes=st.integers(3, 10),
+    d=st.integers(1, 4),
+    seed=st.integers(0, 10_000),
+    half=st.sampled_from([1e-4, 0.02, 0.2, 1.0]),
+    matern=st.booleans(),
+)
+def test_per_class_kernel_proba_sweep(n_classes, d, seed, half, matern):
+    """Random one-vs-rest models with fitted per-class kernels (3-10 classes):
+    the joint normalised-probability bounds (all columns, both sides) hold for
+    sklearn's predict_proba at sampled points and an L-BFGS-B extreme, and
+    prediction_range brackets it."""
+    from skgprobust._engine._objectives import ProbaObjective
+
+    X, y = make_blobs(15 * n_classes, n_features=d, centers=n_classes, cluster_std=1.5, random_state=seed)
+    base = Matern(np.ones(d), nu=2.5) if matern else RBF(np.ones(d))
+    clf = _fit(X, y, 1.0 * base, random_state=0)
+    probs = bound_model_of(clf).probabilities()
+    rng = np.random.default_rng(seed)
+    x = X[rng.integers(len(X))] + rng.normal(0, 0.3, d)
+    lo, hi = x - half, x + half
+    Z = np.vstack([lo + (hi - lo) * rng.random((400, d)), x])
+    P = clf.predict_proba(Z)
+    for c in range(n_classes):
+        low = ProbaObjective(probs, c, 1.0).bound(lo[None], hi[None])
+        up = ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None])
+        assert np.all(P[:, c] >= low.lower[0]) and np.all(P[:, c] <= -up.lower[0])
+        f = lambda Q, c=c: clf.predict_proba(Q)[:, c]  # noqa: E731
+        assert _lbfgs_min(f, lo, hi, [low.argmin[0], Z[np.argmin(P[:, c])]]) >= low.lower[0]
+        g = lambda Q, c=c: -clf.predict_proba(Q)[:, c]  # noqa: E731
+        assert _lbfgs_min(g, lo, hi, [up.argmin[0], Z[np.argmax(P[:, c])]]) >= up.lower[0]
+    rr = clf.prediction_range(x[None], half, epsilon=0.01, max_iter=20, random_state=0)
+    assert np.all(P >= rr.min_lower[0]) and np.all(P <= rr.max_upper[0])

@@ -26,6 +26,8 @@ Rounding: sklearn sums five terms of size up to |c_i| ~ 3.5e3, so its p1 errs
 by about 1e-12; every bound here is widened by ``PROBA_MARGIN = 1e-10``.
 """
 
+import math
+
 import numpy as np
 from scipy.special import ndtr
 
@@ -76,6 +78,46 @@ class Link:
         """(G3, G4) or None (then :meth:`v_slope_lower` is 0: no coupling)."""
         return None
 
+    def total_variation(self):
+        """An upper bound of ``integral g'(x) dx = g(inf) - g(-inf)`` for a
+        link whose g' >= 0 is proven, or None (then :meth:`v_slope_lower`
+        uses the global sups of :meth:`derivative_sups` only)."""
+        return None
+
+    def local_sups(self, v_lo):
+        """Bounds of |E[g^(3)(f)]| and |E[g^(4)(f)]| for f ~ N(mu, v), any mu
+        and every v >= v_lo, element-wise: the global (G3, G4) of
+        :meth:`derivative_sups`, or where smaller the Gaussian-smoothing
+        bounds ``M2 S / v_lo^(3/2)`` and ``M3 S / v_lo^2``.
+
+        Proof. For f = mu + s Z (s = sqrt(v) > 0, Z ~ N(0, 1)) Gaussian
+        integration by parts (Stein's identity, applied n times) gives
+        E[h^(n)(mu + s Z)] = s^-n E[h(mu + s Z) He_n(Z)], He_2 = z^2 - 1,
+        He_3 = z^3 - 3 z, for the smooth, bounded h = g' whose derivatives
+        are bounded. With h = g' >= 0 (module doc) and n = 2, 3:
+        |E[g^(3)(f)]| <= s^-2 integral g'(mu + s z) |He_2(z)| phi(z) dz <=
+        s^-2 M2 integral g'(mu + s z) dz = M2 S / s^3, with M2 = sup |He_2|
+        phi = phi(0) (the maximum at z = 0; the other critical points, z^2 =
+        3, give 2 phi(sqrt 3) < phi(0)) and S = integral g'
+        (:meth:`total_variation`); likewise |E[g^(4)(f)]| <= M3 S / s^4
+        with M3 = sup |He_3| phi, the constant the probit's G4 stores
+        (:meth:`ProbitLink.derivative_sups`, checked against
+        :func:`probit_mixture_sups` in the tests). Both decrease in v, so v
+        = v_lo bounds the whole rectangle; the computed powers are raised by
+        1e-12 relative (a few roundings).
+        """
+        G3, G4 = self.derivative_sups()
+        S = self.total_variation()
+        v_lo = np.asarray(v_lo, dtype=np.float64)
+        if S is None:
+            return np.full(v_lo.shape, G3), np.full(v_lo.shape, G4)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            pos = v_lo > 0
+            vv = np.where(pos, v_lo, 1.0)
+            g3 = np.where(pos, _M2 * S / (vv * np.sqrt(vv)) * (1 + 1e-12), np.inf)
+            g4 = np.where(pos, _M3 * S / (vv * vv) * (1 + 1e-12), np.inf)
+        return np.minimum(G3, g3), np.minimum(G4, g4)
+
     def v_slope_lower(self, mu_lo, mu_hi, v_lo, v_hi, n_mu=None, n_v=None):
         """A proven lower bound kappa >= 0 of |dp/dv| over each rectangle
         [mu_lo, mu_hi] x [v_lo, v_hi], element-wise; 0 where the mean range
@@ -95,7 +137,10 @@ class Link:
 
         Proof. dp/dv = E[g''(f)] / 2 (f ~ N(mu, v): the heat equation), so
         d/dmu (dp/dv) = E[g'''(f)] / 2 and d/dv (dp/dv) = E[g''''(f)] / 4, at
-        most G3 / 2 and G4 / 4 in absolute value (:meth:`derivative_sups`).
+        most G3 / 2 and G4 / 4 in absolute value (:meth:`derivative_sups`;
+        on a rectangle with v >= v_lo > 0 the smaller :meth:`local_sups`,
+        which decay like v^-3/2 and v^-2: without them a rectangle at large
+        variance, where dp/dv is small, got kappa = 0 from G4 dv / 8 alone).
         On a grid of n_mu x n_v points spanning the rectangle (ends
         included), every point of the rectangle is within dm / 2 in mu and
         dv / 2 in v of a grid point (spacing widened by 1e-9 relative plus
@@ -117,8 +162,8 @@ class Link:
             )
         if sups is None or not ok.any():
             return out
-        G3, G4 = sups
         a, b, c, e = mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok]
+        G3, G4 = self.local_sups(c)
         fm = np.linspace(0.0, 1.0, n_mu)
         fv = np.linspace(0.0, 1.0, n_v)
         M = a[:, None, None] + (b - a)[:, None, None] * fm[None, :, None]
@@ -185,6 +230,11 @@ class FiveErfLink(Link):
                 FiveErfLink._derivative_sups = probit_mixture_sups(FIVE_ERF_COEFS, np.sqrt(2.0) * FIVE_ERF_LAMBDAS)
         return FiveErfLink._derivative_sups
 
+    def total_variation(self):
+        """sum_i c_i (g' >= 0 by :func:`verify_five_erf_shape`), summed
+        exactly rounded by ``math.fsum`` and raised by 1e-12 relative."""
+        return abs(math.fsum(FIVE_ERF_COEFS.tolist())) * (1 + 1e-12)
+
     def value(self, mu, v):
         mu, v = np.asarray(mu, dtype=np.float64), np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         lam = FIVE_ERF_LAMBDAS
@@ -212,6 +262,10 @@ class ProbitLink(Link):
         y^2 = 3 - sqrt(6), rounded up (checked against
         :func:`probit_mixture_sups` in the tests)."""
         return (0.3989423, 0.5505879)
+
+    def total_variation(self):
+        """Phi rises from 0 to 1."""
+        return 1.0
 
     def value(self, mu, v):
         return ndtr(np.asarray(mu, dtype=np.float64) / np.sqrt(1.0 + np.maximum(v, 0.0)))
@@ -277,6 +331,10 @@ class LogisticLink(Link):
         m = self._moments(mu, v, 2)
         return m[1], 0.5 * m[2]
 
+
+#: sup_z |He_2(z)| phi(z) = phi(0) and sup_z |He_3(z)| phi(z) (= the probit's
+#: G4), rounded up (:meth:`Link.local_sups`; checked in the tests).
+_M2, _M3 = 0.3989423, 0.5505879
 
 #: Grid of :meth:`Link.v_slope_lower` per rectangle (mean x variance).
 N_SLOPE_MU = 33

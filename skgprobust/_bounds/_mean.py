@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._fp import margin_rtol
+from .._fp import UNIT_ROUNDOFF, margin_rtol
 
 
 
@@ -100,25 +100,81 @@ def affine_lower(adapter, W, c, lo, hi):
         ``argmin`` minimises the relaxation that gave the bound: a good point
         at which to evaluate the function.
     """
+    return affine_lower_parts([(adapter, W)], c, lo, hi)
+
+
+def affine_lower_parts(parts, c, lo, hi):
+    """Lower bounds of ``c + sum_p sum_i W_p[b, i] k_p(x, x_pi)`` over each box
+    b: a sum of affine means in *different* kernels (or supports), bounded
+    jointly; :func:`affine_lower` is the one-part case.
+
+    Parameters
+    ----------
+    parts : list of (adapter, W)
+        ``W`` of shape (B, N_p) for the adapter's N_p support points.
+    c : float or ndarray of shape (B,)
+    lo, hi : ndarray of shape (B, d)
+
+    Proof. Every adapter's relaxation (separable parabolas, interval bound,
+    Taylor model) is a valid lower bound of its own part at every x of the
+    box; the parts' lower bounds add up to a lower bound of the sum, and the
+    summed separable parabolas (``Relaxation.__add__``) and Taylor models
+    (``TaylorModel.__add__``: sums of the values, gradients, matrices and
+    remainders) are minimised jointly, which keeps the correlation between
+    the parts; the sum of the parts' separate best bounds (what
+    :func:`affine_lower` gives each part alone) is also valid and is taken
+    where larger, so the joint bound is never looser than the separate
+    ones. This is what
+    :class:`~skgprobust.kernels.composite.SumAdapter` does for ``k1 + k2``
+    with one weight vector; here each part has its own weights.
+
+    Rounding: part p's terms carry the relative error ``rtol_p`` of
+    :func:`affine_lower` (``mean_rtol`` of its adapter, or
+    ``margin_rtol(N_p, d)``) of its magnitude ``mag_p``; adding the P partial
+    sums costs at most (P - 1) u of the total magnitude. So the margin is
+    ``(max_p rtol_p + P u) * (sum_p mag_p + |c|)``, and the input rounding
+    ``sum_p |W_p| . rounding_p`` is absolute, as in the one-part case (one
+    part: exactly ``affine_lower``'s margin). The sum of the separate bounds
+    gets the same relative margin of ``sum_p (mag of the relaxation and of
+    the Taylor model of part p)``, which covers whichever each part used.
+    """
     B, d = lo.shape
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
-    # Relative rounding margin: margin_rtol(N, d) unless the adapter proves
-    # a smaller constant for its terms (KernelAdapter.mean_rtol).
-    mean_rtol = getattr(adapter, "mean_rtol", None)
-    rtol = margin_rtol(W.shape[-1], d) if mean_rtol is None else mean_rtol(W.shape[-1], d)
-    # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
-    absolute = np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
-    rel, tm = adapter.linearise(lo, hi, W)
     h = 0.5 * (hi - lo)
+    centre = 0.5 * (lo + hi)
+    rtol, absolute, rel, tm, has_tm, separate = 0.0, 0.0, None, None, True, 0.0
+    for adapter, W in parts:
+        # Relative rounding margin: margin_rtol(N, d) unless the adapter proves
+        # a smaller constant for its terms (KernelAdapter.mean_rtol).
+        mean_rtol = getattr(adapter, "mean_rtol", None)
+        rtol = max(rtol, margin_rtol(W.shape[-1], d) if mean_rtol is None else mean_rtol(W.shape[-1], d))
+        # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
+        absolute = absolute + np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
+        r, t = adapter.linearise(lo, hi, W)
+        if len(parts) > 1:  # this part's own best bound (before the margin)
+            own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)
+            if t is not None:
+                own = np.maximum(own, taylor_lower(t, h)[0])
+            separate = separate + own
+        rel = r if rel is None else rel + r
+        has_tm = has_tm and t is not None
+        tm = (t if tm is None else tm + t) if has_tm else None
+    if len(parts) > 1:
+        rtol = rtol + len(parts) * UNIT_ROUNDOFF
     qmin, u = minimise_separable(rel.alpha, rel.beta, h)
     lower = np.maximum(rel.const + qmin, rel.ilb) - rtol * (rel.mag + np.abs(c))
-    argmin = np.clip(0.5 * (lo + hi) + u, lo, hi)
+    argmin = np.clip(centre + u, lo, hi)
     if tm is not None:
         lower_t, u_t = taylor_lower(tm, h)
         lower_t = lower_t - rtol * (tm.mag + np.abs(c))
         use_t = lower_t > lower
-        argmin = np.where(use_t[:, None], np.clip(0.5 * (lo + hi) + u_t, lo, hi), argmin)
+        argmin = np.where(use_t[:, None], np.clip(centre + u_t, lo, hi), argmin)
         lower = np.maximum(lower, lower_t)
+    if len(parts) > 1:
+        # The sum of the parts' separate bounds: also valid, and better where
+        # the parts' best relaxations differ (one part's Taylor model, another's interval).
+        mag = rel.mag if tm is None else rel.mag + tm.mag  # >= sum_p of the magnitude each part used
+        lower = np.maximum(lower, separate - rtol * (mag + np.abs(c)))
     lower = c + lower - absolute - 1e-300
     lower = np.where(np.isnan(lower), -np.inf, lower)
     return BoxBound(lower, argmin, rel.score)

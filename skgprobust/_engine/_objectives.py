@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._bounds._mean import BoxBound, affine_lower
+from .._bounds._mean import BoxBound, affine_lower, affine_lower_parts
 from .._bounds._variance_affine import affine_variance_enclosure
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
@@ -449,67 +449,91 @@ class ClassProbabilities:
 
 def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     """Joint bound of the normalised ``P_c = p_c / sum_k p_k`` over each box
-    (one-vs-rest, all classes in one kernel group): the largest t with
-    P_c >= t (``upper=False``; None of the t tried: ``t_lo``) or the
-    smallest t with P_c <= t (``upper=True``; else ``t_hi``), and a
-    candidate point per box.
+    (one-vs-rest): the largest t with P_c >= t (``upper=False``; None of the
+    t tried: ``t_lo``) or the smallest t with P_c <= t (``upper=True``; else
+    ``t_hi``), and a candidate point per box.
 
     Proof (lower side). :func:`coupled_line` gives p_c(x) >= l_c(x) = a_c +
-    s_c mu_c(x) + Wv_c . r(x) and p_k(x) <= u_k(x) = a_k + s_k mu_k(x) +
-    Wv_k . r(x) on the box (the link lines of :meth:`Link.lines` with each
-    class's variance coupled to its mean; Wv = 0 without coupling). If
-    F_t(x) = (1 - t) l_c(x) - t sum_(k != c) u_k(x) >= 0 on the box, then
-    (1 - t) p_c >= t sum_(k != c) p_k, i.e. P_c >= t (p_c + R > 0). F_t is
-    one affine mean in the shared kernel (weights (1 - t) (s_c w_c + Wv_c)
-    - t sum (s_k w_k + Wv_k)), bounded by
-    :func:`~skgprobust._bounds._mean.affine_lower` less the rounding of the
-    combined weights (||Wv||_1 included in their magnitude; as in
-    :meth:`ClassProbabilities.pair_lower`). The upper side is the same
-    with t sum l_k - (1 - t) u_c. The t tried: two rounds of
-    ``N_RATIO`` points between the interval bounds (the second inside the
+    s_c mu_c(x) + Wv_c . r_c(x) and p_k(x) <= u_k(x) = a_k + s_k mu_k(x) +
+    Wv_k . r_k(x) on the box (the link lines of :meth:`Link.lines` with each
+    class's variance coupled to its mean; Wv = 0 without coupling; r_k(x) =
+    k_k(x, X_k) the kernel vector of class k's own kernel). If F_t(x) =
+    (1 - t) l_c(x) - t sum_(k != c) u_k(x) >= 0 on the box, then (1 - t)
+    p_c >= t sum_(k != c) p_k, i.e. P_c >= t (p_c + R > 0). F_t is a sum of
+    affine means, one per kernel group (classes whose kernel and support
+    coincide, ``ClassProbabilities.group``, share one weight vector:
+    (1 - t) (s_c w_c + Wv_c) - t sum (s_k w_k + Wv_k) over the group's
+    classes), bounded jointly by
+    :func:`~skgprobust._bounds._mean.affine_lower_parts` (one part when all
+    classes share a kernel, as sklearn's one-vs-rest with a fixed kernel;
+    one part per class when each class fitted its own kernel). The upper
+    side is the same with t sum l_k - (1 - t) u_c. The t tried: two rounds
+    of ``N_RATIO`` points between the interval bounds (the second inside the
     step the first found).
+
+    Rounding. (i) The combined weights and sklearn's separate sums: each
+    group contributes margin_rtol(N_g, d) kmax_g (|1 - t| A_g^c + |t|
+    A_g^r), A the summed |weights| (||Wv||_1 included) of the group's lines
+    and kmax_g >= max_i |k_g(x, x_i)| over the box (sqrt(k(x, x) max_i
+    k(x_i, x_i)), positive semi-definite kernel), as in
+    :meth:`ClassProbabilities.pair_lower`. (ii) The constant C = (1 - t)
+    (a_c + s_c o_c) - t sum (a_k + s_k o_k) is computed with at most 2 K + 4
+    roundings, each of relative size u of a partial sum whose magnitude is
+    at most Cmag = |1 - t| (|a_c| + |s_c o_c|) + |t| sum (|a_k| + |s_k
+    o_k|) (every product and sum of nonnegative magnitudes), so it errs by
+    at most (2 K + 4) u Cmag (first order; the factor 2 below covers the
+    higher-order terms and t's own rounding: t is a computed number in
+    [0, 1], and the bound holds for the t actually used). The margin
+    subtracted is 2 (2 K + 4) u Cmag + margin (i).
     """
     B, d = lo.shape
     K = len(boxes)
-    mc = probs.models[c]
-    N = len(mc.X_support)
     link = probs.link
-    # Coupled lines (coupled_line): each class's variance enters linearly in r(x).
+    # Coupled lines (coupled_line): each class's variance enters linearly in r_k(x).
     lines = [coupled_line(link, probs.models[k], probs.variances[k], b, lo, hi, upper=(k == c) == upper)
              for k, b in enumerate(boxes)]
-    kd = probs._kd_support.get(probs.group[c])
-    if kd is None:
-        kd = probs._kd_support[probs.group[c]] = float(np.max(mc.adapter.diag(mc.X_support), initial=0.0))
-    kmax = np.sqrt(np.maximum(mc.adapter.diag_interval(lo, hi)[1], 0.0) * max(kd, 0.0))
-    # sum over k != c of the other lines: weights (B, N), constants and |.| sums (B,)
-    Wr, Cr, Ar = np.zeros((B, N)), np.zeros(B), np.zeros(B)
+    # Per kernel group: the class's line weights (Wc) and the others' (Wr), their |.| sums, kmax.
+    parts = {}
+    Cc, Cr, Mc, Mr = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
     for k in range(K):
-        if k == c:
-            continue
+        g = probs.group[k]
+        if g not in parts:
+            m = probs.models[g]
+            N = len(m.X_support)
+            kd = probs._kd_support.get(g)
+            if kd is None:
+                kd = probs._kd_support[g] = float(np.max(m.adapter.diag(m.X_support), initial=0.0))
+            kmax = np.sqrt(np.maximum(m.adapter.diag_interval(lo, hi)[1], 0.0) * max(kd, 0.0))
+            parts[g] = [m.adapter, np.zeros((B, N)), np.zeros((B, N)), np.zeros(B), np.zeros(B),
+                        margin_rtol(N, d) * kmax]
         a_k, s_k, Wv_k, nv_k = lines[k]
         m = probs.models[k]
-        Wr += s_k[:, None] * m.weights[None, :, 0] + Wv_k
-        Cr += a_k + s_k * float(m.offset[0])
-        Ar += s_k * np.abs(m.weights[:, 0]).sum() + nv_k
-    a_c, s_c, Wv_c, nv_c = lines[c]
-    Wc = s_c[:, None] * mc.weights[None, :, 0] + Wv_c
-    Cc = a_c + s_c * float(mc.offset[0])
-    Ac = s_c * np.abs(mc.weights[:, 0]).sum() + nv_c
-    rt = margin_rtol(N, d)
+        o_k = float(m.offset[0])
+        part = parts[g]
+        j = 1 if k == c else 2  # weights of the class / of the rest
+        part[j] = part[j] + s_k[:, None] * m.weights[None, :, 0] + Wv_k
+        part[j + 2] = part[j + 2] + s_k * np.abs(m.weights[:, 0]).sum() + nv_k
+        if k == c:
+            Cc, Mc = a_k + s_k * o_k, np.abs(a_k) + np.abs(s_k * o_k)
+        else:
+            Cr, Mr = Cr + a_k + s_k * o_k, Mr + np.abs(a_k) + np.abs(s_k * o_k)
+    parts = list(parts.values())
     best = np.where(upper, t_hi, t_lo).astype(float)
     arg = 0.5 * (lo + hi)
     a, b = t_lo.copy(), t_hi.copy()
     for _ in range(2):
         t = a[:, None] + (b - a)[:, None] * (np.arange(1, N_RATIO + 1) / (N_RATIO + 1))  # (B, n)
-        if upper:  # t R_low - (1 - t) u_c >= 0  =>  P_c <= t
-            W = t[..., None] * Wr[:, None] - (1 - t)[..., None] * Wc[:, None]
-            C = t * Cr[:, None] - (1 - t) * Cc[:, None]
-        else:  # (1 - t) l_c - t R_up >= 0  =>  P_c >= t
-            W = (1 - t)[..., None] * Wc[:, None] - t[..., None] * Wr[:, None]
-            C = (1 - t) * Cc[:, None] - t * Cr[:, None]
-        E = rt * kmax[:, None] * (np.abs(1 - t) * Ac[:, None] + np.abs(t) * Ar[:, None]) + 1e-12 * (1.0 + np.abs(C))
         n = t.shape[1]
-        bb = affine_lower(mc.adapter, W.reshape(B * n, N), 0.0, np.repeat(lo, n, 0), np.repeat(hi, n, 0))
+        sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)  # signs of the class's and the rest's lines
+        # upper: t R_low - (1 - t) u_c >= 0  =>  P_c <= t;  lower: (1 - t) l_c - t R_up >= 0  =>  P_c >= t
+        C = sc * Cc[:, None] + sr * Cr[:, None]
+        E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc[:, None] + np.abs(sr) * Mr[:, None])
+        ws = []
+        for adapter, Wc, Wr, Ac, Ar, rk in parts:
+            W = sc[..., None] * Wc[:, None] + sr[..., None] * Wr[:, None]
+            ws.append((adapter, W.reshape(B * n, -1)))
+            E = E + rk[:, None] * (np.abs(sc) * Ac[:, None] + np.abs(sr) * Ar[:, None])
+        bb = affine_lower_parts(ws, 0.0, np.repeat(lo, n, 0), np.repeat(hi, n, 0))
         ok = (bb.lower.reshape(B, n) + C - E) >= 0
         ok = np.where(np.isnan(bb.lower.reshape(B, n)), False, ok)
         am = bb.argmin.reshape(B, n, d)
@@ -600,7 +624,7 @@ class ProbaObjective:
         score = sum(bx.score for bx in boxes)
         arg = b.arg_mu_min if self.sign > 0 else b.arg_mu_max
         probs = self.probs
-        if self.joint and all(g == probs.group[c] for g in probs.group):
+        if self.joint:
             # Joint bound (_ratio_bound) where the interval bound leaves room.
             ok = np.isfinite(low) & np.isfinite(high) & (high - low > 1e-9)
             if ok.any():
