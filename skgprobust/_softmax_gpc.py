@@ -324,11 +324,14 @@ def _reduction_matrices(m):
     return 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
 
 
-def _reduce(Sigma, Q):
-    """a (n, m) >= 0 and the proven remainder r (n,) of the reduction."""
+def _reduce(Sigma, Q, remainder=True):
+    """a (n, m) >= 0 and the proven remainder r (n,) of the reduction (None
+    without ``remainder``: predict_proba does not need it)."""
     m = Sigma.shape[-1]
     a = np.einsum("jab,nab->nj", Q, Sigma)
     a = np.maximum(a, 0.0)
+    if not remainder:
+        return a, None
     Pm = np.eye(m) - 1.0 / m
     R = Pm @ (Sigma - np.einsum("nj,jk->njk", a, np.eye(m))) @ Pm
     r = 0.25 * np.abs(np.linalg.eigvalsh(0.5 * (R + np.transpose(R, (0, 2, 1))))).sum(axis=1)
@@ -657,6 +660,24 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         super().__init__(outputs, proba, tolerance=tolerance)
         self.means, self.reduced, self.surrogate = means, reduced, surrogate
         self._latent_cache = None
+        self._p_cache = {}
+
+    #: Evaluations of ``proba`` kept (keyed by the exact input bytes): the
+    #: 2 m range objectives of a row ask for the same candidates.
+    _P_CACHE = 16
+
+    def p(self, X):
+        X = np.ascontiguousarray(np.atleast_2d(np.asarray(X, dtype=np.float64)))
+        key = (X.shape, X.tobytes())
+        cache = self._p_cache
+        hit = cache.get(key)
+        if hit is not None:
+            return hit.copy()
+        P = super().p(X)
+        if len(cache) >= self._P_CACHE:
+            cache.pop(next(iter(cache)), None)
+        cache[key] = P.copy()
+        return P
 
     def p_and_grad(self, X, lo=None, hi=None):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
@@ -1097,13 +1118,13 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         cov[:, idx, idx] += v
         return mu, cov
 
-    def _reduced(self, X):
+    def _reduced(self, X, remainder=True):
         mu, cov = self._moments(X)
-        a, r = _reduce(cov, self._Q)
+        a, r = _reduce(cov, self._Q, remainder)
         return mu, a, r
 
     def _proba_rule(self, X):
-        mu, a, _ = self._reduced(X)
+        mu, a, _ = self._reduced(X, remainder=False)
         return node_rule_value(_snap(mu), _snap(a))
 
     def predict_proba(self, X):

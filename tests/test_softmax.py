@@ -621,3 +621,88 @@ def test_softmax_engine_unbounded_latent_box_gives_trivial_probabilities():
     assert np.all(p_lo[0] <= 0.0) and np.all(p_hi[0] >= 1.0)
     p = probs.p(X[:1])[0]
     assert np.all(p_lo[1] <= p) and np.all(p <= p_hi[1]) and np.all(p_hi[1] - p_lo[1] < 0.5)
+
+
+# --------------------------------------------------------------------------
+# The fixed node rule (what SoftmaxGaussianProcessClassifier.predict_proba
+# returns) and its exact box bounds
+# --------------------------------------------------------------------------
+
+
+def _rule_boxes(data, m):
+    mu0 = np.array(data.draw(st.lists(st.floats(-6, 6), min_size=m, max_size=m)))
+    wmu = np.array(data.draw(st.lists(st.sampled_from([0.0, 1e-6, 0.05, 0.5, 2.0]), min_size=m, max_size=m)))
+    v0 = np.array(data.draw(st.lists(st.sampled_from([0.0, 1e-8, 0.3, 2.0, 9.0, 40.0]), min_size=m, max_size=m)))
+    wv = np.array(data.draw(st.lists(st.sampled_from([0.0, 1e-7, 0.1, 1.0, 5.0]), min_size=m, max_size=m)))
+    return mu0, mu0 + wmu, v0, v0 + wv
+
+
+def _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, rng, n=300):
+    """Rule values at corners, mixed corners and interior points of the
+    (mu, var) box lie in the bounds; the pairwise margin bound holds."""
+    m = len(mu_lo)
+    p_lo, p_hi = sm.node_rule_bounds(mu_lo[None], mu_hi[None], v_lo[None], v_hi[None])
+    t = rng.random((n, 2 * m))
+    t[: n // 3] = np.round(t[: n // 3])  # corners and mixed corners
+    mu = mu_lo + t[:, :m] * (mu_hi - mu_lo)
+    var = v_lo + t[:, m:] * (v_hi - v_lo)
+    R = sm.node_rule_value(mu, var)
+    assert np.all(p_lo[0] <= R.min(0) + 1e-12) and np.all(R.max(0) <= p_hi[0] + 1e-12)
+    for c in range(m):
+        low = sm.node_rule_margin_lower(mu_lo[None], mu_hi[None], v_lo[None], v_hi[None], c)[0]
+        margin = R[:, c] - np.delete(R, c, axis=1).max(axis=1)
+        assert low <= margin.min() + 1e-12
+        assert low >= p_lo[0, c] - np.delete(p_hi[0], c).max() - 1e-12  # never looser than separate bounds
+
+
+@FAST
+@given(data=st.data(), m=st.sampled_from([2, 3, 4, 7, 10]))
+def test_node_rule_bounds_contain_rule_values(data, m):
+    mu_lo, mu_hi, v_lo, v_hi = _rule_boxes(data, m)
+    _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, np.random.default_rng(data.draw(st.integers(0, 2**16))))
+
+
+@pytest.mark.slow
+@SLOW
+@given(data=st.data(), m=st.sampled_from([2, 3, 4, 5, 6, 8, 10]))
+def test_slow_sweep_node_rule_bounds(data, m):
+    mu_lo, mu_hi, v_lo, v_hi = _rule_boxes(data, m)
+    _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, np.random.default_rng(data.draw(st.integers(0, 2**16))), n=1000)
+
+
+def test_node_rule_bounds_exact_at_points_and_converge():
+    rng = np.random.default_rng(5)
+    for m in (2, 3, 6, 10):
+        mu = rng.normal(size=m) * 2
+        var = rng.uniform(0, 5, size=m)
+        R = sm.node_rule_value(mu[None], var[None])[0]
+        p_lo, p_hi = sm.node_rule_bounds(mu[None], mu[None], var[None], var[None])
+        assert np.all(p_lo[0] <= R) and np.all(R <= p_hi[0]) and np.max(p_hi - p_lo) <= 3 * sm.RULE_MARGIN
+        widths = []
+        for h in (1e-1, 1e-2, 1e-3):
+            p_lo, p_hi = sm.node_rule_bounds((mu - h)[None], (mu + h)[None], (var * (1 - h))[None], (var * (1 + h))[None])
+            widths.append(np.max(p_hi - p_lo))
+        assert widths[2] < 0.02 * widths[0]  # first order in the box
+
+
+def test_node_rule_extreme_latents_stay_sound_and_finite():
+    rng = np.random.default_rng(6)
+    for m in (3, 10):
+        mu_lo = np.array([-800.0, 700.0] + [0.0] * (m - 2))
+        mu_hi = mu_lo + np.array([1e3, 1e-3] + [1.0] * (m - 2))
+        v_lo, v_hi = np.zeros(m), np.full(m, 1e4)
+        p_lo, p_hi = sm.node_rule_bounds(mu_lo[None], mu_hi[None], v_lo[None], v_hi[None])
+        assert np.all(np.isfinite(p_lo)) and np.all(np.isfinite(p_hi))
+        _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, rng)
+
+
+def test_node_rule_is_deterministic_and_batch_independent():
+    rng = np.random.default_rng(7)
+    for m in (3, 10):
+        Z, W = sm.node_rule(m)
+        assert Z.shape == (4096, m) or m <= 3
+        assert np.all(W > 0) and abs(W.sum() - 1) < 1e-12
+        mu, var = rng.normal(size=(50, m)), rng.uniform(0, 4, size=(50, m))
+        full = sm.node_rule_value(mu, var)
+        for i in (0, 17, 49):
+            np.testing.assert_array_equal(sm.node_rule_value(mu[i : i + 1], var[i : i + 1])[0], full[i])

@@ -325,6 +325,137 @@ def test_explain_features_and_domain():
     assert cert.status.shape == (2,)
 
 
+@pytest.mark.parametrize("m", [3, 6, 10])
+def test_node_rule_against_independent_quadrature_and_monte_carlo(m):
+    """predict_proba's rule against references that share none of its code:
+    a 40-point product Gauss-Hermite rule (m = 3) or 2 10^6-sample Monte
+    Carlo (m = 6, 10), and within the proven (a posteriori) error."""
+    from skgprobust._bounds._softmax import node_rule_value
+
+    rng = np.random.default_rng(m)
+    mu = rng.normal(size=(4, m)) * 1.5
+    a = rng.uniform(0.0, 8.0, size=(4, m))
+    P = node_rule_value(mu, a)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    for t in range(4):
+        if m == 3:
+            ref, tol = _gh_full(mu[t], np.diag(a[t]), n=40), 2e-3
+        else:
+            Z = mu[t] + np.sqrt(a[t]) * rng.standard_normal((2_000_000, m))
+            S = np.exp(Z - logsumexp(Z, axis=1, keepdims=True))
+            ref, tol = S.mean(0), 3e-3 + 5 * S.std(0).max() / np.sqrt(len(S))
+        assert np.max(np.abs(P[t] - ref)) <= tol, (m, t, P[t], ref)
+    if m <= 6:
+        P2, err = softmax_point(mu, a, 0.05)
+        np.testing.assert_array_equal(P2, P)
+        for t in range(4):
+            ref = _gh_full(mu[t], np.diag(a[t]), n=40) if m == 3 else None
+            if ref is not None:
+                assert np.max(np.abs(P[t] - ref)) <= err[t] + 1e-9
+
+
+def _budget_model(m=5, d=6):
+    X, y = _data(m=m, n_per=6, d=d, seed=11, spread=1.0)
+    return _fit(X, y, ConstantKernel(3.0) * RBF(1.5), optimizer=None), X
+
+
+def test_time_limit_is_respected_and_results_stay_sound():
+    """Issue 13 defect: rows ran 2-10x past time_limit because the point rule
+    was not budgeted. Now each row ends within time_limit plus one bounding
+    step (asserted generously: + 1 s under load), says that the budget ran
+    out, and its bounds still hold for predict_proba."""
+    from skgprobust.exceptions import BudgetExhaustedWarning
+
+    clf, X = _budget_model()
+    Xt = X[[0, 7]]
+    gamma, tl = 0.6, 0.05
+    rng = np.random.default_rng(3)
+    clf.certify(Xt[:1], gamma, max_iter=1, random_state=0)  # build the bound model outside the timing
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        import time
+
+        t0 = time.perf_counter()
+        res = clf.prediction_range(Xt, gamma, epsilon=1e-6, time_limit=tl, random_state=0)
+        wall = time.perf_counter() - t0
+    assert wall <= len(Xt) * (tl + 1.0), wall
+    assert np.all(res.time <= tl + 1.0), res.time
+    assert not np.any(np.all(res.converged, axis=1))  # epsilon 1e-6 cannot be reached in 50 ms
+    assert any(issubclass(w.category, BudgetExhaustedWarning) for w in rec)
+    for t, x0 in enumerate(Xt):
+        lo, hi = x0 - gamma, x0 + gamma
+        pp = clf.predict_proba(box_points(lo, hi, rng, 300))
+        assert np.all(res.min_lower[t] <= pp.min(0) + TOL) and np.all(pp.max(0) <= res.max_upper[t] + TOL)
+        assert np.all(res.min_lower[t] <= res.min_upper[t] + TOL) and np.all(res.max_lower[t] <= res.max_upper[t] + TOL)
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cert = clf.certify(X[::3], 0.5, time_limit=tl, random_state=0)
+    wall = time.perf_counter() - t0
+    assert wall <= len(X[::3]) * (tl + 1.0) and np.all(cert.time <= tl + 1.0), (wall, cert.time)
+    assert "unknown" in cert.status  # wide boxes, 50 ms: the budget ends most rows
+    labels = clf.predict(X[::3])
+    for t, x0 in enumerate(X[::3]):
+        lo, hi = x0 - 0.5, x0 + 0.5
+        P = box_points(lo, hi, rng, 300)
+        pp = clf.predict_proba(P)
+        c = int(np.searchsorted(clf.classes_, labels[t]))
+        margin = pp[:, c] - np.delete(pp, c, axis=1).max(axis=1)
+        assert cert.bound[t] <= margin.min() + TOL  # the proven margin bound holds on the time-limit exit
+        if cert.status[t] == "robust":
+            assert np.all(clf.predict(P) == labels[t])
+
+
+def test_margin_bound_is_pairwise_and_exact_at_points():
+    """The certify bound (pairwise through the rule's nodes) is never looser
+    than the difference of the separate probability bounds, is the margin
+    itself for a zero-width box, and holds over sampled boxes."""
+    clf, X = _budget_model(m=4, d=3)
+    bm = clf._bound_model()
+    probs = bm.probabilities()
+    rng = np.random.default_rng(4)
+    for x0 in X[::4]:
+        c = int(np.argmax(clf.predict_proba(x0[None])[0]))
+        for g in (0.0, 0.05, 0.3):
+            lo, hi = (x0 - g)[None], (x0 + g)[None]
+            low = bm.margin(clf.classes_[c]).bound(lo, hi).lower[0]
+            p_lo, p_hi, _ = probs.p_box(lo, hi)
+            assert low >= p_lo[0, c] - np.delete(p_hi[0], c).max() - 1e-12
+            pp = clf.predict_proba(box_points(lo[0], hi[0], rng, 200))
+            margin = pp[:, c] - np.delete(pp, c, axis=1).max(axis=1)
+            assert low <= margin.min() + TOL
+            if g == 0.0:
+                assert margin.min() - low <= 1e-6  # only the snapping quanta and the fp margin
+
+
+def test_reduced_variance_rkhs_bound_high_dimension():
+    """The RKHS bound of the quadratic part (|delta^T T delta| <= rho Dh^2) in
+    16 dimensions, shared and per-class kernels, with a WhiteKernel part:
+    rho is at least the spectral radius of T K_c, and the reduced-variance
+    bounds contain sampled and locally optimised values."""
+    import scipy.linalg
+
+    rng = np.random.default_rng(12)
+    for shared, base in ((True, RBF(3.0) + WhiteKernel(0.05)), (False, Matern(3.0, nu=2.5))):
+        X, y = _data(m=3, n_per=6, d=16, seed=13, spread=1.0)
+        clf = _fit(X, y, ConstantKernel(2.0) * base, optimizer=None, shared_kernel=shared)
+        red = clf._bound_model().reduced
+        assert red.rkhs is not None
+        ks = [clf.kernels_[0]] if shared else clf.kernels_
+        Kc = scipy.linalg.block_diag(*[k(clf.X_train_, clf.X_train_.copy()) for k in ks])
+        for j in range(3):
+            radius = np.abs(scipy.linalg.eigvals(red.T[j] @ Kc)).max()
+            assert red.rkhs[0][j] >= radius * (1 - 1e-9)
+        for x0 in X[::6]:
+            for g in (0.02, 0.1):
+                lo, hi = x0 - g, x0 + g
+                a_lo, a_hi = red.bounds(lo[None], hi[None])
+                for j in range(3):
+                    res = attack(lambda P, j=j: red.value(P)[:, j], lo, hi, rng, n_samples=2000, n_starts=2)
+                    assert a_lo[0, j] <= res.min + TOL and res.max <= a_hi[0, j] + TOL
+
+
 # --------------------------------------------------------------------------
 # sklearn conventions and bad input
 # --------------------------------------------------------------------------

@@ -714,7 +714,7 @@ def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls):
         g = np.minimum(num / tot_hi, num / (A + Bk + t_lo))
         pair = (g * W[None, :, None]).sum(axis=1)  # (b, m - 1)
         out[sl] = pair.min(axis=1)
-    return out - 2.0 * RULE_MARGIN
+    return np.clip(out - 2.0 * RULE_MARGIN, -1.0, 1.0)  # the margin is in [-1, 1]
 
 # --------------------------------------------------------------------------
 # Public API
