@@ -18,17 +18,44 @@ appendix I.3, with :class:`skgprobust.active.SafeActiveLearner`:
   start with 48. The NX inputs (14 dimensions) are built here: lagged copies
   of the 5 input channels at 10 Hz (see :func:`nx_inputs` for the lags).
 
+Models (the seed's appendix I, defaults of this script)
+-------------------------------------------------------
+* Output model: :class:`~skgprobust.MultiOutputGaussianProcessRegressor`
+  with L = P latent Matern 5/2 (ARD) GPs, W free (AL_MOGP, RS_MOGP) or
+  W = I with one amplitude per output (AL_indGPs), per-output noise,
+  ``normalize_y``.
+* Safety model: :class:`~skgprobust.RobustGaussianProcessRegressor`,
+  variance x Matern 5/2 (ARD) + white noise, *zero prior mean* on the
+  (standardised) safety values, as the seed's GPflow models (no
+  ``normalize_y``: with it, the prior mean far from the data is the mean of
+  the observed, all-safe, initial values, which calls unexplored regions
+  safe).
+* Hyperparameters: ``--hyper map`` (default) is the maximum a posteriori
+  estimate under the seed's priors (Gamma(2.5, 1) variances, Gamma(1.5, 1)
+  length scales, Gamma(1.5, 3) noise variances, N(0, 2^2) entries of W; see
+  :mod:`skgprobust.active._priors`), refitted (warm-started) every
+  iteration. The seed averages over 100 HMC samples of the posterior
+  instead; that is not done here. ``--hyper ml`` is type-II maximum
+  likelihood with the output noise kept above 1% of each output's variance
+  (the setting before the priors); ``--kernel rbf`` and
+  ``--safety-normalize`` restore the other earlier choices.
+
+Measured on EngE (4 repetitions each, AL_MOGP, load 6-10 on 2 cores):
+ML + RBF + normalised safety values gave 93.2 +- 1.4% safe queries, the
+seed's priors (MAP) + Matern + zero prior mean 99.15 +- 0.5% (the seed:
+99.21 +- 0.18%).
+
 Pipelines (the seed's): AL_MOGP (entropy, safety), RS_MOGP (random safe
 candidate), AL_indGPs (independent outputs: W = I, L = P), AL_MOGP_nosafe
 (no safety constraint). Outputs observed one at a time (partial
 observation). Per data set and pipeline, over ``--reps`` repetitions with
-the same initial data across pipelines: the safe-query ratio, the final RMSE,
-the number of observations N_sum at which the mean RMSE first reaches the
-seed's threshold, the safety-model precision and the seconds per iteration
-(mean +- standard error). ``--certified`` adds AL_MOGP with queries limited
-to candidates whose whole box (half-width ``--gamma`` of each feature's
-range) is proven safe, and reports the certified-safe fraction of the toy
-domain over the iterations.
+the same initial data across pipelines: the safe-query ratio, the RMSE after
+the first and the last query, the number of observations N_sum at which the
+mean RMSE first reaches the seed's threshold, the safety-model precision and
+the seconds per iteration (mean +- standard error). ``--certified`` adds
+AL_MOGP with queries limited to candidates whose whole box (half-width
+``--gamma`` of each feature's range) is proven safe, and reports the
+certified-safe fraction of the toy domain over the iterations.
 
 How to run
 ----------
@@ -53,7 +80,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _bench import package_state, table  # noqa: E402
@@ -140,6 +167,15 @@ def mogp(rep, n_pool=2000, n_test=500):
 
 #: NX lags (samples at 10 Hz) per input channel: speed, load, lambda,
 #: ignition angle, fuel cutoff -> 3 + 3 + 3 + 3 + 2 = 14 input dimensions.
+#: The seed gives only the total (14) and that channels have different
+#: histories. Its 80% quantile of the temperature on the processed training
+#: set, 1.0075, is reproduced when 8 or 9 leading rows of each measurement
+#: are dropped (1.00749 / 1.00747; ours, dropping 10: 1.00744; none dropped:
+#: 1.0077), so its longest lag is probably 8 or 9 samples. The lag choice
+#: barely matters for prediction here: 54 random safe points per output,
+#: independent Matern GPs (MAP), 3 seeds, RMSE on safe test points: lags
+#: (0, 5, 10) 1.18, (0, 1, 2) 1.24, (0, 3, 6) 1.24, (0, 10, 20) 1.19, no
+#: history 1.23.
 LAGS = {0: (0, 5, 10), 1: (0, 5, 10), 2: (0, 5, 10), 3: (0, 5, 10), 4: (0, 5)}
 HC, O2, T_EM = 8, 10, 11  # columns: 5 inputs, then PN, CO, CO2, HC, NOx, O2, T_em, T_cat
 
@@ -151,19 +187,27 @@ def nx_inputs(raw):
     return np.column_stack(cols), raw[start:]
 
 
-def enge(rep, n_pool=3000, n_test=1000):
-    files = sorted(glob.glob(os.path.join(DATA, "raw_*_measurement_000000.csv.gz")))
-    if not files:
-        raise FileNotFoundError(f"gengine1 data not found in {DATA}")
-    train, test = [], []
-    for f in files:
-        m = int(os.path.basename(f).split("_")[1])
-        X, raw = nx_inputs(np.loadtxt(f, delimiter=","))
-        (train if m < 50 else test).append((X, raw))
-    Xtr = np.vstack([x for x, _ in train])
-    Rtr = np.vstack([r for _, r in train])
-    Xte = np.vstack([x for x, _ in test])
-    Rte = np.vstack([r for _, r in test])
+_ENGE_CACHE = {}
+
+
+def _enge_arrays():
+    """NX inputs and raw rows of the training (10-39) and test (53-64) measurements."""
+    if "data" not in _ENGE_CACHE:
+        files = sorted(glob.glob(os.path.join(DATA, "raw_*_measurement_000000.csv.gz")))
+        if not files:
+            raise FileNotFoundError(f"gengine1 data not found in {DATA}")
+        train, test = [], []
+        for f in files:
+            m = int(os.path.basename(f).split("_")[1])
+            X, raw = nx_inputs(np.loadtxt(f, delimiter=","))
+            (train if m < 50 else test).append((X, raw))
+        _ENGE_CACHE["data"] = tuple(np.vstack([a[i] for a in part]) for part in (train, test) for i in (0, 1))
+    return _ENGE_CACHE["data"]
+
+
+def enge(rep, n_pool=None, n_test=1000):
+    n_pool = CONFIG.get("enge_pool", 3000) if n_pool is None else n_pool
+    Xtr, Rtr, Xte, Rte = _enge_arrays()
     rng = np.random.RandomState(123 + rep)
     ip = rng.choice(len(Xtr), n_pool, replace=False)
     it = rng.choice(len(Xte), n_test, replace=False)
@@ -192,27 +236,65 @@ DATASETS = {"toy": toy, "mogp": mogp, "enge": enge}
 # ---------------------------------------------------------------------------
 
 
-#: Noise variances in units of the normalised outputs. The seed puts priors on
-#: the hyperparameters (HMC); with type-II maximum likelihood on a dozen
-#: points a per-output noise collapses to 0 (that output's variance, hence
-#: its entropy, vanishes and it is never queried again), so the noise is
-#: kept above 1% of each output's variance instead.
-NOISE_BOUNDS = (1e-2, 1.0)
+#: Model settings (``--hyper``, ``--kernel``, ``--safety-normalize``); set by main().
+CONFIG = dict(hyper="map", hyper_output="map", kernel="matern", safety_normalize=False, output_normalize=True,
+              restarts=0, prior_jacobian=False)
+
+#: Noise-variance bounds of the output model (normalised units). With
+#: ``--hyper ml`` (type-II maximum likelihood) a per-output noise collapses to
+#: 0 on a dozen points (that output's variance, hence its entropy, vanishes
+#: and it is never queried again), so it is kept above 1% of each output's
+#: variance; with ``--hyper map`` the seed's Gamma(1.5, 3) noise prior keeps
+#: it away from 0 and the bounds are wide.
+NOISE_BOUNDS = {"ml": (1e-2, 1.0), "map": (1e-6, 10.0)}
+
+
+def _priors():
+    """The seed's Gamma priors, as densities of the values (default) or of their logs."""
+    from skgprobust.active._priors import GammaPrior
+
+    j = CONFIG["prior_jacobian"]
+    return dict(variance=GammaPrior(2.5, 1.0, j), length_scale=GammaPrior(1.5, 1.0, j), noise=GammaPrior(1.5, 3.0, j))
+
+
+def _base_kernel(d, ls_bounds=(1e-2, 1e2)):
+    ls = np.ones(d) if d > 1 else 1.0
+    if CONFIG["kernel"] == "matern":
+        return Matern(ls, ls_bounds, nu=2.5)
+    return RBF(ls, ls_bounds)
 
 
 def output_model(P, d, independent):
+    """The seed's output model: L = P latent GPs (Matern 5/2 by default),
+    W free (LMC) or W = I (AL_indGPs); with ``--hyper map`` its
+    hyperparameters are the MAP estimate under the seed's priors."""
     from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+    from skgprobust.active._priors import lmc_map_optimizer
 
-    k = RBF(np.ones(d), (1e-2, 1e2)) if d > 1 else RBF(1.0, (1e-2, 1e2))
+    k = _base_kernel(d)
     if independent:
-        return MultiOutputGaussianProcessRegressor(k, n_latent=P, W="identity", normalize_y=True,
-                                                   noise_level_bounds=NOISE_BOUNDS)
-    return MultiOutputGaussianProcessRegressor(k, n_latent=min(P, 3), normalize_y=True, noise_level_bounds=NOISE_BOUNDS)
+        # W = I fixed: each latent needs its own amplitude (the seed's kernel variance).
+        k = ConstantKernel(1.0, (1e-2, 1e2)) * k
+    hyper = CONFIG["hyper_output"]
+    opts = dict(n_latent=P, normalize_y=CONFIG["output_normalize"], noise_level_bounds=NOISE_BOUNDS[hyper],
+                n_restarts_optimizer=CONFIG["restarts"], random_state=0)
+    if independent:
+        opts["W"] = "identity"
+    if hyper == "map":
+        opts["optimizer"] = lmc_map_optimizer(k, P, P, W="fixed" if independent else "free", priors=_priors())
+    return MultiOutputGaussianProcessRegressor(k, **opts)
 
 
 def safety_model(d):
-    k = ConstantKernel(1.0, (1e-2, 1e2)) * (RBF(np.ones(d), (1e-1, 1e2)) if d > 1 else RBF(1.0, (1e-1, 1e2)))
-    return RobustGaussianProcessRegressor(k + WhiteKernel(1e-2, (1e-5, 1.0)), normalize_y=True)
+    """The safety GP: variance x Matern 5/2 (ARD) + noise; zero prior mean on
+    the (standardised) safety values unless ``--safety-normalize``."""
+    from skgprobust.active._priors import map_optimizer
+
+    k = ConstantKernel(1.0, (1e-2, 1e2)) * _base_kernel(d, (1e-1, 1e2)) + WhiteKernel(1e-2, (1e-5, 1.0))
+    opts = dict(normalize_y=CONFIG["safety_normalize"])
+    if CONFIG["hyper"] == "map":
+        opts["optimizer"] = map_optimizer(k, priors=_priors())
+    return RobustGaussianProcessRegressor(k, **opts)
 
 
 PIPELINES = {
@@ -223,7 +305,9 @@ PIPELINES = {
 }
 
 
-def run_one(name, rep, pipeline, gamma=None):
+def run_one(name, rep, pipeline, gamma=None, config=None):
+    if config is not None:  # joblib workers start with the module's defaults
+        CONFIG.update(config)
     data = DATASETS[name](rep)
     opts = dict(PIPELINES.get(pipeline, {}))
     independent = opts.pop("independent", False)
@@ -254,6 +338,7 @@ def summarise(name, pipeline, results):
     hists = [h for h, _ in results]
     ratio = np.array([h.safe_query_ratio[-1] for h in hists])
     rmse_final = np.array([h.rmse[-1] for h in hists])
+    rmse_first = np.array([h.rmse[0] for h in hists])
     prec = np.array([np.nanmean(h.safety_precision) for h in hists])
     it_time = np.array([np.mean(h.time) for h in hists])
     mean_curve = np.nanmean(np.array([h.rmse for h in hists]), axis=0)
@@ -273,7 +358,7 @@ def summarise(name, pipeline, results):
         se = a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0
         return (fmt + " +- " + fmt).format(a.mean(), se)
 
-    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), pm(rmse_final), reach, pm(prec),
+    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), pm(rmse_first), pm(rmse_final), reach, pm(prec),
             pm(it_time, "{:.2f}"), frac]
 
 
@@ -285,25 +370,43 @@ def main():
     ap.add_argument("--quick", action="store_true", help="2 repetitions, toy and mogp only")
     ap.add_argument("--certified", action="store_true", help="add the certified-box pipeline (toy, mogp)")
     ap.add_argument("--gamma", type=float, default=0.01, help="certified box half-width, fraction of each range")
+    ap.add_argument("--pipelines", nargs="+", default=None, choices=list(PIPELINES) + ["AL_MOGP_certified"])
+    ap.add_argument("--hyper", choices=["map", "ml"], default="map",
+                    help="hyperparameters: MAP under the seed's priors (default) or type-II maximum likelihood")
+    ap.add_argument("--kernel", choices=["matern", "rbf"], default="matern", help="Matern 5/2 (the seed's) or RBF")
+    ap.add_argument("--safety-normalize", action="store_true",
+                    help="normalise the safety values (prior mean = their mean) instead of a zero prior mean")
+    ap.add_argument("--hyper-output", choices=["map", "ml"], default=None,
+                    help="the output model's hyperparameters (default: as --hyper)")
+    ap.add_argument("--no-output-normalize", action="store_true",
+                    help="zero prior mean on the outputs instead of normalising each by its observed values")
+    ap.add_argument("--prior-jacobian", action="store_true",
+                    help="Gamma priors as densities of log(value) (GammaPrior(jacobian=True))")
+    ap.add_argument("--restarts", type=int, default=0, help="random restarts of the output model's fit")
+    ap.add_argument("--enge-pool", type=int, default=3000, help="EngE pool size (random training points)")
     args = ap.parse_args()
+    CONFIG.update(hyper=args.hyper, hyper_output=args.hyper_output or args.hyper,
+                  output_normalize=not args.no_output_normalize, restarts=args.restarts,
+                  prior_jacobian=args.prior_jacobian, kernel=args.kernel, safety_normalize=args.safety_normalize,
+                  enge_pool=args.enge_pool)
     if args.quick:
         args.reps, args.datasets = 2, [d for d in args.datasets if d != "enge"]
     print(f"# {package_state()}")
-    print(f"# {args.reps} repetitions per pipeline, delta = 0.05, partially observed outputs")
-    pipelines = list(PIPELINES) + (["AL_MOGP_certified"] if args.certified else [])
+    print(f"# {args.reps} repetitions per pipeline, delta = 0.05, partially observed outputs; {CONFIG}")
+    pipelines = args.pipelines or (list(PIPELINES) + (["AL_MOGP_certified"] if args.certified else []))
     rows = []
     for name in args.datasets:
         for pipeline in pipelines:
             if pipeline == "AL_MOGP_certified" and name == "enge":
                 continue
             t = time.perf_counter()
-            res = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(name, r, pipeline, args.gamma) for r in range(args.reps))
+            res = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(name, r, pipeline, args.gamma, dict(CONFIG)) for r in range(args.reps))
             rows.append(summarise(name, pipeline, res) + [f"{time.perf_counter() - t:.0f}"])
-            print(table(["data", "pipeline", "reps", "safe queries %", "final RMSE", f"N_sum to RMSE target",
+            print(table(["data", "pipeline", "reps", "safe queries %", "first RMSE", "final RMSE", f"N_sum to RMSE target",
                          "safety precision", "s / iteration", "certified safe fraction by iteration", "wall s"], rows[-1:]),
                   flush=True)
     print()
-    print(table(["data", "pipeline", "reps", "safe queries %", "final RMSE", "N_sum to RMSE target",
+    print(table(["data", "pipeline", "reps", "safe queries %", "first RMSE", "final RMSE", "N_sum to RMSE target",
                  "safety precision", "s / iteration", "certified safe fraction by iteration", "wall s"], rows))
     print("\nRMSE targets (the seed's): " + ", ".join(f"{k} <= {v}" for k, v in RMSE_TARGET.items()))
 

@@ -469,16 +469,17 @@ def test_prior_log_densities_match_scipy_and_finite_differences():
     from skgprobust.active._priors import GammaPrior, NormalPrior
 
     t = np.linspace(-3, 2, 7)
+    h = 1e-6
     for a, b in ((2.5, 1.0), (1.5, 1.0), (1.5, 3.0)):
-        v, g = GammaPrior(a, b)(t)
-        # density of t = log v: gamma.logpdf(e^t) + t, up to a constant
-        ref = gamma.logpdf(np.exp(t), a, scale=1 / b) + t
-        np.testing.assert_allclose(v - v[0], ref - ref[0], rtol=1e-12, atol=1e-12)
-        h = 1e-6
-        fd = (GammaPrior(a, b)(t + h)[0] - GammaPrior(a, b)(t - h)[0]) / (2 * h)
-        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
-        # the mode in log coordinates is the prior mean a / b (the derivative vanishes there)
-        assert abs(GammaPrior(a, b)(np.log(a / b))[1]) < 1e-12
+        for jac in (False, True):
+            prior = GammaPrior(a, b, jacobian=jac)
+            v, g = prior(t)
+            # the density of v at e^t, plus log|dv/dt| = t with the Jacobian; up to a constant
+            ref = gamma.logpdf(np.exp(t), a, scale=1 / b) + (t if jac else 0.0)
+            np.testing.assert_allclose(v - v[0], ref - ref[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(g, (prior(t + h)[0] - prior(t - h)[0]) / (2 * h), rtol=1e-6, atol=1e-8)
+            # modes: the prior mean a / b in log coordinates, (a - 1) / b in the value's own
+            assert abs(prior(np.log(a / b if jac else (a - 1) / b))[1]) < 1e-12
     v, g = NormalPrior(0.0, 2.0)(np.array([-1.0, 0.0, 3.0]))
     np.testing.assert_allclose(v, -0.5 * np.array([1.0, 0.0, 9.0]) / 4)
     np.testing.assert_allclose(g, -np.array([-1.0, 0.0, 3.0]) / 4)
