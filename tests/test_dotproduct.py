@@ -654,3 +654,28 @@ def test_rank_deficient_sweep(seed, rel):
     lower = affine_lower(ad, W, m, P, P).lower
     upper = -affine_lower(ad, -W, -m, P, P).lower
     assert np.all(lower <= pred) and np.all(pred <= upper)
+
+
+def test_exact_path_groups_and_pickling():
+    """Mean objectives stack w and -w in one call: both groups take the exact
+    path (same V, G, M as the per-term model); more distinct weight vectors
+    than MAX_GROUPS fall back; the coefficient cache is not pickled."""
+    import pickle
+
+    rng = np.random.default_rng(5)
+    Xs = rng.normal(size=(12, 2))
+    w = rng.normal(size=12)
+    ad = DotProductPowerAdapter(_kernel(2, 0.5), Xs)
+    lo = rng.normal(size=(3, 2))
+    lo, hi = np.vstack([lo, lo]), np.vstack([lo, lo]) + 0.2
+    W = np.vstack([np.broadcast_to(w, (3, 12)), np.broadcast_to(-w, (3, 12))])
+    assert len(ad._weight_groups(W)) == 2
+    exact, per_term = ad._polynomial(lo, hi, W), ad._model(lo, hi, W)
+    for a, b in zip(exact[:3], per_term[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(exact[0][:3], -exact[0][3:])
+    assert ad._weight_groups(rng.normal(size=(ad.MAX_GROUPS + 1, 12))) is None
+    assert len(ad._cache) == 2
+    clone = pickle.loads(pickle.dumps(ad))
+    assert clone._cache == {}
+    np.testing.assert_array_equal(clone._polynomial(lo, hi, W)[0], exact[0])

@@ -467,7 +467,10 @@ class DotProductPowerAdapter(KernelAdapter):
         if ex is None:
             ex = _ExactPolynomial(self, w)
             if len(self._cache) >= self.CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)), None)
+                try:  # threads may share the adapter: dropping any entry is fine
+                    self._cache.pop(next(iter(self._cache)), None)
+                except (RuntimeError, StopIteration):
+                    pass
             self._cache[key] = ex
         return ex if ex.ok else None
 
@@ -522,17 +525,46 @@ class DotProductPowerAdapter(KernelAdapter):
         score = h * off + score_rem
         return V, G, M, rem, mag, score
 
+    #: most distinct weight vectors per call handled by the exact path
+    MAX_GROUPS = 4
+
     def _polynomial(self, lo, hi, w):
-        """The exact-coefficient model when every box has the same weights
-        (a mean objective) and the coefficients are finite; else the
-        per-term model."""
-        if self._exact and len(w) and w.shape[-1] == len(self.Xs):
-            w0 = np.ascontiguousarray(w[0], dtype=np.float64)
-            if np.all(np.isfinite(w0)) and np.all(w == w0):
-                ex = self._exact_for(w0)
-                if ex is not None:
-                    return self._model_exact(lo, hi, ex.beta, w)
-        return self._model(lo, hi, w)
+        """The exact-coefficient model when the boxes' weights are a few
+        distinct finite vectors (mean objectives: w, or w and -w stacked), with
+        finite coefficients; otherwise the per-term model. Both are valid
+        lower models; the choice does not affect soundness."""
+        groups = self._weight_groups(w)
+        if groups is None:
+            return self._model(lo, hi, w)
+        out = None
+        for w0, rows in groups:
+            ex = self._exact_for(w0)
+            if ex is None:
+                return self._model(lo, hi, w)
+            part = self._model_exact(lo[rows], hi[rows], ex.beta, w[rows])
+            if out is None:
+                out = [np.empty((len(lo),) + a.shape[1:]) for a in part]
+            for o, a in zip(out, part):
+                o[rows] = a
+        return tuple(out)
+
+    def _weight_groups(self, w):
+        """[(w0, rows)] partitioning the rows of w (B, N) into at most
+        MAX_GROUPS identical finite vectors, or None."""
+        if not self._exact or not len(w) or w.shape[-1] != len(self.Xs):
+            return None
+        left = np.ones(len(w), dtype=bool)
+        groups = []
+        while left.any():
+            if len(groups) == self.MAX_GROUPS:
+                return None
+            w0 = np.ascontiguousarray(w[np.argmax(left)], dtype=np.float64)
+            if not np.all(np.isfinite(w0)):
+                return None
+            rows = left & np.all(w == w0, axis=-1)
+            groups.append((w0, rows))
+            left &= ~rows
+        return groups
 
     def taylor(self, lo, hi, w):
         V, G, M, rem, mag, _ = self._polynomial(lo, hi, w)
