@@ -85,7 +85,9 @@ cvxpy box costs seconds at this load); digits-ovr gamma=0.05 0.04, gamma=0.2
 1.64 (NOT held); ep-ovr proba 1.03; softmax certify 6.80 (median 4.10, NOT
 held) and softmax proba 1.85 (median 1.09, NOT held), the known issue-13
 overrun; sparse-reg std 1.005; sparse-clf proba 1.02; multioutput std 1.01.
-No anomalies.
+No anomalies. After the softmax budget fix (commit 2b88b00, load 9.6-11.3):
+softmax certify max t/T 1.046 (median 0.946), softmax proba 1.048 (median
+0.995), ep-ovr proba 1.033: all held.
 
 How to run
 ----------
