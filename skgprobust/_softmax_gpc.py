@@ -159,6 +159,7 @@ from ._bounds._mean import BoxBound, affine_lower
 from ._bounds._softmax import (
     MAX_ABS_MEAN,
     MAX_VAR,
+    node_rule,
     node_rule_bounds,
     node_rule_margin_lower,
     node_rule_value,
@@ -729,14 +730,75 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._cache = (key, result)
         return result
 
+    def diff_box(self, lo, hi, cls):
+        """Bounds (d_lo, d_hi), each (B, m), of the snapped mean differences
+        ``mu_j - mu_cls`` the rule sees (column cls: 0).
+
+        With a shared kernel, ``mu_j - mu_c = k(x)^T (w_j - w_c)`` is one
+        mean-type function: its affine bound keeps the correlation of the two
+        means (the same x), which ``[mu_lo_j - mu_hi_c, mu_hi_j - mu_lo_c]``
+        loses; the tighter of the two is taken (both are valid). Floating
+        point: the model computes mu_j and mu_c separately, each within
+        ``margin_rtol(N, d) sum_i |w_i| k_i`` of its exact value; that
+        allowance for both (k_i <= the kernel's interval upper end over the
+        box) and one snapping quantum (each mean moves by <= half a quantum)
+        widen the affine bound.
+        """
+        from ._fp import margin_rtol
+
+        mu_lo, mu_hi, _, _, _, _ = self.latent_box(lo, hi)
+        B, m = mu_lo.shape
+        d_lo = mu_lo - mu_hi[:, [cls]]
+        d_hi = mu_hi - mu_lo[:, [cls]]
+        ads = [lm.adapter for lm in self.means]
+        if all(ad is ads[0] for ad in ads):
+            ad = ads[0]
+            others = [j for j in range(m) if j != cls]
+            wc = self.means[cls].weights[:, 0]
+            W = np.vstack([np.broadcast_to(self.means[j].weights[:, 0] - wc, (B, len(wc))) for j in others])
+            LO, HI = np.tile(lo, (len(others), 1)), np.tile(hi, (len(others), 1))
+            low = affine_lower(ad, np.vstack([W, -W]), 0.0, np.vstack([LO, LO]), np.vstack([HI, HI])).lower
+            n = len(others) * B
+            a_lo, a_hi = low[:n].reshape(len(others), B).T, -low[n:].reshape(len(others), B).T
+            _, khi = ad.interval(lo, hi)
+            rtol = margin_rtol(len(wc), lo.shape[1])
+            mag_c = np.abs(khi) @ np.abs(wc)
+            for i, j in enumerate(others):
+                slack = rtol * (np.abs(khi) @ np.abs(self.means[j].weights[:, 0]) + mag_c) + _QUANTUM
+                d_lo[:, j] = np.maximum(d_lo[:, j], a_lo[:, i] - slack)
+                d_hi[:, j] = np.minimum(d_hi[:, j], a_hi[:, i] + slack)
+        # The shift happens in exact arithmetic; the model rounds f = mu + s z
+        # (s = sqrt(a)) node by node, each coordinate within 2 u (|mu| + |s z|),
+        # and the bound rounds d + s z likewise: widen every difference by
+        # 8 u (max |mu| + max |d| + max s max |z| + 1) so that the bound's
+        # node intervals bracket the model's computed points, shifted.
+        _, _, _, v_hi, _, _ = self.latent_box(lo, hi)
+        zmax = np.abs(node_rule(m)[0]).max()
+        big = (
+            np.maximum(np.abs(mu_lo), np.abs(mu_hi)).max(axis=1)
+            + np.maximum(np.abs(d_lo), np.abs(d_hi)).max(axis=1)
+            + np.sqrt(v_hi.max(axis=1)) * zmax
+            + 1.0
+        )
+        fp = 8.0 * _U * big[:, None]
+        d_lo, d_hi = d_lo - fp, d_hi + fp
+        d_lo[:, cls] = 0.0
+        d_hi[:, cls] = 0.0
+        return d_lo, d_hi
+
     def margin_lower(self, lo, hi, cls):
         """Lower bound (B,) of ``R_cls - max_{k != cls} R_k`` over each box
         (pairwise over the rule's nodes, :func:`node_rule_margin_lower`);
-        -1 for boxes beyond the rule's numeric range."""
+        -1 for boxes beyond the rule's numeric range.
+
+        The rule is shift invariant (softmax(f) = softmax(f - f_c 1) node by
+        node), so R(mu, a) = R(mu - mu_c 1, a): the bound runs on the mean
+        differences of :meth:`diff_box` (class cls at exactly 0)."""
         mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(lo, hi)
         out = np.full(len(lo), -1.0)
         if ok.any():
-            out[ok] = node_rule_margin_lower(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], cls)
+            d_lo, d_hi = self.diff_box(lo[ok], hi[ok], cls)
+            out[ok] = node_rule_margin_lower(d_lo, d_hi, v_lo[ok], v_hi[ok], cls)
         return out - 2.0 * self.tolerance, boxes
 
 

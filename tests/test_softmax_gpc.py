@@ -427,6 +427,13 @@ def test_margin_bound_is_pairwise_and_exact_at_points():
             assert low <= margin.min() + TOL
             if g == 0.0:
                 assert margin.min() - low <= 1e-6  # only the snapping quanta and the fp margin
+            # the mean-difference bounds contain the snapped differences the rule sees
+            from skgprobust._softmax_gpc import _snap
+
+            d_lo, d_hi = probs.diff_box(lo, hi, c)
+            mu = _snap(clf._reduced(box_points(lo[0], hi[0], rng, 300))[0])
+            dif = mu - mu[:, [c]]
+            assert np.all(d_lo[0] <= dif.min(0)) and np.all(dif.max(0) <= d_hi[0])
 
 
 def test_reduced_variance_rkhs_bound_high_dimension():
