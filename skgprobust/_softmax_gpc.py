@@ -415,6 +415,32 @@ def _snap(x):
 # ---------------------------------------------------------------------------
 
 
+def _affine_many(requests):
+    """:func:`affine_lower` for many requests ``(adapter, W, lo, hi)`` with
+    one call per adapter (rows stacked; each row's bound depends on that row
+    only, so the results equal separate calls). Returns, per request,
+    (lower, argmin, score)."""
+    out = [None] * len(requests)
+    groups = {}
+    for i, (ad, _, _, _) in enumerate(requests):
+        groups.setdefault(id(ad), []).append(i)
+    for ids in groups.values():
+        ad = requests[ids[0]][0]
+        bb = affine_lower(
+            ad,
+            np.vstack([requests[i][1] for i in ids]),
+            0.0,
+            np.vstack([requests[i][2] for i in ids]),
+            np.vstack([requests[i][3] for i in ids]),
+        )
+        s = 0
+        for i in ids:
+            n = len(requests[i][1])
+            out[i] = (bb.lower[s : s + n], bb.argmin[s : s + n], bb.score[s : s + n])
+            s += n
+    return out
+
+
 class _ReducedVariance:
     """a_j(x) = beta_j(x) - kappa(x)^T T_j kappa(x) (module docstring) and
     its bounds over boxes, for all j at once."""
@@ -580,8 +606,10 @@ class _ReducedVariance:
     def _diag_adapters(self):
         return [self.adapters[0]] * self.m if self.shared else self.adapters
 
-    def bounds(self, lo, hi):
-        """(a_lo, a_hi), each (B, m), enclosing a_j(x) over each box."""
+    def bounds(self, lo, hi, extra=()):
+        """(a_lo, a_hi), each (B, m), enclosing a_j(x) over each box; with
+        ``extra`` affine requests (see :func:`_affine_many`), batched with
+        the linear parts' bounds, also their results."""
         B = len(lo)
         x0 = 0.5 * (lo + hi)
         kap0 = self._kappa(x0)  # (B, n_kappa)
@@ -612,16 +640,24 @@ class _ReducedVariance:
         for c, ad in enumerate(self._diag_adapters()):
             dlo[:, c], dhi[:, c] = ad.diag_interval(lo, hi)
         N = ads[0].values(x0[:1]).shape[1] if B else self.N
+        # lower and upper bounds of g_j . kappa(x) over the box, all j and
+        # adapters in one batch (with the extra requests)
+        reqs = list(extra)
+        for j in range(self.m):
+            for i, ad in enumerate(ads):
+                gi = G[:, j, i * N : (i + 1) * N]
+                reqs.append((ad, np.vstack([gi, -gi]), np.vstack([lo, lo]), np.vstack([hi, hi])))
+        res = _affine_many(reqs)
+        extra_out, lin = res[: len(extra)], res[len(extra) :]
         for j in range(self.m):
             g = G[:, j]  # (B, n_kappa)
             c0 = -np.einsum("ba,ba->b", g, kap0)
-            # lower and upper bounds of g . kappa(x) over the box (+ c0)
             lin_lo = np.zeros(B)
             lin_hi = np.zeros(B)
-            for i, ad in enumerate(ads):
-                gi = g[:, i * N : (i + 1) * N]
-                lin_lo += affine_lower(ad, gi, 0.0, lo, hi).lower
-                lin_hi -= affine_lower(ad, -gi, 0.0, lo, hi).lower
+            for i in range(len(ads)):
+                low = lin[j * len(ads) + i][0]
+                lin_lo += low[:B]
+                lin_hi -= low[B:]
             if self.rkhs is not None:
                 # +-rho_j Dh^2 (exact kernel values), plus the effect of the
                 # kernel vectors' rounding e_r = ||eps - eps0||:
@@ -640,6 +676,8 @@ class _ReducedVariance:
             fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + 1e-9
             a_lo[:, j] = b_lo - q_hi - fp * (1.0 + np.abs(b_lo - q_hi))
             a_hi[:, j] = b_hi - q_lo + fp * (1.0 + np.abs(b_hi - q_lo))
+        if len(extra):
+            return a_lo, a_hi, extra_out
         return a_lo, a_hi
 
 
@@ -695,16 +733,18 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             return cache[1]
         B = len(lo)
         boxes, mu_lo, mu_hi = [], [], []
+        reqs = []
         for lm in self.means:
             w = np.broadcast_to(lm.weights[:, 0], (B, lm.weights.shape[0]))
-            bb = affine_lower(lm.adapter, np.vstack([w, -w]), 0.0, np.vstack([lo, lo]), np.vstack([hi, hi]))
-            mu_lo.append(bb.lower[:B])
-            mu_hi.append(-bb.lower[B:])
-            boxes.append(_MeanBox(bb.argmin[:B], bb.argmin[B:], bb.score[:B]))
+            reqs.append((lm.adapter, np.vstack([w, -w]), np.vstack([lo, lo]), np.vstack([hi, hi])))
+        a_lo, a_hi, res = self.reduced.bounds(lo, hi, extra=reqs)
+        for low, arg, score in res:
+            mu_lo.append(low[:B])
+            mu_hi.append(-low[B:])
+            boxes.append(_MeanBox(arg[:B], arg[B:], score[:B]))
         # The rule sees mu and a snapped to the _QUANTUM grid: round-to-nearest
         # moves a value by at most half a quantum (one quantum covers it).
         mu_lo, mu_hi = np.column_stack(mu_lo) - _QUANTUM, np.column_stack(mu_hi) + _QUANTUM
-        a_lo, a_hi = self.reduced.bounds(lo, hi)
         a_lo, a_hi = a_lo - _QUANTUM, a_hi + _QUANTUM
         v_lo = np.maximum(a_lo, 0.0)  # a^+ = max(a, 0) is what the model uses
         v_hi = np.maximum(a_hi, v_lo)
