@@ -482,7 +482,8 @@ def _rank_deficient(seed):
     kernel = Exponentiation(DotProduct(float(rng.choice([0.0, 0.1, 1.0, 3.0])), "fixed"), p)
     if rng.random() < 0.6:
         kernel = ConstantKernel(float(rng.choice([0.1, 3.7])), "fixed") * kernel
-    for alpha in (1e-10, 1e-8, 1e-6):
+    kmax = float(kernel.diag(X).max())  # large offsets: a jitter relative to the kernel's scale
+    for alpha in (1e-10, 1e-8, 1e-6, 1e-13 * kmax, 1e-11 * kmax):
         reg = RobustGaussianProcessRegressor(kernel, alpha=alpha, optimizer=None, normalize_y=bool(rng.integers(2)))
         try:
             with warnings.catch_warnings():
