@@ -70,6 +70,19 @@ checked exactly (no reliance on the margin). Sum-to-one constraints
 Only independent latent outputs (diagonal covariance) are supported: a full
 covariance needs Prop. 11's conditional means and variances and is not
 implemented.
+
+A fixed node rule and its exact box bounds
+------------------------------------------
+:func:`node_rule_value` is a deterministic rule R(mu, var) = sum_s w_s
+softmax(mu + sqrt(var) z_s) (fixed nodes and positive weights per m,
+:func:`node_rule`); :func:`node_rule_bounds` and
+:func:`node_rule_margin_lower` bound R itself over (mu, var) boxes with no
+discretisation gap (exact at a point, first order in the width): per node
+the latent vector lies in an exact interval box and softmax is monotone in
+each coordinate. A model whose ``predict_proba`` *is* R (the softmax GP
+classifier) certifies its own numbers with these; the enclosure above
+(:func:`softmax_gaussian_bounds`) then only serves the a posteriori proof
+of R's distance to the exact integral.
 """
 
 import numbers
