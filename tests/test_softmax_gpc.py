@@ -248,6 +248,16 @@ def test_softmax_point_rule_error_against_gauss_hermite():
 # --------------------------------------------------------------------------
 
 
+def _attack_reduced(red, lo, hi, rng, n_samples):
+    """The reduced-variance bounds over [lo, hi] contain the sampled and
+    locally optimised values of every a_j; returns the bounds."""
+    a_lo, a_hi = red.bounds(lo[None], hi[None])
+    for j in range(red.m):
+        res = attack(lambda P, j=j: red.value(P)[:, j], lo, hi, rng, n_samples=n_samples, n_starts=2)
+        assert a_lo[0, j] <= res.min + TOL and res.max <= a_hi[0, j] + TOL
+    return a_lo, a_hi
+
+
 @pytest.mark.parametrize("shared", [True, False])
 def test_reduced_variance_bounds_contain_sampled_values(shared):
     X, y = _data(m=3, n_per=7, seed=5)
@@ -258,10 +268,7 @@ def test_reduced_variance_bounds_contain_sampled_values(shared):
     for x0 in X[::5]:
         for g in (0.05, 0.4):
             lo, hi = x0 - g, x0 + g
-            a_lo, a_hi = red.bounds(lo[None], hi[None])
-            for j in range(3):
-                res = attack(lambda P, j=j: red.value(P)[:, j], lo, hi, rng, n_samples=3000, n_starts=2)
-                assert a_lo[0, j] <= res.min + TOL and res.max <= a_hi[0, j] + TOL
+            a_lo, a_hi = _attack_reduced(red, lo, hi, rng, 3000)
             # the model's own reduced variances (a different evaluation route) agree
             P = box_points(lo, hi, rng, 200)
             _, a, _ = clf._reduced(P)
@@ -456,11 +463,7 @@ def test_reduced_variance_rkhs_bound_high_dimension():
             assert red.rkhs[0][j] >= radius * (1 - 1e-9)
         for x0 in X[::6]:
             for g in (0.02, 0.1):
-                lo, hi = x0 - g, x0 + g
-                a_lo, a_hi = red.bounds(lo[None], hi[None])
-                for j in range(3):
-                    res = attack(lambda P, j=j: red.value(P)[:, j], lo, hi, rng, n_samples=2000, n_starts=2)
-                    assert a_lo[0, j] <= res.min + TOL and res.max <= a_hi[0, j] + TOL
+                _attack_reduced(red, x0 - g, x0 + g, rng, 2000)
 
 
 # --------------------------------------------------------------------------
