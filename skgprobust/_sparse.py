@@ -1162,7 +1162,7 @@ def _laplace_fit(kernel, X, s, Z, approximation, max_iter, v0=None, state=False)
     return lml, v, _posterior_state(st["Lz"], st["V"], W, v)[1]
 
 
-def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation):
+def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation, wrt_z=False):
     """d F / d theta from dF/dV and dF/dc (V = Lz^-1 Kzx, c_i = s_i (1 +
     d_i)^-1/2), plus the "vfe" correction's own derivative.
 
@@ -1171,7 +1171,10 @@ def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation):
     Kzz = Lz Lz^T, dF/dKzz = -1/2 Lz^-T S Lz^-1 (the Cholesky factor's
     derivative drops out); dF/dKzx = Lz^-T G_V. The diagonal terms chain
     through d_i (full - cov, plus t_i for "fitc") and q_i = ||V_:i||^2
-    (dq/dV = 2 V). O(N M^2 + N M n_theta) time, O(chunk M) extra memory."""
+    (dq/dV = 2 V). O(N M^2 + N M n_theta) time, O(chunk M) extra memory.
+    With ``wrt_z`` the gradient with respect to ``Z.ravel()`` follows
+    (through k(X, Z) and both arguments of k(Z, Z); d_i's diagonal terms and
+    the jitter do not depend on Z), as for the regressor."""
     V, Lz, c, d, t = st["V"], st["Lz"], st["c"], st["d"], st["t"]
     active = st["active"].astype(np.float64)
     dd = G_c * (-0.5 * c / (1.0 + d))
@@ -1192,14 +1195,20 @@ def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation):
     G_kzz = -0.5 * (Linv.T @ S @ Linv)
     dKxz = solve_triangular(Lz, G_V, lower=True, trans="T", check_finite=False).T
     grad = np.einsum("ij,ijk->k", G_kzz, st["dKzz"])
+    gZ = np.zeros(Z.shape) if wrt_z else None
     for sl in _chunks(len(X), M, 4):
         grad += _cross_contract(kernel, X[sl], Z, dKxz[sl])
+        if wrt_z:
+            gZ += _input_contract(kernel, X[sl], Z, dKxz[sl])
     grad += dd @ (st["dfull"] - st["dcov"]) + dcov @ st["dcov"]
+    if wrt_z:
+        gZ += 2.0 * _input_contract(kernel, Z, Z, G_kzz)
+        return np.concatenate([grad, gZ.ravel()])
     return grad
 
 
 def _classifier_objective(kernel, X, s, Z, approximation, inference, max_iter, warm=None, eval_gradient=False,
-                          state=False):
+                          state=False, wrt_z=False):
     """The classifier's objective (see :class:`SparseGaussianProcessClassifier`):
     ``(value, warm start, gradient or None, state or None)``."""
     st = _probit_setup(kernel, X, s, Z, approximation, eval_gradient)
@@ -1211,7 +1220,7 @@ def _classifier_objective(kernel, X, s, Z, approximation, inference, max_iter, w
         v_mean = warm
     if approximation == "vfe":
         lml += _vfe_penalty(st)
-    grad = _probit_chain(kernel, X, Z, st, G[0], G[1], approximation) if eval_gradient else None
+    grad = _probit_chain(kernel, X, Z, st, G[0], G[1], approximation, wrt_z) if eval_gradient else None
     fitted = _posterior_state(st["Lz"], st["V"], prec, v_mean)[1] if state else None
     return lml, warm, grad, fitted
 
@@ -1237,6 +1246,7 @@ class _SparseBinaryProbit(BaseEstimator):
         max_iter_predict=100,
         copy_X_train=True,
         random_state=None,
+        optimize_inducing=False,
     ):
         self.kernel = kernel
         self.inducing_points = inducing_points
@@ -1247,6 +1257,7 @@ class _SparseBinaryProbit(BaseEstimator):
         self.max_iter_predict = max_iter_predict
         self.copy_X_train = copy_X_train
         self.random_state = random_state
+        self.optimize_inducing = optimize_inducing
 
     _choose_inducing = SparseGaussianProcessRegressor._choose_inducing
 
@@ -1264,21 +1275,32 @@ class _SparseBinaryProbit(BaseEstimator):
         self._s = np.where(y_enc == 1, 1.0, -1.0)
         self._warm = None
 
-        if self.optimizer is not None and self.kernel_.n_dims > 0:
+        wrt_z = bool(self.optimize_inducing)
+        if self.optimizer is not None and (self.kernel_.n_dims > 0 or wrt_z):
+            p, shape = self.kernel_.n_dims, self.inducing_points_.shape
+            if wrt_z:  # refuse a kernel without input derivatives before optimising
+                Z1 = self.inducing_points_[:1]
+                _input_contract(self.kernel_, Z1, Z1, np.zeros((1, 1)))
 
-            def obj_func(theta, eval_gradient=True):
+            def obj_func(params, eval_gradient=True):
                 # Non-finite (an extreme theta): -inf, as sklearn's GPs return
                 # for a kernel that is not positive definite; the warm start is kept.
+                Z = params[p:].reshape(shape) if wrt_z else self.inducing_points_
                 try:
-                    value, warm, grad, _ = self._objective(theta, eval_gradient=eval_gradient, warm=self._warm)
+                    value, warm, grad, _ = _classifier_objective(
+                        self.kernel_.clone_with_theta(params[:p]), self.X_train_, self._s, Z, self.approximation,
+                        self.inference, self.max_iter_predict, self._warm, eval_gradient=eval_gradient, wrt_z=wrt_z,
+                    )
                 except np.linalg.LinAlgError:
                     value, grad = -np.inf, None
                 if not np.isfinite(value) or (grad is not None and not np.all(np.isfinite(grad))):
-                    return (np.inf, np.zeros(len(theta))) if eval_gradient else np.inf
+                    return (np.inf, np.zeros(len(params))) if eval_gradient else np.inf
                 self._warm = warm
                 return (-value, -grad) if eval_gradient else -value
 
-            _maximise(self, obj_func, self.kernel_, rng)
+            Z, _ = _maximise(self, obj_func, self.kernel_, rng, self.inducing_points_.ravel() if wrt_z else None)
+            if wrt_z:
+                self.inducing_points_ = Z.reshape(shape)
         value, _, _, st = self._objective(None, warm=self._warm, state=True)
         self.log_marginal_likelihood_value_ = value
         self.beta_, self.L_ = st["beta"], st["L"]
@@ -1402,6 +1424,12 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         More than two classes, as sklearn's GaussianProcessClassifier.
     n_jobs : int, default=None
         Parallel fits of the binary models (more than two classes only).
+    optimize_inducing : bool, default=False
+        Also optimise the inducing inputs (M x n_features more variables,
+        unbounded, analytic gradient), as
+        :class:`SparseGaussianProcessRegressor` does; the same kernels
+        (sums, products and powers of ConstantKernel, WhiteKernel, RBF,
+        Matern with nu in 0.5, 1.5, 2.5, inf); ValueError for others.
 
     Attributes
     ----------
@@ -1432,6 +1460,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         "random_state": ["random_state"],
         "multi_class": [StrOptions({"one_vs_rest", "one_vs_one"})],
         "n_jobs": [numbers.Integral, None],
+        "optimize_inducing": ["boolean"],
     }
 
     warm_start = False
@@ -1450,6 +1479,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         random_state=None,
         multi_class="one_vs_rest",
         n_jobs=None,
+        optimize_inducing=False,
     ):
         self.kernel = kernel
         self.inducing_points = inducing_points
@@ -1462,6 +1492,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         self.random_state = random_state
         self.multi_class = multi_class
         self.n_jobs = n_jobs
+        self.optimize_inducing = optimize_inducing
 
     def fit(self, X, y):
         """Fit the sparse probit model(s).
@@ -1491,6 +1522,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
             self.kernel, inducing_points=self.inducing_points, approximation=self.approximation,
             inference=self.inference, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
             max_iter_predict=self.max_iter_predict, copy_X_train=self.copy_X_train, random_state=self.random_state,
+            optimize_inducing=self.optimize_inducing,
         )
         if self.n_classes_ > 2:
             wrapper = OneVsRestClassifier if self.multi_class == "one_vs_rest" else OneVsOneClassifier

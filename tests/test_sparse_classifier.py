@@ -334,3 +334,46 @@ def test_inducing_array_checked_against_the_whole_training_set(multi_class):
         clf.set_params(inducing_points=rng.uniform(-2, 2, (61, 2))).fit(X, y)
     with pytest.raises(ValueError, match="3 features"):
         clf.set_params(inducing_points=np.zeros((4, 3))).fit(X, y)
+
+
+@pytest.mark.parametrize("inference", ["ep", "laplace"])
+@pytest.mark.parametrize("approximation", ["fitc", "dtc", "vfe"])
+def test_inducing_gradient_matches_finite_differences(inference, approximation):
+    from skgprobust._sparse import _classifier_objective
+
+    X, y, rng = _data()
+    s = np.where(y == 1, 1.0, -1.0)
+    kernel = ConstantKernel(1.5) * Matern([0.7, 1.1], nu=2.5) + WhiteKernel(0.2)
+    Z = rng.uniform(-2, 2, (6, 2))
+    f0, warm, g, _ = _classifier_objective(kernel, X, s, Z, approximation, inference, 2000, eval_gradient=True,
+                                           wrt_z=True)
+    p = len(kernel.theta)
+    assert g.shape == (p + Z.size,)
+    h = 1e-5
+    fd = []
+    for j in range(Z.size):
+        e = np.zeros(Z.size)
+        e[j] = h
+        fp = _classifier_objective(kernel, X, s, Z + e.reshape(Z.shape), approximation, inference, 2000, warm)[0]
+        fm = _classifier_objective(kernel, X, s, Z - e.reshape(Z.shape), approximation, inference, 2000, warm)[0]
+        fd.append((fp - fm) / (2 * h))
+    np.testing.assert_allclose(g[p:], fd, rtol=1e-6, atol=1e-6)
+
+
+def test_optimize_inducing():
+    X, y, _ = _data(120, seed=4)
+    kw = dict(inducing_points=6, approximation="vfe", random_state=0)
+    fixed = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), **kw).fit(X, y)
+    moved = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimize_inducing=True, **kw).fit(X, y)
+    assert moved.log_marginal_likelihood_value_ > fixed.log_marginal_likelihood_value_
+    assert not np.allclose(moved.inducing_points_, fixed.inducing_points_)
+    np.testing.assert_array_equal(moved._bound_model().latents[0].X_support, moved.inducing_points_)
+    assert moved.log_marginal_likelihood_value_ == pytest.approx(
+        moved.log_marginal_likelihood(moved.kernel_.theta), rel=1e-9
+    )
+    r = moved.prediction_range(X[:2], 0.1, epsilon=1e-2, random_state=0)
+    for i in range(2):
+        P = moved.predict_proba(box_points(X[i] - 0.1, X[i] + 0.1, np.random.default_rng(i), 3000))
+        assert np.all(P >= r.min_lower[i] - 1e-9) and np.all(P <= r.max_upper[i] + 1e-9)
+    with pytest.raises(ValueError, match="input derivatives"):
+        SparseGaussianProcessClassifier(RationalQuadratic(), optimize_inducing=True, inducing_points=4).fit(X, y)
