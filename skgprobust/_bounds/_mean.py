@@ -103,7 +103,7 @@ def affine_lower(adapter, W, c, lo, hi):
     return affine_lower_parts([(adapter, W)], c, lo, hi)
 
 
-def affine_lower_parts(parts, c, lo, hi):
+def affine_lower_parts(parts, c, lo, hi, separate=True):
     """Lower bounds of ``c + sum_p sum_i W_p[b, i] k_p(x, x_pi)`` over each box
     b: a sum of affine means in *different* kernels (or supports), bounded
     jointly; :func:`affine_lower` is the one-part case.
@@ -114,6 +114,10 @@ def affine_lower_parts(parts, c, lo, hi):
         ``W`` of shape (B, N_p) for the adapter's N_p support points.
     c : float or ndarray of shape (B,)
     lo, hi : ndarray of shape (B, d)
+    separate : bool, default=True
+        Also take the sum of the parts' separate bounds (below); False saves
+        their Taylor models' minimisation where the caller has another
+        fallback.
 
     Proof. Every adapter's relaxation (separable parabolas, interval bound,
     Taylor model) is a valid lower bound of its own part at every x of the
@@ -142,7 +146,7 @@ def affine_lower_parts(parts, c, lo, hi):
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
     h = 0.5 * (hi - lo)
     centre = 0.5 * (lo + hi)
-    rtol, absolute, rel, tm, has_tm, separate = 0.0, 0.0, None, None, True, 0.0
+    rtol, absolute, rel, tm, has_tm, own_sum = 0.0, 0.0, None, None, True, 0.0
     for adapter, W in parts:
         # Relative rounding margin: margin_rtol(N, d) unless the adapter proves
         # a smaller constant for its terms (KernelAdapter.mean_rtol).
@@ -151,11 +155,11 @@ def affine_lower_parts(parts, c, lo, hi):
         # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
         absolute = absolute + np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
         r, t = adapter.linearise(lo, hi, W)
-        if len(parts) > 1:  # this part's own best bound (before the margin)
+        if separate and len(parts) > 1:  # this part's own best bound (before the margin)
             own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)
             if t is not None:
                 own = np.maximum(own, taylor_lower(t, h)[0])
-            separate = separate + own
+            own_sum = own_sum + own
         rel = r if rel is None else rel + r
         has_tm = has_tm and t is not None
         tm = (t if tm is None else tm + t) if has_tm else None
@@ -170,11 +174,11 @@ def affine_lower_parts(parts, c, lo, hi):
         use_t = lower_t > lower
         argmin = np.where(use_t[:, None], np.clip(centre + u_t, lo, hi), argmin)
         lower = np.maximum(lower, lower_t)
-    if len(parts) > 1:
+    if separate and len(parts) > 1:
         # The sum of the parts' separate bounds: also valid, and better where
         # the parts' best relaxations differ (one part's Taylor model, another's interval).
         mag = rel.mag if tm is None else rel.mag + tm.mag  # >= sum_p of the magnitude each part used
-        lower = np.maximum(lower, separate - rtol * (mag + np.abs(c)))
+        lower = np.maximum(lower, own_sum - rtol * (mag + np.abs(c)))
     lower = c + lower - absolute - 1e-300
     lower = np.where(np.isnan(lower), -np.inf, lower)
     return BoxBound(lower, argmin, rel.score)

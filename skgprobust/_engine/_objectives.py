@@ -83,6 +83,16 @@ def latent_box(model, variance, lo, hi, output=0):
     )
 
 
+_FIELDS = tuple(LatentBox.__dataclass_fields__)
+
+
+def _box_cache_size(n_classes, d):
+    """Boxes :meth:`ClassProbabilities.p_box` remembers: 4096, fewer when an
+    entry is large (about 16 MiB in all; an entry holds 3 (d,) arrays and 6
+    numbers per class)."""
+    return int(max(256, min(4096, 2**24 // (8 * n_classes * (3 * d + 8)))))
+
+
 class _LatentPoint:
     """Mean, variance and their gradients of one binary latent model at points."""
 
@@ -199,8 +209,8 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
 #: cells of its grid over the predicted class's mean (:meth:`ClassProbabilities.pair_lower`).
 N_DIRECTIONS = 4
 N_CELLS = 128
-#: Ratios tried per round (two rounds) by the joint bound of a normalised probability.
-N_RATIO = 6
+#: Regula falsi steps of the joint bound of a normalised probability (after its two ends).
+N_RATIO = 5
 
 
 class ClassProbabilities:
@@ -216,7 +226,7 @@ class ClassProbabilities:
         self.models, self.variances = models, variances
         self.link = link if link is not None else FiveErfLink()
         self.binary = len(models) == 1
-        self._cache = None  # (key, result) of the last box batch
+        self._boxes = {}  # box key -> {class: (p_lo, p_hi, LatentBox fields)} (p_box)
         # Classes whose latent means share one kernel and support (sklearn's
         # one-vs-rest with a fixed kernel): their means combine into one
         # affine mean, bounded jointly (:meth:`pair_lower`).
@@ -247,27 +257,48 @@ class ClassProbabilities:
     def p_box(self, lo, hi, classes=None):
         """Certified (p_lo, p_hi), each (B, K), and the latent boxes.
 
-        The classes bounded for the last batch of boxes are remembered: the
-        objectives of one row (min and max of every class, the argmax margin
-        and its restriction to the classes that can win) all bound the same
-        root box, and every class's latent bounds enter each of them.
+        Remembered per box (up to :func:`_box_cache_size` boxes, then
+        forgotten all at once): the objectives of one row (min and max of
+        every column, the argmax margin and its restriction to the classes
+        that can win) split the same root box by the same rule (their split
+        scores are the sum over all classes' latent scores), so their
+        branch-and-bound trees share most nodes, and every class's latent
+        bounds enter each of them; a box's bounds are a function of the box
+        alone (each box is bounded independently of the others in its
+        batch), so reusing them changes nothing but the time.
         """
         idx = list(self._idx(classes))
-        key = (lo.shape, lo.tobytes(), hi.tobytes())
-        cache = self._cache  # read once: threads may replace it meanwhile
-        known = cache[1] if cache is not None and cache[0] == key else {}
-        fresh = dict(known)
+        B = len(lo)
+        store = self._boxes  # read once: threads may replace it meanwhile
+        keys = [lo[b].tobytes() + hi[b].tobytes() for b in range(B)]
+        entries = [store.get(key) for key in keys]
+        entries = [dict(e) if e is not None else {} for e in entries]
         for k in idx:
-            if k not in fresh:
-                b = latent_box(self.models[k], self.variances[k], lo, hi)
-                fresh[k] = self.link.range(b.mu_lo, b.mu_hi, b.v_lo, b.v_hi) + (b,)
-        if len(fresh) > len(known):
-            self._cache = (key, fresh)
-        return (
-            np.column_stack([fresh[k][0] for k in idx]),
-            np.column_stack([fresh[k][1] for k in idx]),
-            [fresh[k][2] for k in idx],
-        )
+            miss = [b for b in range(B) if k not in entries[b]]
+            if not miss:
+                continue
+            m = np.asarray(miss)
+            bx = latent_box(self.models[k], self.variances[k], lo[m], hi[m])
+            pl, ph = self.link.range(bx.mu_lo, bx.mu_hi, bx.v_lo, bx.v_hi)
+            fields = [getattr(bx, f) for f in _FIELDS]
+            for j, b in enumerate(miss):
+                entries[b][k] = (pl[j], ph[j]) + tuple(f[j] for f in fields)
+        if len(store) + B > _box_cache_size(len(self.models), lo.shape[1]):
+            store = self._boxes = {}
+        for key, e in zip(keys, entries):
+            store[key] = e
+        p_lo = np.array([[entries[b][k][0] for k in idx] for b in range(B)]).reshape(B, len(idx))
+        p_hi = np.array([[entries[b][k][1] for k in idx] for b in range(B)]).reshape(B, len(idx))
+        boxes = [
+            LatentBox(*(np.array([entries[b][k][2 + i] for b in range(B)]) for i in range(len(_FIELDS))))
+            for k in idx
+        ]
+        return p_lo, p_hi, boxes
+
+    def __getstate__(self):  # the box cache stays behind (workers start empty)
+        state = dict(self.__dict__)
+        state["_boxes"] = {}
+        return state
 
 
     def prior_upper(self, lo, hi, classes):
@@ -467,9 +498,10 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     :func:`~skgprobust._bounds._mean.affine_lower_parts` (one part when all
     classes share a kernel, as sklearn's one-vs-rest with a fixed kernel;
     one part per class when each class fitted its own kernel). The upper
-    side is the same with t sum l_k - (1 - t) u_c. The t tried: two rounds
-    of ``N_RATIO`` points between the interval bounds (the second inside the
-    step the first found).
+    side is the same with t sum l_k - (1 - t) u_c. The t tried: the two
+    ends of the search range, then ``N_RATIO`` regula falsi (Illinois)
+    steps on the certified bound of F_t between the best proven t and the
+    nearest failing one; only a t that passed is returned.
 
     Rounding. (i) The combined weights and sklearn's separate sums: each
     group contributes margin_rtol(N_g, d) kmax_g (|1 - t| A_g^c + |t|
@@ -518,41 +550,53 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         else:
             Cr, Mr = Cr + a_k + s_k * o_k, Mr + np.abs(a_k) + np.abs(s_k * o_k)
     parts = list(parts.values())
-    best = np.where(upper, t_hi, t_lo).astype(float)
-    arg = 0.5 * (lo + hi)
-    a, b = t_lo.copy(), t_hi.copy()
-    for _ in range(2):
-        t = a[:, None] + (b - a)[:, None] * (np.arange(1, N_RATIO + 1) / (N_RATIO + 1))  # (B, n)
-        n = t.shape[1]
+    lo_d, hi_d = lo, hi
+
+    def psi(t):
+        """Certified lower bound of min over the box of F_t (B,), and the
+        relaxation's minimiser; F_t >= 0 on the box iff psi(t) >= 0 proves t."""
         sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)  # signs of the class's and the rest's lines
         # upper: t R_low - (1 - t) u_c >= 0  =>  P_c <= t;  lower: (1 - t) l_c - t R_up >= 0  =>  P_c >= t
-        C = sc * Cc[:, None] + sr * Cr[:, None]
-        E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc[:, None] + np.abs(sr) * Mr[:, None])
+        C = sc * Cc + sr * Cr
+        E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc + np.abs(sr) * Mr)
         ws = []
         for adapter, Wc, Wr, Ac, Ar, rk in parts:
-            W = sc[..., None] * Wc[:, None] + sr[..., None] * Wr[:, None]
-            ws.append((adapter, W.reshape(B * n, -1)))
-            E = E + rk[:, None] * (np.abs(sc) * Ac[:, None] + np.abs(sr) * Ar[:, None])
-        bb = affine_lower_parts(ws, 0.0, np.repeat(lo, n, 0), np.repeat(hi, n, 0))
-        ok = (bb.lower.reshape(B, n) + C - E) >= 0
-        ok = np.where(np.isnan(bb.lower.reshape(B, n)), False, ok)
-        am = bb.argmin.reshape(B, n, d)
-        if upper:
-            # smallest passing t; refine between the failing one below it and it
-            first = np.where(ok.any(1), np.argmax(ok, axis=1), n)
-            tb = np.where(first < n, t[np.arange(B), np.minimum(first, n - 1)], b)
-            ta = np.where(first > 0, t[np.arange(B), np.maximum(first - 1, 0)], a)
-            fail = np.maximum(first - 1, 0)
-            best = np.minimum(best, tb)
-            a, b = ta, tb
-        else:
-            last = np.where(ok.any(1), n - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
-            ta = np.where(last >= 0, t[np.arange(B), np.maximum(last, 0)], a)
-            tb = np.where(last < n - 1, t[np.arange(B), np.minimum(last + 1, n - 1)], b)
-            fail = np.minimum(last + 1, n - 1)
-            best = np.maximum(best, ta)
-            a, b = ta, tb
-        arg = am[np.arange(B), fail]
+            ws.append((adapter, sc[:, None] * Wc + sr[:, None] * Wr))
+            E = E + rk * (np.abs(sc) * Ac + np.abs(sr) * Ar)
+        bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False)
+        val = bb.lower + C - E
+        return np.where(np.isnan(val), -np.inf, val), bb.argmin
+
+    # Regula falsi (Illinois) between a proven end (psi >= 0) and a failing
+    # one, on the t where F_t's certified bound crosses 0: every t returned
+    # passed the test, the search only decides which t are tried.
+    t_pass, t_fail = (t_hi, t_lo) if upper else (t_lo, t_hi)
+    t_pass, t_fail = t_pass.astype(float), t_fail.astype(float)
+    f_pass, _ = psi(t_pass)
+    f_fail, arg = psi(t_fail)
+    best = t_pass.copy()
+    done = f_fail >= 0  # the far end passes: the interval bound's opposite end
+    best = np.where(done, t_fail, best)
+    live = ~done & (f_pass >= 0)  # else nothing better than the interval bound is proven
+    side = np.zeros(B, dtype=int)
+    for _ in range(N_RATIO):
+        if not live.any():
+            break
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = t_pass + f_pass * (t_fail - t_pass) / (f_pass - f_fail)
+        t = np.where(live & np.isfinite(t), t, t_pass)
+        f, am = psi(t)
+        ok = live & (f >= 0)
+        bad = live & (f < 0)
+        best = np.where(ok, t, best)
+        # Illinois: halve the value kept at an end retained twice in a row.
+        f_fail = np.where(ok & (side == 1), 0.5 * f_fail, f_fail)
+        f_pass = np.where(bad & (side == -1), 0.5 * f_pass, f_pass)
+        t_pass, f_pass = np.where(ok, t, t_pass), np.where(ok, f, f_pass)
+        t_fail, f_fail = np.where(bad, t, t_fail), np.where(bad, f, f_fail)
+        side = np.where(ok, 1, np.where(bad, -1, side))
+        arg = np.where(bad[:, None], am, arg)
+        live = live & (np.abs(t_fail - t_pass) > 1e-6)
     return best, arg
 
 
@@ -628,8 +672,19 @@ class ProbaObjective:
             # Joint bound (_ratio_bound) where the interval bound leaves room.
             ok = np.isfinite(low) & np.isfinite(high) & (high - low > 1e-9)
             if ok.any():
+                # Search t only up to (lower side) / down from (upper side) the
+                # value at the box centre: no t beyond it can pass.
+                lo_ok, hi_ok = lo[ok], hi[ok]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    at = _proba(probs.p(0.5 * (lo_ok + hi_ok)), c, False)
+                at = np.where(np.isfinite(at), at, np.nan)
+                t_lo, t_hi = low[ok], high[ok]
+                if self.sign > 0:
+                    t_hi = np.maximum(t_lo, np.fmin(t_hi, at))
+                else:
+                    t_lo = np.minimum(t_hi, np.fmax(t_lo, at))
                 try:
-                    t, targ = _ratio_bound(probs, lo[ok], hi[ok], c, _take(boxes, ok), low[ok], high[ok],
+                    t, targ = _ratio_bound(probs, lo_ok, hi_ok, c, _take(boxes, ok), t_lo, t_hi,
                                            upper=self.sign < 0)
                 except UnsupportedKernelError:  # no diagonal bound for this kernel
                     t = None
