@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, reject, settings
+from hypothesis import strategies as st
 from scipy import integrate
 from scipy.special import ndtr
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern, RationalQuadratic, WhiteKernel
@@ -21,7 +22,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Ma
 from skgprobust._bounds._links import ProbitLink
 from skgprobust._sparse import SparseGaussianProcessClassifier
 
-from ._helpers import FAST, SLOW, SWEEP_EXAMPLES, box_points
+from ._helpers import FAST, SLOW, SWEEP_EXAMPLES, box_points, kernels
 from .test_ep import _certify_ovr
 from .test_soundness import _call, check_range
 from .test_sparse import sparse_clf_cases
@@ -377,3 +378,58 @@ def test_optimize_inducing():
         assert np.all(P >= r.min_lower[i] - 1e-9) and np.all(P <= r.max_upper[i] + 1e-9)
     with pytest.raises(ValueError, match="input derivatives"):
         SparseGaussianProcessClassifier(RationalQuadratic(), optimize_inducing=True, inducing_points=4).fit(X, y)
+
+
+@st.composite
+def _gradient_cases(draw):
+    d = draw(st.integers(1, 3))
+    kernel = draw(kernels(d))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return kernel, d, seed, draw(st.sampled_from(["ep", "laplace"])), draw(st.sampled_from(["fitc", "dtc", "vfe"]))
+
+
+def _check_gradient(case):
+    """The analytic gradient against central differences on random kernels
+    (the package's kernel strategy: sums, products, powers, periodic,
+    dot-product, rational-quadratic trees)."""
+    from numpy.linalg import LinAlgError
+
+    from skgprobust._sparse import _classifier_objective
+
+    kernel, d, seed, inference, approximation = case
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (30, d))
+    s = np.where(np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=30) > 0, 1.0, -1.0)
+    Z = rng.uniform(-2, 2, (5, d))
+    theta = kernel.theta
+    assume(len(theta) > 0)
+    try:
+        with np.errstate(all="ignore"):
+            f0, warm, g, _ = _classifier_objective(kernel, X, s, Z, approximation, inference, 3000, eval_gradient=True)
+            h = 1e-5
+            fd = []
+            for e in np.eye(len(theta)):
+                fp = _classifier_objective(kernel.clone_with_theta(theta + h * e), X, s, Z, approximation, inference,
+                                           3000, warm)[0]
+                fm = _classifier_objective(kernel.clone_with_theta(theta - h * e), X, s, Z, approximation, inference,
+                                           3000, warm)[0]
+                fd.append((fp - fm) / (2 * h))
+    except (LinAlgError, ValueError):
+        reject()
+    fd = np.array(fd)
+    assume(np.isfinite(f0) and np.all(np.isfinite(fd)) and np.all(np.isfinite(g)))
+    # central differences: error O(h^2 f''') plus rounding O(eps |f| / h)
+    np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-4 * (1.0 + abs(f0)) ** 0.5)
+
+
+@settings(parent=FAST, max_examples=10)
+@given(_gradient_cases())
+def test_gradient_random_kernels(case):
+    _check_gradient(case)
+
+
+@pytest.mark.slow
+@settings(parent=SLOW, max_examples=max(10, SWEEP_EXAMPLES // 4))
+@given(_gradient_cases())
+def test_gradient_random_kernels_sweep(case):
+    _check_gradient(case)
