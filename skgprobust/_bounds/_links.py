@@ -407,8 +407,17 @@ def _lower_lines(f, a, b, margin, inf_value):
 
     Every line is lowered by 4 margin + SLOPE_ERROR (b - a) + 1e-12 (1 +
     slope (|a| + |b|)) for the rounding of the values, the slope and the
-    line's own evaluation. Non-finite ends give the constant line G(a)
-    (``inf_value``, the infimum of G, when a = -inf).
+    line's own evaluation. Why 1e-12 (1 + slope (|a| + |b|)) suffices: the
+    values G are within margin of a probability (|G| <= 1 + margin) and the
+    points t, a, b, mid lie in [a, b], so every quantity formed here
+    (alpha = G(t) - slope t, the check alpha + slope b against G(b), the
+    line at any m of [a, b]) is a sum of at most three terms, each of size
+    <= 1 + margin + slope (|a| + |b|); each operation errs by at most u
+    times that size and there are fewer than ten of them per line, while
+    1e-12 > 4500 u. (The caller's own evaluation of the line at sklearn's
+    mean, inside its affine bound, is covered by the caller's margins.)
+    Non-finite ends give the constant line G(a) (``inf_value``, the infimum
+    of G, when a = -inf).
     """
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     finite = np.isfinite(a) & np.isfinite(b)

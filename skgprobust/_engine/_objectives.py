@@ -173,8 +173,9 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     gives C_lo - g . r(x) <= v~(x) <= C_hi - g . r(x) (times scale^2), so
     t v~ >= t C - t g . r(x) with C = C_hi when t < 0 and C_lo when t > 0.
     Together: p~ >= alpha + s mu~ + t (C - v_ref) - t g . r(x), i.e. A =
-    alpha + t (C - v_ref) (lowered by 4 u |t| (|C| + |v_ref|) for its own
-    rounding), Wv = -t g. The upper side is the mirror image
+    alpha + t (C - v_ref) (lowered by 4 u |t| (|C| + |v_ref|) for the
+    product's rounding and by 4 u (|alpha| + |shift| + that) for the two
+    additions forming A), Wv = -t g. The upper side is the mirror image
     (p(mu, v) <= p(mu, v_ref) + t (v - v_ref) with v_ref = v_lo for mu_lo >=
     0, v_hi for mu_hi <= 0; C = C_lo when t < 0, C_hi when t > 0). Where
     the enclosure is not finite, t = 0: the plain link line.
@@ -200,6 +201,7 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     with np.errstate(invalid="ignore"):
         shift = np.where(t != 0, t * (C - v_ref), 0.0)
         err = np.where(t != 0, 4 * _U * np.abs(t) * (np.abs(C) + np.abs(v_ref)), 0.0)
+        err = err + 4 * _U * (np.abs(alpha) + np.abs(shift) + err)  # the two additions forming A
     A = alpha + shift + (err if upper else -err)
     Wv = -(t * s2)[:, None] * g
     return A, s, Wv, np.abs(Wv).sum(axis=1)
@@ -361,8 +363,12 @@ class ClassProbabilities:
         box of (s_c w_c + Wv_c - s_k w_k - Wv_k) . r(x): one mean-type bound
         (in the same :func:`affine_lower` call as the grid's directions),
         less margin_rtol(N, d) kmax (s_c ||w_c||_1 + ||Wv_c||_1 + s_k
-        ||w_k||_1 + ||Wv_k||_1) + 1e-12 (1 + |constant|) for the rounding of
-        the combined weights and of sklearn's sums. The larger of the two
+        ||w_k||_1 + ||Wv_k||_1) for the rounding of the combined weights and
+        of sklearn's sums, and 16 u (|A_c| + |s_c o_c| + |A_k| + |s_k o_k|)
+        for the constant's (two products and three sums, each within u of a
+        partial sum bounded by that magnitude; 16 > 5 covers the second
+        order). The directions' constants S o_c - T o_k likewise get 8 u
+        (|S o_c| + |T o_k|) (sklearn's GPC latent means have o = 0: exact). The larger of the two
         valid bounds is returned. It keeps the correlation between each
         class's variance and its mean (and the other class's): measured on
         the 10-class digits model it wins on 80-100% of the pairs of boxes of
@@ -420,15 +426,20 @@ class ClassProbabilities:
             S_all.append(S)
             T_all.append(T)
             C_all.append(S * oc - T * ok)
-            E_all.append(margin_rtol(N, d) * kmax[:, None] * (S * n1c + T * np.abs(wk).sum()))
+            # Weights' and sklearn's sums (margin_rtol), and S o_c - T o_k's own three roundings.
+            E_all.append(margin_rtol(N, d) * kmax[:, None] * (S * n1c + T * np.abs(wk).sum())
+                         + 8 * _U * (np.abs(S * oc) + np.abs(T * ok)))
             # Coupled lines: p_c - p_k >= (A_c + s_c mu_c + Wv_c . r) - (A_k + s_k mu_k + Wv_k . r).
             A_k, s_k, Wv_k, nv_k = coupled_line(link, mk, self.variances[k], bk, lo, hi, upper=True)
             A_c, s_c, Wv_c, nv_c = cl
             crow.append(s_c[:, None] * wc[None] + Wv_c - s_k[:, None] * wk[None] - Wv_k)
             cc = A_c + s_c * oc - A_k - s_k * ok
             cconst.append(cc)
+            # The constant: 2 products and 3 sums, each within u of a partial
+            # sum of magnitude <= cmag; 16 u cmag covers them (and 2nd order).
+            cmag = np.abs(A_c) + np.abs(s_c * oc) + np.abs(A_k) + np.abs(s_k * ok)
             cerr.append(margin_rtol(N, d) * kmax * (s_c * n1c + nv_c + s_k * np.abs(wk).sum() + nv_k)
-                        + 1e-12 * (1.0 + np.abs(cc)))
+                        + 16 * _U * cmag)
         P = len(pair)
         W = np.concatenate([np.stack(rows).reshape(P * B * D, N), np.stack(crow).reshape(P * B, N)])
         LO = np.concatenate([np.broadcast_to(lo[None, :, None], (P, B, D, d)).reshape(-1, d), np.tile(lo, (P, 1))])
@@ -436,10 +447,13 @@ class ClassProbabilities:
         bb_all = affine_lower(adapter, W, 0.0, LO, HI)
         nD = P * B * D
         bb = BoxBound(bb_all.lower[:nD], bb_all.argmin[:nD], None)
-        coupled = bb_all.lower[nD:].reshape(P, B) + np.stack(cconst) - np.stack(cerr)
+        cl_low, cc_all, ce_all = bb_all.lower[nD:].reshape(P, B), np.stack(cconst), np.stack(cerr)
+        # ... and the two additions here: 4 u of their terms.
+        coupled = cl_low + cc_all - ce_all - 4 * _U * (np.abs(cl_low) + np.abs(cc_all) + ce_all)
         coupled_arg = bb_all.argmin[nD:].reshape(P, B, d)
         S, T = np.stack(S_all), np.stack(T_all)  # (P, B, D)
-        Lb = bb.lower.reshape(P, B, D) + np.stack(C_all) - np.stack(E_all)
+        b_low, c_dir, e_dir = bb.lower.reshape(P, B, D), np.stack(C_all), np.stack(E_all)
+        Lb = b_low + c_dir - e_dir - 4 * _U * (np.abs(b_low) + np.abs(c_dir) + e_dir)  # (and its additions)
         # Grid over mu_c: a (B, n + 1), exact ends.
         frac = np.linspace(0.0, 1.0, N_CELLS + 1)
         a = bc.mu_lo[:, None] + (bc.mu_hi - bc.mu_lo)[:, None] * frac
@@ -516,7 +530,8 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     at most (2 K + 4) u Cmag (first order; the factor 2 below covers the
     higher-order terms and t's own rounding: t is a computed number in
     [0, 1], and the bound holds for the t actually used). The margin
-    subtracted is 2 (2 K + 4) u Cmag + margin (i).
+    subtracted is 2 (2 K + 4) u Cmag + margin (i), and the two additions
+    of the bound, the constant and the margin cost 4 u of their sizes.
     """
     B, d = lo.shape
     K = len(boxes)
@@ -564,7 +579,8 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
             ws.append((adapter, sc[:, None] * Wc + sr[:, None] * Wr))
             E = E + rk * (np.abs(sc) * Ac + np.abs(sr) * Ar)
         bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False)
-        val = bb.lower + C - E
+        with np.errstate(invalid="ignore"):
+            val = bb.lower + C - E - 4 * _U * (np.abs(bb.lower) + np.abs(C) + E)  # the two additions
         return np.where(np.isnan(val), -np.inf, val), bb.argmin
 
     # Regula falsi (Illinois) between a proven end (psi >= 0) and a failing
