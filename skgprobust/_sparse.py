@@ -134,7 +134,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
 from ._engine._latent import BoundModel, LatentModel
-from ._gpc import RobustGaussianProcessClassifier, _ProbaOnly
+from ._gpc import RobustGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
 from ._hyperopt import optimise_hyperparameters
 
@@ -1553,23 +1553,6 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         """
         check_is_fitted(self, self._fitted_attributes)
         return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
-
-    @_ProbaOnly
-    def predict_proba(self, X):
-        """Phi(mean / sqrt(1 + var)) for class 1 and 1 minus it for class 0;
-        one-vs-rest: the binary models' class probabilities normalised (as
-        sklearn); absent on one-vs-one models of more than two classes.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        C : ndarray of shape (n_samples, n_classes)
-        """
-        check_is_fitted(self, self._fitted_attributes)
-        return self.base_estimator_.predict_proba(validate_data(self, X, reset=False, dtype=np.float64))
 
     def latent_mean_and_variance(self, X):
         """Predictive latent mean and variance at X (two classes only)."""
