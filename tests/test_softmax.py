@@ -667,7 +667,7 @@ def test_node_rule_bounds_contain_rule_values(data, m):
 @given(data=st.data(), m=st.sampled_from([2, 3, 4, 5, 6, 8, 10]))
 def test_slow_sweep_node_rule_bounds(data, m):
     mu_lo, mu_hi, v_lo, v_hi = _rule_boxes(data, m)
-    _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, np.random.default_rng(data.draw(st.integers(0, 2**16))), n=1000)
+    _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, np.random.default_rng(data.draw(st.integers(0, 2**16))), n=500)
 
 
 def test_node_rule_bounds_exact_at_points_and_converge():
