@@ -142,32 +142,40 @@ def test_joint_margin_is_sound_and_not_looser():
                 assert np.all(true >= bj[i] - 1e-9)
 
 
-def test_normalised_proba_joint_bound_is_sound_and_not_looser():
-    """The joint (linear-fractional) bound of predict_proba's columns holds at
-    1000 sampled points and L-BFGS-B extremes per box and is never looser
-    than the interval bound."""
+def _check_normalised_joint(clf, rows, rng, tol=0.0):
+    """Joint bounds of every predict_proba column (both sides) at boxes
+    around ``rows``: sound at 1000 sampled points and L-BFGS-B extremes,
+    never looser than the interval bound; returns how often tighter."""
     from skgprobust._engine._objectives import ProbaObjective
 
-    clf, X = _blobs_model(n_classes=4, d=3, seed=5)
     probs = bound_model_of(clf).probabilities()
-    rng = np.random.default_rng(4)
+    n_classes, d = len(clf.classes_), rows.shape[1]
     tighter = 0
-    for x in X[::40]:
+    for x in rows:
         half = rng.choice([0.05, 0.3, 1.0])
         lo, hi = x - half, x + half
-        P = clf.predict_proba(lo + (hi - lo) * rng.random((1000, 3)))
-        for c in range(4):
+        P = clf.predict_proba(lo + (hi - lo) * rng.random((1000, d)))
+        for c in range(n_classes):
             low = ProbaObjective(probs, c, 1.0).bound(lo[None], hi[None])
-            high = -ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None]).lower[0]
+            up = ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None])
+            high = -up.lower[0]
             low_i = ProbaObjective(probs, c, 1.0, joint=False).bound(lo[None], hi[None]).lower[0]
             high_i = -ProbaObjective(probs, c, -1.0, joint=False).bound(lo[None], hi[None]).lower[0]
             assert low.lower[0] >= low_i - 1e-12 and high <= high_i + 1e-12
             tighter += (low.lower[0] > low_i + 1e-6) + (high < high_i - 1e-6)
-            assert np.all(P[:, c] >= low.lower[0] - 1e-9) and np.all(P[:, c] <= high + 1e-9)
-            for sign, ref in ((1.0, low.lower[0]), (-1.0, -high)):
+            assert np.all(P[:, c] >= low.lower[0] - tol) and np.all(P[:, c] <= high + tol)
+            for sign, ref, arg in ((1.0, low.lower[0], low.argmin[0]), (-1.0, -high, up.argmin[0])):
                 f = lambda Z, c=c, s=sign: s * clf.predict_proba(Z)[:, c]  # noqa: E731
-                assert _lbfgs_min(f, lo, hi, [x, low.argmin[0]]) >= ref - 1e-9
-    assert tighter > 0
+                assert _lbfgs_min(f, lo, hi, [x, arg]) >= ref - tol
+    return tighter
+
+
+def test_normalised_proba_joint_bound_is_sound_and_not_looser():
+    """The joint (linear-fractional) bound of predict_proba's columns holds at
+    1000 sampled points and L-BFGS-B extremes per box and is never looser
+    than the interval bound (one shared kernel)."""
+    clf, X = _blobs_model(n_classes=4, d=3, seed=5)
+    assert _check_normalised_joint(clf, X[::40], np.random.default_rng(4)) > 0
 
 
 def test_no_joint_bound_across_different_kernels():
@@ -310,6 +318,23 @@ def test_probit_mixture_sups_bound_the_derivatives():
             assert S3 >= G3 and S4 >= G4
 
 
+def _check_kappa(link, lo_, hi_, v_lo, v_hi, kap, rng):
+    """kappa <= |dp/dv| at 400 points per rectangle (corners included) and
+    the integrated inequalities of Link.v_slope_lower hold there."""
+    n = len(lo_)
+    m = lo_[:, None] + (hi_ - lo_)[:, None] * rng.random((n, 400))
+    v = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random((n, 400))
+    m[:, :2], v[:, 0], v[:, 1] = lo_[:, None], v_lo, v_hi
+    assert np.all(np.abs(link.grad(m, v)[1]) >= kap[:, None])
+    pos = (lo_ >= 0)[:, None]
+    p = link.value(m, v)
+    low_ref = np.where(pos, v_hi[:, None], v_lo[:, None])
+    up_ref = np.where(pos, v_lo[:, None], v_hi[:, None])
+    t = np.where(pos, -kap[:, None], kap[:, None])
+    assert np.all(p >= link.value(m, low_ref) + t * (v - low_ref) - 2 * link.margin)
+    assert np.all(p <= link.value(m, up_ref) + t * (v - up_ref) + 2 * link.margin)
+
+
 @pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()], ids=lambda L: type(L).__name__)
 def test_v_slope_lower_bounds_dp_dv_and_the_integrated_inequality(link):
     """kappa <= |dp/dv| at dense points of random rectangles (one-signed mean
@@ -324,18 +349,7 @@ def test_v_slope_lower_bounds_dp_dv_and_the_integrated_inequality(link):
     v_hi = v_lo + rng.exponential(2.0, n) * rng.choice([1e-6, 0.1, 1.0], n)
     kap = link.v_slope_lower(lo_, hi_, v_lo, v_hi)
     assert np.all(kap >= 0) and np.mean(kap[w < 0.1] > 0) > 0.5
-    m = lo_[:, None] + (hi_ - lo_)[:, None] * rng.random((n, 400))
-    v = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random((n, 400))
-    m[:, :2], v[:, 0], v[:, 1] = lo_[:, None], v_lo, v_hi
-    dv = link.grad(m, v)[1]
-    assert np.all(np.abs(dv) >= kap[:, None])
-    pos = (lo_ >= 0)[:, None]
-    p = link.value(m, v)
-    low_ref = np.where(pos, v_hi[:, None], v_lo[:, None])
-    up_ref = np.where(pos, v_lo[:, None], v_hi[:, None])
-    t = np.where(pos, -kap[:, None], kap[:, None])
-    assert np.all(p >= link.value(m, low_ref) + t * (v - low_ref) - 2 * link.margin)
-    assert np.all(p <= link.value(m, up_ref) + t * (v - up_ref) + 2 * link.margin)
+    _check_kappa(link, lo_, hi_, v_lo, v_hi, kap, rng)
     cross = link.v_slope_lower(np.array([-0.1]), np.array([0.2]), np.array([1.0]), np.array([1.1]))
     assert cross[0] == 0.0
 
@@ -508,17 +522,7 @@ def test_v_slope_lower_at_large_variance(link):
     lo_, hi_ = np.where(a >= 0, a, a - w), np.where(a >= 0, a + w, a)
     kap = link.v_slope_lower(lo_, hi_, v_lo, v_hi)
     assert np.mean(kap > 0) > 0.5
-    m = lo_[:, None] + (hi_ - lo_)[:, None] * rng.random((n, 400))
-    v = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random((n, 400))
-    m[:, :2], v[:, 0], v[:, 1] = lo_[:, None], v_lo, v_hi
-    assert np.all(np.abs(link.grad(m, v)[1]) >= kap[:, None])
-    pos = (lo_ >= 0)[:, None]
-    p = link.value(m, v)
-    low_ref = np.where(pos, v_hi[:, None], v_lo[:, None])
-    up_ref = np.where(pos, v_lo[:, None], v_hi[:, None])
-    t = np.where(pos, -kap[:, None], kap[:, None])
-    assert np.all(p >= link.value(m, low_ref) + t * (v - low_ref) - 2 * link.margin)
-    assert np.all(p <= link.value(m, up_ref) + t * (v - up_ref) + 2 * link.margin)
+    _check_kappa(link, lo_, hi_, v_lo, v_hi, kap, rng)
 
 
 def test_affine_lower_parts_is_sound_and_not_looser():
@@ -558,30 +562,9 @@ def test_normalised_proba_joint_bound_across_kernels_is_sound_and_not_looser():
     columns, now one sum of affine means over the classes' own kernels,
     holds at sampled points and L-BFGS-B extremes, is never looser than the
     interval bound and is tighter on some boxes."""
-    from skgprobust._engine._objectives import ProbaObjective
-
     clf, X = _per_class_model()
-    probs = bound_model_of(clf).probabilities()
-    assert len(set(probs.group)) > 1  # the classes fitted different kernels
-    rng = np.random.default_rng(4)
-    tighter = 0
-    for x in X[::15]:
-        half = rng.choice([0.05, 0.3, 1.0])
-        lo, hi = x - half, x + half
-        P = clf.predict_proba(lo + (hi - lo) * rng.random((1000, 2)))
-        for c in range(3):
-            low = ProbaObjective(probs, c, 1.0).bound(lo[None], hi[None])
-            up = ProbaObjective(probs, c, -1.0).bound(lo[None], hi[None])
-            high = -up.lower[0]
-            low_i = ProbaObjective(probs, c, 1.0, joint=False).bound(lo[None], hi[None]).lower[0]
-            high_i = -ProbaObjective(probs, c, -1.0, joint=False).bound(lo[None], hi[None]).lower[0]
-            assert low.lower[0] >= low_i - 1e-12 and high <= high_i + 1e-12
-            tighter += (low.lower[0] > low_i + 1e-6) + (high < high_i - 1e-6)
-            assert np.all(P[:, c] >= low.lower[0]) and np.all(P[:, c] <= high)
-            for sign, ref, arg in ((1.0, low.lower[0], low.argmin[0]), (-1.0, -high, up.argmin[0])):
-                f = lambda Z, c=c, s=sign: s * clf.predict_proba(Z)[:, c]  # noqa: E731
-                assert _lbfgs_min(f, lo, hi, [x, arg]) >= ref
-    assert tighter > 0
+    assert len(set(bound_model_of(clf).probabilities().group)) > 1  # the classes fitted different kernels
+    assert _check_normalised_joint(clf, X[::15], np.random.default_rng(4)) > 0
 
 
 def test_iris_probability_ranges_bracket_predict_proba():
