@@ -1321,19 +1321,28 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         """Gradient (n, m, d) of softmax(mu / sqrt(1 + pi a / 8)): search only."""
         m = self.n_classes_
         bm = self._bound_model()
+        red = bm.reduced
+        # each distinct adapter's values and gradients once (one for a shared kernel)
+        cache = {}
+
+        def vg(ad):
+            if id(ad) not in cache:
+                cache[id(ad)] = ad.value_and_grad(X)
+            return cache[id(ad)]
+
         mus, dmus = [], []
         for lm in bm.latents:
-            K, dK = lm.adapter.value_and_grad(X)
+            K, dK = vg(lm.adapter)
             mus.append(K @ lm.weights[:, 0])
             dmus.append(np.einsum("nid,i->nd", dK, lm.weights[:, 0]))
         mu, dmu = np.column_stack(mus), np.stack(dmus, axis=1)  # (n, m), (n, m, d)
-        red = bm.reduced
         ads = [red.adapters[0]] if red.shared else red.adapters
-        kd = [ad.value_and_grad(X) for ad in ads]
+        kd = [vg(ad) for ad in ads]
         kap = np.hstack([k for k, _ in kd])
         dkap = np.concatenate([g for _, g in kd], axis=1)  # (n, n_kappa, d)
         TK = np.einsum("jab,nb->nja", red.T, kap)
-        a = np.maximum(red.value(X), 0.0)
+        diag = np.column_stack([ad.diag(X) for ad in red._diag_adapters()])
+        a = np.maximum(diag @ red.beta.T - np.einsum("na,nja->nj", kap, TK), 0.0)
         da = -2.0 * np.einsum("nja,nad->njd", TK, dkap)
         s = np.sqrt(1.0 + np.pi * a / 8.0)
         z = mu / s
