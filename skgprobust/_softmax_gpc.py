@@ -739,7 +739,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             return hit.copy()
         P = super().p(X)
         if len(cache) >= self._P_CACHE:
-            cache.pop(next(iter(cache)), None)
+            cache.clear()  # (no iteration: safe if threads share the cache)
         cache[key] = P.copy()
         return P
 
