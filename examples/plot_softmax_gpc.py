@@ -6,9 +6,11 @@ A :class:`SoftmaxGaussianProcessClassifier` has one latent GP per class and
 a softmax likelihood (Laplace approximation, GPML Alg. 3.3). Its predictive
 latent covariance between the classes is *not* diagonal; the model reduces
 it to an equivalent diagonal one (exactly for three classes, by the shift
-invariance of the softmax) and computes ``predict_proba`` with a proven
-error (``proba_tol``), so ``certify`` can prove that the argmax of those
-very numbers does not change over a box around each test point.
+invariance of the softmax) and computes ``predict_proba`` with a fixed,
+deterministic node rule whose error is proven per row
+(``predict_proba_error``). The rule can be bounded exactly over a box, so
+``certify`` proves that the argmax of those very numbers does not change
+over a box around each test point.
 """
 
 import matplotlib.pyplot as plt
