@@ -614,7 +614,8 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
         if isinstance(self.kernel, CompoundKernel):
             raise ValueError("kernel cannot be a CompoundKernel")
         if self.kernel is None or self.kernel.requires_vector_input:
-            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True, dtype="numeric")
+            # float64, not sklearn's "numeric": see _engine._common.float64_inputs
+            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True, dtype=np.float64)
         else:
             X, y = validate_data(self, X, y, multi_output=False, ensure_2d=False, dtype=None)
         base = _BinaryGaussianProcessClassifierEP(

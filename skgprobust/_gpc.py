@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
 
 from ._engine._api import ProbaOnly, certify_classes, explain_classes, fill_doc
-from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, prepare
+from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, float64_inputs, prepare
 from ._engine._driver import RangeProblem, range_result, range_rows
 from ._engine._latent import check_variance_bound, classifier_bound_model
 from ._engine._objectives import ProbaObjective
@@ -103,7 +103,63 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
         -------
         C : ndarray of shape (n_samples, n_classes)
         """
-        return super().predict_proba(X)
+        return super().predict_proba(float64_inputs(X, self.kernel))
+
+    def predict(self, X):
+        """Perform classification on an array of test vectors X.
+
+        As :meth:`sklearn.gaussian_process.GaussianProcessClassifier.predict`,
+        with numeric inputs converted to float64 first (see :meth:`fit`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+
+        Returns
+        -------
+        C : ndarray of shape (n_samples,)
+            Predicted target values.
+        """
+        return super().predict(float64_inputs(X, self.kernel))
+
+    def latent_mean_and_variance(self, X):
+        """Latent mean and variance of the binary (or each one-vs-rest) model.
+
+        As sklearn's ``latent_mean_and_variance``, with numeric inputs
+        converted to float64 first (see :meth:`fit`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+
+        Returns
+        -------
+        latent_mean, latent_var : ndarray
+            As sklearn returns them.
+        """
+        return super().latent_mean_and_variance(float64_inputs(X, self.kernel))
+
+    def fit(self, X, y):
+        """Fit the Gaussian process classifier (sklearn's ``fit``, inputs in float64).
+
+        Numeric training inputs are stored as float64 (sklearn keeps float32),
+        so that ``predict`` evaluates every kernel in float64, the arithmetic
+        the certified bounds are proven for (see
+        ``skgprobust._engine._common.float64_inputs``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Target values (class labels).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return super().fit(float64_inputs(X, self.kernel), y)
 
     def _fit_token(self):
         return self.base_estimator_

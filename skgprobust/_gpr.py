@@ -12,6 +12,7 @@ from ._engine._common import (
     check_epsilon,
     check_output_index,
     check_statistic,
+    float64_inputs,
     prepare,
     row_seeds,
 )
@@ -56,6 +57,52 @@ class RobustGaussianProcessRegressor(BoundModelMixin, GaussianProcessRegressor):
     """
 
     _fitted_attributes = ("X_train_", "alpha_")
+
+    def fit(self, X, y):
+        """Fit the Gaussian process regressor (sklearn's ``fit``, inputs in float64).
+
+        Numeric training inputs are stored as float64 (sklearn keeps float32),
+        so that ``predict`` evaluates every kernel in float64, the arithmetic
+        the certified bounds are proven for (see
+        ``skgprobust._engine._common.float64_inputs``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Target values.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return super().fit(float64_inputs(X, self.kernel), y)
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predict using the Gaussian process regression model (sklearn's
+        ``predict``, with numeric queries converted to float64 first).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+        return_cov : bool, default=False
+            Also return the joint predictive covariance.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean.
+        y_std : ndarray, optional
+            Predictive standard deviation (``return_std=True``).
+        y_cov : ndarray, optional
+            Predictive covariance (``return_cov=True``).
+        """
+        return super().predict(float64_inputs(X, self.kernel), return_std=return_std, return_cov=return_cov)
 
     def _fit_token(self):
         return self.alpha_

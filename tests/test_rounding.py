@@ -176,3 +176,62 @@ def test_rational_quadratic_large_alpha_rounding(alpha, model):
         vals.append(f(J))
     v = np.concatenate(vals)
     assert v.min() >= lo - 1e-12 and v.max() <= hi + 1e-12, (v.min() - lo, hi - v.max())
+
+
+# --- float32 inputs -----------------------------------------------------------
+# sklearn keeps float32 inputs (dtype="numeric"); DotProduct then evaluates
+# np.inner and diag in float32, which a rank-deficient alpha_ amplifies far
+# beyond the float64 margins. Found by the adversarial hunt: mean ranges of a
+# float32-fitted C * DotProduct**2 regressor were exceeded by up to 1.5e-2 by
+# predict at float32 points. The robust estimators now fit and predict in
+# float64 (skgprobust._engine._common.float64_inputs).
+
+
+def _float32_points(x0, gamma, n, rng):
+    lo, hi = x0.astype(np.float64) - gamma, x0.astype(np.float64) + gamma
+    P = rng.uniform(lo, hi, size=(n, x0.size))
+    corners = np.array(np.meshgrid(*zip(lo, hi))).reshape(x0.size, -1).T
+    P32 = np.vstack([P, corners, x0[None]]).astype(np.float32)
+    return P32[np.all((P32 >= lo) & (P32 <= hi), axis=1)]
+
+
+@pytest.mark.parametrize("power", [1, 2])
+@pytest.mark.parametrize("gamma", [1e-6, 1e-3, 0.1])
+def test_float32_dotproduct_regressor_ranges_hold_for_float32_queries(power, gamma):
+    rng = np.random.default_rng(power)
+    X = rng.normal(size=(20, 2)).astype(np.float32)
+    y = (X.astype(np.float64) ** 2).sum(1) + 0.01 * rng.normal(size=20)
+    reg = RobustGaussianProcessRegressor(ConstantKernel(1.0) * DotProduct(1.0) ** power, alpha=1e-3, optimizer=None)
+    reg.fit(X, y)
+    assert reg.X_train_.dtype == np.float64
+    x0 = X[3]
+    P32 = _float32_points(x0, gamma, 2000, rng)
+    # float32 queries are evaluated in float64 on their exact values
+    np.testing.assert_array_equal(reg.predict(P32), reg.predict(P32.astype(np.float64)))
+    for statistic in ("mean", "std"):
+        r = reg.prediction_range(x0[None], gamma, statistic=statistic, epsilon=1e-9, max_iter=200, random_state=0)
+        if statistic == "mean":
+            v = reg.predict(P32)
+        else:
+            v = reg.predict(P32, return_std=True)[1]
+        assert r.min_lower[0, 0] <= v.min()
+        assert v.max() <= r.max_upper[0, 0]
+
+
+@pytest.mark.parametrize("cls_name", ["RobustGaussianProcessClassifier", "EPGaussianProcessClassifier"])
+def test_float32_dotproduct_classifier_ranges_hold_for_float32_queries(cls_name):
+    import skgprobust
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 2)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    clf = getattr(skgprobust, cls_name)(ConstantKernel(1.0) * DotProduct(1.0) ** 2, optimizer=None).fit(X, y)
+    x0 = X[4]
+    for gamma in (1e-6, 1e-3):
+        P32 = _float32_points(x0, gamma, 1000, rng)
+        np.testing.assert_array_equal(clf.predict_proba(P32), clf.predict_proba(P32.astype(np.float64)))
+        np.testing.assert_array_equal(clf.predict(P32), clf.predict(P32.astype(np.float64)))
+        r = clf.prediction_range(x0[None], gamma, epsilon=1e-9, max_iter=200, random_state=0)
+        p = clf.predict_proba(P32)
+        assert np.all(r.min_lower[0] <= p.min(0))
+        assert np.all(p.max(0) <= r.max_upper[0])

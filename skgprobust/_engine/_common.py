@@ -72,6 +72,37 @@ def check_output_index(target, n_outputs):
     return int(target)
 
 
+def float64_inputs(X, kernel):
+    """Numeric inputs as float64 (training inputs at ``fit``, queries at
+    ``predict`` / ``predict_proba``), so the model evaluates every kernel in
+    float64 whatever dtype the user passes.
+
+    sklearn validates GP inputs with ``dtype="numeric"``, so float32 (or
+    integer) inputs stay as they are, and kernels that do not promote then
+    compute in float32: ``DotProduct`` evaluates ``np.inner(X, X_train_)``
+    and ``diag(X)`` in the inputs' dtype, and its powers and a rank-deficient
+    ``alpha_`` amplify that rounding. Every bound here is proven for the
+    float64 evaluation at the (exactly representable) float64 value of the
+    query, which is what the models compute after this conversion; a float32
+    value converts to float64 exactly, so the point is the same point.
+    Non-vector kernels and non-numeric data are passed through unchanged
+    (they are refused later, by name).
+    """
+    if kernel is not None and not kernel.requires_vector_input:
+        return X
+    if hasattr(X, "dtypes") and hasattr(X, "astype"):  # pandas DataFrame
+        try:
+            kinds = [np.dtype(d).kind for d in X.dtypes]
+        except TypeError:  # extension dtypes: let sklearn's validation decide
+            return X
+        if all(k in "fiub" for k in kinds) and any(np.dtype(d) != np.float64 for d in X.dtypes):
+            return X.astype(np.float64)
+        return X
+    if isinstance(X, np.ndarray) and X.dtype.kind in "fiub" and X.dtype != np.float64:
+        return X.astype(np.float64)
+    return X
+
+
 def prepare(estimator, X, gamma, features, domain, max_iter, time_limit):
     """Check the estimator is fitted and boundable, validate X (float64,
     finite, right width and names) and build the boxes.
