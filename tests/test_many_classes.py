@@ -178,19 +178,39 @@ def test_normalised_proba_joint_bound_is_sound_and_not_looser():
     assert _check_normalised_joint(clf, X[::40], np.random.default_rng(4)) > 0
 
 
-def test_no_joint_bound_across_different_kernels():
+def test_joint_pair_bound_across_different_kernels():
     """Fitted per-class kernels differ: classes are not grouped, and the
-    margin falls back to the interval bounds (still sound)."""
+    pairs across groups get the coupled-lines bound over both kernels
+    (affine_lower_parts), sound at sampled points and L-BFGS-B minima, and
+    the margin objective built on it is sound too."""
+    from skgprobust._engine._objectives import MarginObjective
+
     X, y = make_blobs(150, n_features=2, centers=3, cluster_std=1.0, random_state=0)
     clf = _fit(X, y, 1.0 * RBF(1.0), random_state=0)
     probs = bound_model_of(clf).probabilities()
     kernels = [e.kernel_ for e in clf.base_estimator_.estimators_]
-    assert len(set(probs.group)) == len({repr(k) for k in kernels}) or kernels[0] == kernels[1]
-    c = 0
-    plo, phi, boxes = probs.p_box(X[:1] - 0.3, X[:1] + 0.3, [0, 1, 2])
-    joint, _ = probs.pair_lower(X[:1] - 0.3, X[:1] + 0.3, c, [1, 2], boxes)
-    for j, k in enumerate([1, 2]):
-        assert np.isnan(joint[0, j]) == (probs.group[k] != probs.group[c])
+    assert len(set(probs.group)) == len({repr(k) for k in kernels}) > 1
+    rng = np.random.default_rng(0)
+    found = 0
+    for x in X[::10]:
+        half = rng.choice([0.05, 0.3, 1.0])
+        lo, hi = x - half, x + half
+        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
+        others = [k for k in range(3) if k != c]
+        _, _, boxes = probs.p_box(lo[None], hi[None], [c] + others)
+        joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
+        Z = lo + (hi - lo) * rng.random((1000, 2))
+        U = _unnormalised(clf, Z)
+        for j, k in enumerate(others):
+            if np.isnan(joint[0, j]):
+                continue
+            found += 1
+            assert np.all(U[:, c] - U[:, k] >= joint[0, j])
+            f = lambda Q, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Q))  # noqa: E731
+            assert _lbfgs_min(f, lo, hi, [x, args[0, j], Z[np.argmin(U[:, c] - U[:, k])]]) >= joint[0, j]
+        m = MarginObjective(probs, c).bound(lo[None], hi[None]).lower[0]
+        assert np.all(U[:, c] - np.delete(U, c, axis=1).max(axis=1) >= m)
+    assert found > 0
 
 
 # --------------------------------------------------------------------------
@@ -625,3 +645,20 @@ def test_per_class_kernel_proba_sweep(n_classes, d, seed, half, matern):
         assert _lbfgs_min(g, lo, hi, [up.argmin[0], Z[np.argmax(P[:, c])]]) >= up.lower[0]
     rr = clf.prediction_range(x[None], half, epsilon=0.01, max_iter=20, random_state=0)
     assert np.all(P >= rr.min_lower[0]) and np.all(P <= rr.max_upper[0])
+    # The argmax margin (pairs across kernel groups: coupled lines over both kernels).
+    U = _unnormalised(clf, Z)
+    c = int(np.argmax(U[-1]))
+    others = [k for k in range(n_classes) if k != c]
+    _, _, boxes = probs.p_box(lo[None], hi[None], [c] + others)
+    joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
+    for j, k in enumerate(others):
+        if not np.isnan(joint[0, j]):
+            assert np.all(U[:, c] - U[:, k] >= joint[0, j])
+            f = lambda Q, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Q))  # noqa: E731
+            assert _lbfgs_min(f, lo, hi, [args[0, j], Z[np.argmin(U[:, c] - U[:, k])]]) >= joint[0, j]
+    res = clf.certify(x[None], half, max_iter=30, random_state=0)
+    label = clf.predict(x[None])[0]
+    if res.status[0] == "robust":
+        assert np.all(clf.predict(Z) == label)
+    elif res.status[0] == "not_robust":
+        assert clf.predict(res.counterexample[:1])[0] != label

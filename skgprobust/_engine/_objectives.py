@@ -325,10 +325,55 @@ class ClassProbabilities:
                 out[:, j] = self.link.range(mu_hi[i], mu_hi[i], np.zeros(B), v_hi)[1]
         return out
 
+    def _kmax(self, g, lo, hi):
+        """kmax >= max_i |k_g(x, x_i)| over each box for kernel group g:
+        sqrt(k(x, x) max_i k(x_i, x_i)) (positive semi-definite kernel)."""
+        m = self.models[g]
+        kd = self._kd_support.get(g)
+        if kd is None:
+            kd = self._kd_support[g] = float(np.max(m.adapter.diag(m.X_support), initial=0.0))
+        return np.sqrt(np.maximum(m.adapter.diag_interval(lo, hi)[1], 0.0) * max(kd, 0.0))
+
+    def _pair_lower_across(self, lo, hi, c, ks, boxes_k, bc):
+        """Coupled-line lower bounds (B, len(ks)) of p_c - p_k for classes k
+        in another kernel group than c, and the relaxations' minimisers.
+
+        Proof: as the coupled-lines bound of :meth:`pair_lower`, p_c - p_k >=
+        A_c + s_c o_c - A_k - s_k o_k + (s_c w_c + Wv_c) . r_c(x) - (s_k w_k +
+        Wv_k) . r_k(x), now with two kernel vectors r_c, r_k: a sum of two
+        affine means in different kernels, bounded jointly by
+        :func:`~skgprobust._bounds._mean.affine_lower_parts`. Rounding as in
+        :meth:`pair_lower`, with each part's margin_rtol(N, d) kmax of its
+        own kernel.
+        """
+        B, d = lo.shape
+        link, mc = self.link, self.models[c]
+        A_c, s_c, Wv_c, nv_c = coupled_line(link, mc, self.variances[c], bc, lo, hi)
+        wc, oc = mc.weights[:, 0], float(mc.offset[0])
+        km_c = margin_rtol(len(wc), d) * self._kmax(self.group[c], lo, hi)
+        out, args = np.full((B, len(ks)), np.nan), np.repeat(0.5 * (lo + hi)[:, None, :], len(ks), axis=1)
+        for j, (k, bk) in enumerate(zip(ks, boxes_k)):
+            mk = self.models[k]
+            wk, ok = mk.weights[:, 0], float(mk.offset[0])
+            A_k, s_k, Wv_k, nv_k = coupled_line(link, mk, self.variances[k], bk, lo, hi, upper=True)
+            parts = [(mc.adapter, s_c[:, None] * wc[None] + Wv_c), (mk.adapter, -(s_k[:, None] * wk[None] + Wv_k))]
+            bb = affine_lower_parts(parts, 0.0, lo, hi, separate=False)
+            cc = A_c + s_c * oc - A_k - s_k * ok
+            cmag = np.abs(A_c) + np.abs(s_c * oc) + np.abs(A_k) + np.abs(s_k * ok)
+            err = (km_c * (s_c * np.abs(wc).sum() + nv_c)
+                   + margin_rtol(len(wk), d) * self._kmax(self.group[k], lo, hi) * (s_k * np.abs(wk).sum() + nv_k)
+                   + 16 * _U * cmag)
+            with np.errstate(invalid="ignore"):
+                low = bb.lower + cc - err - 4 * _U * (np.abs(bb.lower) + np.abs(cc) + err)
+            out[:, j] = np.where(np.isfinite(low), low, np.nan)
+            args[:, j] = bb.argmin
+        return out, args
+
     def pair_lower(self, lo, hi, c, others, boxes, todo=None):
         """Joint lower bounds of ``p_c(x) - p_k(x)`` over each box, for each
-        k in ``others`` whose latent mean shares c's kernel and support
-        (NaN for the others, and where ``todo`` (B, K) is False).
+        k in ``others`` (NaN where ``todo`` (B, K) is False or no joint
+        bound applies). The proof below is for k sharing c's kernel and
+        support; other k get the coupled lines only (end of this docstring).
 
         Proof. Let G_c(a) = min over v in [v_lo_c, v_hi_c] of p(a, v) and
         H_k(b) = max over v in [v_lo_k, v_hi_k] of p(b, v) (closed forms by
@@ -376,6 +421,10 @@ class ClassProbabilities:
         ranges are wide or cross 0, the link lines lose more than the
         coupling gains, and kappa is 0).
 
+        Classes k in another kernel group than c (fitted per-class kernels)
+        get the coupled-lines bound only (:meth:`_pair_lower_across`: the
+        two lines' kernel vectors differ, the sum is bounded jointly).
+
         Returns the bounds (B, K) and the minimisers of the relaxations of
         the direction that is binding in the worst cell (B, K, d).
         """
@@ -385,6 +434,16 @@ class ClassProbabilities:
         args = np.repeat(0.5 * (lo + hi)[:, None, :], K, axis=1)
         todo = np.ones((B, K), dtype=bool) if todo is None else np.asarray(todo, dtype=bool)
         pair = [j for j, k in enumerate(others) if self.group[k] == self.group[c] and todo[:, j].any()]
+        cross = [j for j, k in enumerate(others) if self.group[k] != self.group[c] and todo[:, j].any()]
+        if cross and B:
+            try:
+                low, am = self._pair_lower_across(lo, hi, c, [others[j] for j in cross],
+                                                  [boxes[1 + j] for j in cross], boxes[0])
+            except (UnsupportedKernelError, NotImplementedError):  # no diagonal bound for a kernel: no joint bound
+                low = None
+            if low is not None:
+                out[:, cross] = np.where(todo[:, cross], low, np.nan)
+                args[:, cross] = am
         if not pair or B == 0:
             return out, args
         link = self.link
