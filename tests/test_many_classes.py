@@ -16,6 +16,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 from skgprobust import RobustGaussianProcessClassifier
 from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink
 from skgprobust._engine._common import bound_model_of
+from skgprobust._engine._objectives import MarginObjective
 
 from ._helpers import SLOW
 
@@ -88,38 +89,48 @@ def _lbfgs_min(f, lo, hi, starts):
     return best
 
 
+def _check_pair_lower(clf, rows, halves, rng, n=2000):
+    """p_c - p_k >= pair_lower's bound (no tolerance) at n points per box
+    around ``rows`` and at L-BFGS-B minima, c the predicted class; returns
+    (bounds found, how often tighter than the interval bound)."""
+    probs = bound_model_of(clf).probabilities()
+    n_classes, d = len(clf.classes_), rows.shape[1]
+    found = better = 0
+    for x in rows:
+        half = rng.choice(halves)
+        lo, hi = x - half, x + half
+        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
+        others = [k for k in range(n_classes) if k != c]
+        plo, phi, boxes = probs.p_box(lo[None], hi[None], [c] + others)
+        joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
+        P = lo + (hi - lo) * rng.random((n, d))
+        U = _unnormalised(clf, P)
+        for j, k in enumerate(others):
+            if np.isnan(joint[0, j]):
+                continue
+            found += 1
+            diff = U[:, c] - U[:, k]
+            assert np.all(diff >= joint[0, j])
+            f = lambda Z, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Z))  # noqa: E731
+            assert _lbfgs_min(f, lo, hi, [x, P[np.argmin(diff)], args[0, j]]) >= joint[0, j]
+            better += joint[0, j] > plo[0, 0] - phi[0, j + 1] + 1e-6
+        m = MarginObjective(probs, c).bound(lo[None], hi[None]).lower[0]
+        assert np.all(U[:, c] - np.delete(U, c, axis=1).max(axis=1) >= m)
+    return found, better
+
+
 def test_pair_lower_bounds_the_true_difference():
     """p_c - p_k >= the joint bound at 2000 points per box and at L-BFGS-B
     minima; the joint bound is often tighter than the interval bound."""
     clf, X = _blobs_model()
-    bm = bound_model_of(clf)
-    probs = bm.probabilities()
-    assert probs.group == [0] * 5  # one shared kernel
-    rng = np.random.default_rng(0)
-    better = 0
-    for x in X[::50]:
-        half = rng.choice([0.1, 0.4, 1.0])
-        lo, hi = x - half, x + half
-        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
-        others = [k for k in range(5) if k != c]
-        plo, phi, boxes = probs.p_box(lo[None], hi[None], [c] + others)
-        joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
-        P = lo + (hi - lo) * rng.random((2000, 3))
-        U = _unnormalised(clf, P)
-        for j, k in enumerate(others):
-            diff = U[:, c] - U[:, k]
-            assert np.all(diff >= joint[0, j] - 1e-9)
-            f = lambda Z, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Z))  # noqa: E731
-            assert _lbfgs_min(f, lo, hi, [x, P[np.argmin(diff)], args[0, j]]) >= joint[0, j] - 1e-9
-            better += joint[0, j] > plo[0, 0] - phi[0, j + 1] + 1e-6
-    assert better > 0
+    assert bound_model_of(clf).probabilities().group == [0] * 5  # one shared kernel
+    found, better = _check_pair_lower(clf, X[::50], [0.1, 0.4, 1.0], np.random.default_rng(0))
+    assert found == 4 * len(X[::50]) and better > 0
 
 
 def test_joint_margin_is_sound_and_not_looser():
     """The margin's box bound (joint pairs) is below the true margin on random
     sub-boxes, and never below the interval-only bound."""
-    from skgprobust._engine._objectives import MarginObjective
-
     clf, X = _blobs_model(n_classes=6, d=2, seed=3)
     bm = bound_model_of(clf)
     probs = bm.probabilities()
@@ -183,33 +194,12 @@ def test_joint_pair_bound_across_different_kernels():
     pairs across groups get the coupled-lines bound over both kernels
     (affine_lower_parts), sound at sampled points and L-BFGS-B minima, and
     the margin objective built on it is sound too."""
-    from skgprobust._engine._objectives import MarginObjective
-
     X, y = make_blobs(150, n_features=2, centers=3, cluster_std=1.0, random_state=0)
     clf = _fit(X, y, 1.0 * RBF(1.0), random_state=0)
     probs = bound_model_of(clf).probabilities()
     kernels = [e.kernel_ for e in clf.base_estimator_.estimators_]
     assert len(set(probs.group)) == len({repr(k) for k in kernels}) > 1
-    rng = np.random.default_rng(0)
-    found = 0
-    for x in X[::10]:
-        half = rng.choice([0.05, 0.3, 1.0])
-        lo, hi = x - half, x + half
-        c = int(np.argmax(_unnormalised(clf, x[None])[0]))
-        others = [k for k in range(3) if k != c]
-        _, _, boxes = probs.p_box(lo[None], hi[None], [c] + others)
-        joint, args = probs.pair_lower(lo[None], hi[None], c, others, boxes)
-        Z = lo + (hi - lo) * rng.random((1000, 2))
-        U = _unnormalised(clf, Z)
-        for j, k in enumerate(others):
-            if np.isnan(joint[0, j]):
-                continue
-            found += 1
-            assert np.all(U[:, c] - U[:, k] >= joint[0, j])
-            f = lambda Q, c=c, k=k: (lambda u: u[:, c] - u[:, k])(_unnormalised(clf, Q))  # noqa: E731
-            assert _lbfgs_min(f, lo, hi, [x, args[0, j], Z[np.argmin(U[:, c] - U[:, k])]]) >= joint[0, j]
-        m = MarginObjective(probs, c).bound(lo[None], hi[None]).lower[0]
-        assert np.all(U[:, c] - np.delete(U, c, axis=1).max(axis=1) >= m)
+    found, _ = _check_pair_lower(clf, X[::10], [0.05, 0.3, 1.0], np.random.default_rng(0), n=1000)
     assert found > 0
 
 
