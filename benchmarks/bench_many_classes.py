@@ -30,7 +30,9 @@ change; wall-clock numbers at this load are about 1/8 of a CPU's work):
 * digits certify, 40 rows: unknown 2.5% both at gamma 0.05 (median 0.26 ->
   0.16 s), 0% at 0.02 (median 0.22 -> 0.15 s).
 * digits probability ranges, 6 rows, ``time_limit=10``: gamma 0.05: columns
-  22% -> 25% (rows 0% both); gamma 0.02: columns 92% -> 95%, rows 17% -> 50%. Run against any checkout: ``PYTHONPATH=<checkout> python
+  22% -> 25% (rows 0% both); gamma 0.02: columns 92% -> 95%, rows 17% -> 50%.
+
+Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``.
 """
 
