@@ -54,11 +54,6 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     return DecisionOutcome("unknown" if undecided else "robust", bound, nan, n_iter, budget.elapsed())
 
 
-# The name the estimators of other modules import (no private names across
-# modules): the descriptor lives with the other shared method pieces.
-_ProbaOnly = ProbaOnly
-
-
 class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier):
     """Gaussian process classifier with certified robustness.
 

@@ -195,16 +195,15 @@ from ._bounds._softmax import (
     node_rule_value,
     softmax_gaussian_bounds,
 )
-from ._engine._common import BoundModelMixin, check_epsilon, prepare, row_seeds
-from ._engine._delta import Explanation, class_targets, explain_rows, feature_names_of
-from ._engine._driver import RangeProblem, certify_rows, range_rows
+from ._engine._api import certify_classes, explain_classes, fill_doc
+from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, prepare
+from ._engine._driver import RangeProblem, range_rows
 from ._engine._latent import BoundModel
 from ._engine._objectives import (
     SoftmaxMarginObjective,
     SoftmaxProbabilities,
     SoftmaxProbaObjective,
 )
-from ._engine._perturbation import resolve_features
 from ._engine._solve import Budget, solve_sign
 from ._fp import UNIT_ROUNDOFF as _U
 from .kernels import make_adapter
@@ -1442,6 +1441,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         ]
         return RangeProblem(pairs, self._proba_rule)
 
+    @fill_doc
     def certify(
         self,
         X,
@@ -1461,55 +1461,29 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Centres of the boxes.
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature, in the units of X.
-        delta : None
-            Regressors only; must be None here.
-        norm : np.inf
-            Regressors only; must be left at its default here.
-        features : array-like of int, bool or str, default=None
-            Features allowed to move; the others stay fixed. None: all.
-        domain : tuple (low, high), default=None
-            Valid input range; the box is clipped to it.
-        max_iter : int, default=None
-            Boxes split per row (5000 when both budgets are None).
-        time_limit : float, default=None
-            Seconds per row. A row may run past it by the engine's grace
-            for a last split plus one bounding step (its root bounds, made
-            before the first check; ~0.2 s at ten classes, 64 features,
-            N = 500); the result is then 'unknown' with a sound bound.
-        n_jobs : int, default=None
-            Rows run in parallel with joblib; results do not depend on it.
-        random_state : int, RandomState instance or None, default=None
-            Seeds the random starts of the local search.
-        verbose : int, default=0
-            Progress on stderr.
+        %(box)s
+        %(delta_classifier)s
+        %(norm_classifier)s
+        %(run)s
 
         Returns
         -------
-        result : CertificationResult
+        %(certify_returns)s
             ``bound`` is a proven lower bound of ``p_c* - max_k p_k`` (the
-            argmax margin of ``predict_proba``); robust iff > 0;
-            counterexamples are re-checked with ``predict``.
+            argmax margin of ``predict_proba``); robust iff > 0. A row may
+            run past ``time_limit`` by the engine's grace for a last split
+            plus one bounding step (its root bounds, made before the first
+            check; ~0.2 s at ten classes, 64 features, N = 500); the result
+            is then 'unknown' with a sound bound.
         """
-        if delta is not None:
-            raise ValueError("delta applies to regressors; a classifier is certified on its predicted class.")
-        if norm != np.inf:
-            raise ValueError("norm applies to regressors' outputs; leave it at np.inf for a classifier.")
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        n, d = X.shape
-        labels = self.predict(X) if n else np.empty(0, dtype=self.classes_.dtype)
-        bm = self._bound_model()
-        shared = (bm, self.predict, max_iter, time_limit)
-        rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
+        return certify_classes(
+            self, X, gamma, delta=delta, norm=norm, predict=self.predict,
+            solver=lambda X: (_certify_row, (self._bound_model(), self.predict, max_iter, time_limit)),
+            features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose,
+        )
 
-        def violates(idx, P):
-            return self.predict(P) != labels[idx]
-
-        return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
-
+    @fill_doc
     def prediction_range(
         self,
         X,
@@ -1529,23 +1503,19 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-        epsilon : float, default=1e-2
-            Refine until both gaps are <= epsilon, or the budget is spent.
+        %(box)s
+        %(epsilon_range)s
         statistic : {"proba", "latent_mean"}, default="proba"
             "proba": ``predict_proba`` (columns as ``classes_``);
             "latent_mean": the latent mean of each class.
-        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`certify`.
+        %(run_range)s
 
         Returns
         -------
-        result : RangeResult
+        %(range_returns)s
             Arrays of shape (n_samples, n_classes).
         """
-        if statistic not in ("proba", "latent_mean"):
-            raise ValueError(f"statistic must be 'proba' or 'latent_mean', got {statistic!r}.")
+        check_statistic(statistic, ("proba", "latent_mean"))
         check_epsilon(epsilon)
         X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
         bm = self._bound_model()
@@ -1559,6 +1529,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
+    @fill_doc
     def explain(
         self,
         X,
@@ -1581,40 +1552,23 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the one-sided boxes per feature.
-        features : array-like of int, bool or str, default=None
-            Features to explain (None: all).
-        target : label or array-like of shape (n_samples,), default=None
-            Class explained; None: the predicted class of each row.
-        epsilon : float, default=1e-2
-        method : {"bounds", "search"}, default="bounds"
-        domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`prediction_range`.
+        %(box_explain)s
+        %(target_class)s
+        %(epsilon_explain)s
+        %(method)s
+        %(run_explain)s
 
         Returns
         -------
-        explanation : Explanation
+        %(explain_returns)s
         """
-        X, lo, hi = prepare(self, X, gamma, None, domain, max_iter, time_limit)
-        n, d = X.shape
-        feats = np.flatnonzero(resolve_features(features, d, getattr(self, "feature_names_in_", None)))
-        labels, idx = class_targets(self.classes_, target, n, lambda: self.predict(X))
-        probs = self._bound_model().probabilities()
 
-        def problem(c):
-            def reference(P):
-                return self._proba_rule(P)[:, [c]]
+        def proba_pairs():
+            probs = self._bound_model().probabilities()
+            return lambda c: (SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))
 
-            return RangeProblem([(SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))], reference)
-
-        problems = {c: problem(c) for c in sorted(set(idx.tolist()))}
-        values, low, high, converged, times = explain_rows(
-            X, lo, hi, feats, idx.tolist(), problems, epsilon=epsilon, max_iter=max_iter,
-            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, method=method, verbose=verbose,
-        )
-        return Explanation(
-            values, low, high, converged, feats, feature_names_of(self, feats), np.asarray(labels),
-            np.broadcast_to(np.asarray(gamma, dtype=np.float64), (d,))[feats].copy(), times,
+        return explain_classes(
+            self, X, gamma, features=features, target=target, domain=domain, predict=self.predict,
+            proba_pairs=proba_pairs, reference=self._proba_rule, epsilon=epsilon, method=method,
+            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )

@@ -177,7 +177,14 @@ def test_allocator_tuning_only_in_worker_processes():
 #: Estimators whose certify / prediction_range / explain docstrings come from
 #: the shared fragments (their own or inherited methods). Softmax and
 #: multi-output join the list when they adopt ``fill_doc``.
-_DOC_FILLED = ("RobustGaussianProcessClassifier", "RobustGaussianProcessRegressor", "EPGaussianProcessClassifier")
+_DOC_FILLED = (
+    "RobustGaussianProcessClassifier",
+    "RobustGaussianProcessRegressor",
+    "EPGaussianProcessClassifier",
+    "SoftmaxGaussianProcessClassifier",
+    "SparseGaussianProcessRegressor",
+    "SparseGaussianProcessClassifier",
+)
 
 
 @pytest.mark.parametrize("name", _DOC_FILLED)
