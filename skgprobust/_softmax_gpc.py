@@ -174,7 +174,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
@@ -206,6 +205,7 @@ from ._engine._objectives import (
 )
 from ._engine._solve import Budget, solve_sign
 from ._fp import UNIT_ROUNDOFF as _U
+from ._hyperopt import optimise_hyperparameters
 from .kernels import make_adapter
 
 __all__ = ["SoftmaxGaussianProcessClassifier"]
@@ -1169,16 +1169,6 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             return self.kernels_[0].theta
         return np.concatenate([k.theta for k in self.kernels_])
 
-    def _constrained_optimization(self, obj_func, initial_theta, bounds):
-        if self.optimizer == "fmin_l_bfgs_b":
-            res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
-            if not res.success:
-                warnings.warn(f"lbfgs failed to converge: {res.message}", ConvergenceWarning)
-            return res.x, res.fun
-        if callable(self.optimizer):
-            return self.optimizer(obj_func, initial_theta, bounds=bounds)
-        raise ValueError(f"Unknown optimizer {self.optimizer!r}.")
-
     def fit(self, X, y):
         """Fit the Laplace approximation (and the kernel hyperparameters).
 
@@ -1241,16 +1231,10 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
                 lml, grad = self._lml(theta, True)
                 return -lml, -grad
 
-            runs = [self._constrained_optimization(obj_func, theta0, bounds)]
-            if self.n_restarts_optimizer > 0:
-                if not np.isfinite(bounds).all():
-                    raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
-                rng = check_random_state(self.random_state)
-                for _ in range(self.n_restarts_optimizer):
-                    start = rng.uniform(bounds[:, 0], bounds[:, 1])
-                    runs.append(self._constrained_optimization(obj_func, start, bounds))
-            best = int(np.argmin([r[1] for r in runs]))
-            self.kernels_ = self._kernels_from_theta(np.asarray(runs[best][0]))
+            theta, _ = optimise_hyperparameters(
+                self.optimizer, obj_func, theta0, bounds, self.n_restarts_optimizer, check_random_state(self.random_state)
+            )
+            self.kernels_ = self._kernels_from_theta(np.asarray(theta))
         self.kernel_ = self.kernels_[0]
         Ks, _ = self._gram(self.kernels_, False)
         f, a, converged = _laplace_mode(Ks, self.y_train_, self._a_cache, self.max_iter_predict)

@@ -154,6 +154,50 @@ def test_fit_maximises_marginal_likelihood_and_restarts():
     assert clf3.score(X, y) > 0.7
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_restart_loop_semantics(seed, shared):
+    """The shared _hyperopt loop, as sklearn's GPR runs it: the first run from
+    the kernel's theta, each restart from RandomState(random_state).uniform
+    over the (log) bounds, the run with the smallest objective wins; a
+    callable optimizer is called as sklearn calls it."""
+    import scipy.optimize
+
+    X, y = _data(m=3, n_per=6, seed=seed)
+    runs = []
+
+    def optimizer(obj_func, theta0, bounds):
+        res = scipy.optimize.minimize(obj_func, theta0, method="L-BFGS-B", jac=True, bounds=bounds)
+        runs.append((np.array(theta0), res.x, res.fun))
+        return res.x, res.fun
+
+    kernel = ConstantKernel(1.0) * RBF(1.0)
+    clf = _fit(X, y, kernel, optimizer=optimizer, n_restarts_optimizer=3, random_state=seed, shared_kernel=shared)
+    m = 1 if shared else 3
+    bounds = np.vstack([kernel.bounds] * m)
+    draws = np.random.RandomState(seed)
+    starts = [np.tile(kernel.theta, m)] + [draws.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(3)]
+    assert len(runs) == 4
+    for (start, _, _), expected in zip(runs, starts):
+        np.testing.assert_array_equal(start, expected)
+    best = runs[int(np.argmin([r[2] for r in runs]))]
+    np.testing.assert_allclose(clf._theta(), best[1], rtol=1e-12, atol=1e-12)  # theta -> kernel -> theta (exp/log)
+    # The stored value is the marginal likelihood at the winner, and the
+    # built-in L-BFGS-B finds the same optimum as the callable.
+    assert np.isclose(clf.log_marginal_likelihood_value_, -best[2], rtol=1e-6, atol=1e-6)
+    clf_b = _fit(X, y, kernel, n_restarts_optimizer=3, random_state=seed, shared_kernel=shared)
+    np.testing.assert_allclose(clf_b._theta(), clf._theta(), rtol=1e-5, atol=1e-5)
+
+
+def test_restarts_need_finite_bounds_and_known_optimizer():
+    X, y = _data(m=3, n_per=5)
+    kernel = ConstantKernel(1.0, constant_value_bounds=(1e-2, np.inf)) * RBF(1.0)
+    with pytest.raises(ValueError, match="finite"):
+        SoftmaxGaussianProcessClassifier(kernel, n_restarts_optimizer=1).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown optimizer"):
+        SoftmaxGaussianProcessClassifier(kernel, optimizer="adam").fit(X, y)
+
+
 # --------------------------------------------------------------------------
 # predict_proba against quadrature of the full-covariance Gaussian
 # --------------------------------------------------------------------------
