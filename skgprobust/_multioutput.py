@@ -173,6 +173,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
 from ._bounds._variance import LatentVariance, SmoothCovariance
+from ._engine._api import fill_doc
 from ._engine._common import BoundModelMixin
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
@@ -1124,6 +1125,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
         pairs = [(StdObjective(v, 1.0), StdObjective(v, -1.0)) for v in bm.variances(variance_bound)]
         return RangeProblem(pairs, self._predict_std_values, scale=self._y_train_std)
 
+    @fill_doc
     def prediction_range(
         self,
         X,
@@ -1144,36 +1146,17 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Centres of the boxes.
-        gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature, in the units of X.
-        epsilon : float, default=1e-2
-            Refine until both gaps (min_upper - min_lower, max_upper -
-            max_lower) are <= epsilon for every output, or the budget is spent.
+        %(box)s
+        %(epsilon_range)s
         statistic : {"mean", "std"}, default="mean"
             The predictive mean per output, as :meth:`predict` returns it, or
             the predictive std, as ``predict(return_std=True)`` returns it.
-        features : array-like of int, bool or str, default=None
-            Features allowed to move; the others stay fixed. None: all.
-        domain : tuple (low, high), default=None
-            Valid input range; the box is clipped to it.
-        max_iter : int, default=None
-            Boxes split per row, all outputs together (5000 when both budgets
-            are None).
-        time_limit : float, default=None
-            Seconds per row.
-        n_jobs : int, default=None
-            Rows run in parallel with joblib; results do not depend on it.
-        random_state : int, RandomState instance or None, default=None
-            Seeds the random starts of the local search.
-        verbose : int, default=0
+        %(run_range)s
 
         Returns
         -------
-        result : RangeResult
-            Arrays of shape (n_samples, n_outputs): ``min_lower <= min over
-            the box <= min_upper`` and ``max_lower <= max <= max_upper``.
+        %(range_returns)s
+            Arrays of shape (n_samples, n_outputs).
         """
         # One implementation: the single-output regressor's, on this model's
         # bound model, predict and range problems.
@@ -1182,6 +1165,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
+    @fill_doc
     def certify(
         self,
         X,
@@ -1206,20 +1190,14 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        gamma : float or array-like of shape (n_features,)
-        delta : float
-            Allowed change of the mean; required.
-        norm : {1, 2, np.inf}, default=np.inf
-            Norm over the outputs.
-        features, domain, max_iter, time_limit, n_jobs, random_state, verbose
-            As in :meth:`prediction_range`.
+        %(box)s
+        %(delta_regressor)s
+        %(norm_regressor)s
+        %(run)s
 
         Returns
         -------
-        result : CertificationResult
-            ``status`` "robust" (proven), "not_robust" (a counterexample
-            whose violation :meth:`predict` confirms) or "unknown";
+        %(certify_returns)s
             ``bound`` is a proven upper bound of the worst deviation.
         """
         return RobustGaussianProcessRegressor.certify(
@@ -1227,6 +1205,7 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
             time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
         )
 
+    @fill_doc
     def explain(
         self,
         X,
@@ -1247,12 +1226,19 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
 
         The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         (about ``2 gamma d mean_target / d x_i`` for small gamma): exactly
-        :meth:`RobustGaussianProcessRegressor.explain <skgprobust.RobustGaussianProcessRegressor.explain>`,
-        whose parameters it takes, with ``target`` the output index.
+        :meth:`RobustGaussianProcessRegressor.explain <skgprobust.RobustGaussianProcessRegressor.explain>`.
+
+        Parameters
+        ----------
+        %(box_explain)s
+        %(target_output)s
+        %(epsilon_explain)s
+        %(method)s
+        %(run_explain)s
 
         Returns
         -------
-        explanation : Explanation
+        %(explain_returns)s
         """
         return RobustGaussianProcessRegressor.explain(
             self, X, gamma, features=features, target=target, epsilon=epsilon, method=method, domain=domain,

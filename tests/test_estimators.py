@@ -184,6 +184,7 @@ _DOC_FILLED = (
     "SoftmaxGaussianProcessClassifier",
     "SparseGaussianProcessRegressor",
     "SparseGaussianProcessClassifier",
+    "MultiOutputGaussianProcessRegressor",
 )
 
 
