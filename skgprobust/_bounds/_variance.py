@@ -460,6 +460,14 @@ class LatentVariance:
         Lower-triangular factor sklearn solves with.
     col_scale : ndarray of shape (N,) or None
         Column scaling D of ``A = L^-1 D`` (``W_sr_`` for the Laplace GPC).
+
+    Notes
+    -----
+    After the set-up the instance keeps L, the spectrum ``lam`` and the
+    leading eigenvectors the spectral split can use (none where it never
+    applies): one N x N matrix in what joblib workers receive. ``A``, ``S``
+    and ``V`` are recomputed on first access by the same operations (the
+    same numbers), or kept by subclasses that set ``_KEEP_DENSE``.
     """
 
     def __init__(self, adapter, L, col_scale=None, smooth="parse"):
@@ -468,14 +476,20 @@ class LatentVariance:
         N = L.shape[0]
         self.L = L
         self.col_scale = None if col_scale is None else np.asarray(col_scale, dtype=np.float64)
-        A = solve_triangular(L, np.eye(N), lower=True, check_finite=False)
-        if self.col_scale is not None:
-            A = A * self.col_scale[None, :]
-        self.A = A
-        self.S = A.T @ A
-        lam, V = np.linalg.eigh(self.S)
+        # A, S and V (N x N each) are set-up intermediates: the bounds use L
+        # (triangular solves, as sklearn), the spectrum lam and the leading
+        # eigenvectors of the spectral split. Only those are kept, so the
+        # pickles sent to joblib workers carry one N x N matrix (L); A, S
+        # and V are recomputed on first access (the same operations, so the
+        # same numbers) unless the class keeps them (_KEEP_DENSE).
+        self._dense = {}
+        A = self._inverse_factor()
+        S = A.T @ A
+        lam, V = np.linalg.eigh(S)
         lam = np.maximum(lam, 0.0)[::-1]  # S is PSD; clip rounding below 0
-        self.lam, self.V = lam, V[:, ::-1]
+        self.lam = lam
+        if self._KEEP_DENSE:
+            self._dense.update(A=A, S=S, V=V[:, ::-1])
         # Condition estimate of the factor (sklearn's solve errs by ~ kappa u).
         norm_L = _norm2_estimate(lambda v: L @ v, lambda v: L.T @ v, N)
         norm_Linv = _norm2_estimate(
@@ -491,6 +505,16 @@ class LatentVariance:
         # its gradient are computed with triangular solves, as sklearn does.
         self.s_err = self._s_error(A, norm_Linv) if N else 0.0
         self.lam_max = (float(lam[0]) + self.s_err) * (1 + 1e-10) if N else 0.0
+        # The spectral split uses the leading m = _SPECTRAL_BUDGET // (N d)
+        # eigenvectors (_n_top), only where lam[m] + s_err is small enough:
+        # m is largest at d = 1 and lam decreasing, so if d = 1 fails the test
+        # every d does, and no column is kept. V[:, ::-1][:, :m] is read from
+        # the stored last columns of V as a reversed view (the same values and
+        # stride signs as a view of the full V, so the same matmul path).
+        n_keep = int(min(N, _SPECTRAL_BUDGET // max(1, N)))
+        if N == 0 or self.lam_max == 0 or self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
+            n_keep = 0
+        self._V_tail = np.ascontiguousarray(V[:, N - n_keep :])
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
         # ``smooth``: "parse" reads adapter.kernel; a SmoothCovariance is used
@@ -513,6 +537,47 @@ class LatentVariance:
             self.poly = PolynomialCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1])
             if self.poly is not None:
                 self._poly_setup(norm_Linv)
+
+    # Subclasses whose bounds use A, S or the full V set this to keep them
+    # from the set-up instead of recomputing them on first access.
+    _KEEP_DENSE = False
+
+    def _inverse_factor(self):
+        """``A = L^-1 D`` by a triangular solve of the identity."""
+        N = self.L.shape[0]
+        A = solve_triangular(self.L, np.eye(N), lower=True, check_finite=False)
+        if self.col_scale is not None:
+            A = A * self.col_scale[None, :]
+        return A
+
+    def _cached(self, name, make):
+        # The cache dict is shared by shallow copies (the multi-output
+        # outputs copy one base), so they share what one of them recomputes.
+        value = self._dense.get(name)
+        if value is None:
+            value = self._dense[name] = make()
+        return value
+
+    @property
+    def A(self):
+        """``L^-1 D`` (N, N), recomputed on first access (not kept by the set-up)."""
+        return self._cached("A", self._inverse_factor)
+
+    @property
+    def S(self):
+        """``A^T A`` (N, N), recomputed on first access."""
+        return self._cached("S", lambda: self.A.T @ self.A)
+
+    @property
+    def V(self):
+        """Eigenvectors of S (N, N), columns in the order of ``lam`` (descending),
+        recomputed on first access."""
+        return self._cached("V", lambda: np.linalg.eigh(self.S)[1][:, ::-1])
+
+    @property
+    def _V_top(self):
+        """The leading eigenvectors the spectral split may use, descending."""
+        return self._V_tail[:, ::-1]
 
     def _solve_setup(self, norm_Linv):
         """Per-fit constants of the componentwise solve margins (module doc,
@@ -564,7 +629,7 @@ class LatentVariance:
 
     @property
     def n_support(self):
-        return self.A.shape[0]
+        return self.L.shape[0]
 
     # -- point values ----------------------------------------------------
     def value(self, X):
@@ -916,22 +981,27 @@ class LatentVariance:
         if N == 0 or self.lam_max == 0:
             return 0
         m = int(min(N, _SPECTRAL_BUDGET // max(1, N * d)))
-        rest = (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
-        return m if rest <= _SPECTRAL_MAX_REST * self.lam_max else 0
+        return m if self._rest(m) <= _SPECTRAL_MAX_REST * self.lam_max else 0
+
+    def _rest(self, m):
+        """Bound on the eigenvalues of the exact S beyond the leading m."""
+        return (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
 
     def _spectral(self, lo, hi, r0, dr2, m):
         """sum_{j<m} lam_j max(z_j - z0_j)^2 + lam_m ||dr||^2, z_j = v_j . r(x)."""
         B, d = lo.shape
-        Vt = self.V[:, :m].T  # (m, N)
+        if m > self._V_tail.shape[1]:  # pragma: no cover - _n_top never asks for more (set-up)
+            raise RuntimeError(f"spectral split with {m} eigenvectors, {self._V_tail.shape[1]} kept")
+        Vtop = self._V_top[:, :m]  # (N, m)
+        Vt = Vtop.T  # (m, N)
         W = np.concatenate([np.repeat(Vt[None], B, 0), np.repeat(-Vt[None], B, 0)], axis=1)  # (B, 2m, N)
         W = W.reshape(B * 2 * m, -1)
         LO = np.repeat(lo, 2 * m, axis=0)
         HI = np.repeat(hi, 2 * m, axis=0)
         bb = affine_lower(self.adapter, W, 0.0, LO, HI).lower.reshape(B, 2, m)
         zmin, zmax = bb[:, 0], -bb[:, 1]
-        z0 = r0 @ self.V[:, :m]
+        z0 = r0 @ Vtop
         dz = np.maximum(np.maximum(zmax - z0, z0 - zmin), 0.0)
         # ||A dr||^2 <= dr^T fl(S) dr + s_err ||dr||^2, fl(S) = V diag(lam) V^T
         # up to eigh's backward error (inside s_err's rounding term scale).
-        rest = (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
-        return (self.lam[:m] * dz * dz).sum(-1) * (1 + 1e-12) + rest * dr2
+        return (self.lam[:m] * dz * dz).sum(-1) * (1 + 1e-12) + self._rest(m) * dr2

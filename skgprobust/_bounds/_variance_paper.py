@@ -152,6 +152,9 @@ class PaperLatentVariance(LatentVariance):
         Prop. 6 (None: all N, as the paper); the others use the interval range.
     """
 
+    # Its bounds use A, S and the full V: kept from the set-up (not recomputed).
+    _KEEP_DENSE = True
+
     def __init__(
         self,
         adapter,
