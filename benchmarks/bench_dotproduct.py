@@ -119,19 +119,25 @@ def models():
     Xc = rng.randn(200, 2)
     Y = np.logical_xor(Xc[:, 0] > 0, Xc[:, 1] > 0)
     clf = RobustGaussianProcessClassifier(kernel=1.0 * DotProduct(sigma_0=1.0) ** 2).fit(Xc, Y)
-    return reg, X[300:], clf, np.random.RandomState(1).randn(N_ROWS, 2)
+    lin = RobustGaussianProcessRegressor(
+        kernel=ConstantKernel(1.0) * DotProduct(1.0) + WhiteKernel(0.1), normalize_y=True, random_state=0
+    ).fit(X[:300], y[:300])
+    return reg, X[300:], clf, np.random.RandomState(1).randn(N_ROWS, 2), lin
 
 
 def measure(time_limit):
     """Run every measurement in this interpreter; a dict of results."""
     import skgprobust
 
-    reg, Xr, clf, Xc = models()
+    reg, Xr, clf, Xc, lin = models()
     rng = np.random.default_rng(0)
-    out = {"package": os.path.dirname(skgprobust.__file__), "kernels": [str(reg.kernel_), str(clf.kernel_)]}
+    out = {"package": os.path.dirname(skgprobust.__file__),
+           "kernels": [str(reg.kernel_), str(clf.kernel_), str(lin.kernel_)]}
     anomalies = []
     specs = [
         ("reg-mean", reg, Xr, lambda P: reg.predict(P)[:, None], dict(statistic="mean")),
+        ("lin-mean", lin, Xr, lambda P: lin.predict(P)[:, None], dict(statistic="mean")),
+        ("lin-std", lin, Xr, lambda P: lin.predict(P, return_std=True)[1][:, None], dict(statistic="std")),
         ("xor-latent", clf, Xc, lambda P: clf.base_estimator_.latent_mean_and_variance(P)[0][:, None],
          dict(statistic="latent_mean")),
         ("xor-proba", clf, Xc, lambda P: clf.predict_proba(P), dict(statistic="proba")),
@@ -180,9 +186,9 @@ def measure(time_limit):
 
 def report(label, res):
     print(f"\n## {label}: package {res['package']}")
-    print(f"fitted kernels: reg {res['kernels'][0]}; xor {res['kernels'][1]}")
+    print(f"fitted kernels: reg {res['kernels'][0]}; xor {res['kernels'][1]}; lin {res['kernels'][2]}")
     rows = []
-    for name in ("reg-mean", "xor-latent", "xor-proba"):
+    for name in ("reg-mean", "lin-mean", "lin-std", "xor-latent", "xor-proba"):
         m = res[name]
         rows.append([name, f"{100 * m['conv']:.0f}%", f"{m['med']:.3f}", f"{m['max']:.3f}",
                      f"{m['ratio_mean']:.4g}", f"{m['ratio_max']:.4g}", f"{m['width']:.4g}", f"{m['true']:.4g}"])

@@ -459,32 +459,74 @@ def test_mean_rtol_hook():
     assert ad.mean_rtol(2**20, 2) == margin_rtol(2**20, 2)
     prod_ad = make_adapter(ConstantKernel(0.3) * DotProduct(1.0) ** 2, Xs)
     assert prod_ad.mean_rtol(30, 2) == (30 + 15) * u
-    # Adapters without a proof of their own keep margin_rtol.
+    # A plain DotProduct is the case p = 1; WhiteKernel's cross-covariances
+    # are exactly 0; sums of adapters with their own constants: max + 2u.
+    assert make_adapter(DotProduct(1.0), Xs).mean_rtol(30, 2) == (30 + 13) * u
+    assert make_adapter(WhiteKernel(0.1), Xs).mean_rtol(30, 2) == 0.0
+    assert make_adapter(DotProduct(1.0) ** 2 + WhiteKernel(0.1), Xs).mean_rtol(30, 2) == (30 + 15) * u
+    gallery = ConstantKernel(0.2) * DotProduct(1.0) + ConstantKernel(0.3) * DotProduct(0.5) ** 3
+    assert make_adapter(gallery, Xs).mean_rtol(30, 2) == (30 + 28 + 4) * u
+    nested = gallery + WhiteKernel(0.1)
+    assert make_adapter(nested, Xs).mean_rtol(30, 2) == (30 + 28 + 6) * u
+    # Adapters without a proof of their own keep margin_rtol, and so does a
+    # sum with one such child.
     for k in (RBF(1.0), ConstantKernel(2.0) * RBF(1.0), DotProduct(1.0) ** 2 * RBF(1.0),
-              DotProduct(1.0) ** 2 + WhiteKernel(0.1)):
+              DotProduct(1.0) * RBF(1.0), DotProduct(1.0) ** 2 + RBF(0.1), ConstantKernel(1.0) + DotProduct(1.0),
+              RBF(1.0) + WhiteKernel(0.1)):
         assert make_adapter(k, Xs).mean_rtol(30, 2) == margin_rtol(30, 2)
 
 
-def _rank_deficient(seed):
-    """A GPR with kernel [C *] DotProduct(s0) ** p fitted (optimizer=None, alpha
-    tiny) on more distinct points than monomials of degree <= p: K is singular
-    and alpha_ huge with cancelling signs (the gallery's situation), or None
-    when sklearn's Cholesky fails."""
+#: Kernel families of the rank-deficient fits: ``power`` [C *] DotProduct ** p
+#: (p 1-3, an Exponentiation); ``plain`` [C *] DotProduct (no Exponentiation:
+#: DotProductAdapter); ``white`` [C *] DotProduct [** 2] + WhiteKernel (a
+#: SumAdapter with a zero child); ``mix`` C * DotProduct + C * DotProduct ** 2
+#: [+ WhiteKernel] (sums of products, nested).
+FAMILIES = ["power", "plain", "white", "mix"]
+
+
+def _rank_deficient(seed, family="power"):
+    """A GPR with a dot-product kernel of the given family (``FAMILIES``)
+    fitted (optimizer=None, jitter tiny) on more distinct points than
+    monomials of degree <= p: K is singular and alpha_ huge with cancelling
+    signs (the gallery's situation), or None when sklearn's Cholesky fails."""
     from scipy.special import comb
 
     rng = np.random.default_rng(seed)
     d = int(rng.choice([1, 1, 2, 3]))
     p = int(rng.choice([1, 2, 2, 3]))
+    if family == "plain":
+        p = 1
+    elif family == "white":
+        p = int(rng.choice([1, 2]))
+    elif family == "mix":
+        p = 2
     N = int(comb(d + p, p, exact=True)) + int(rng.integers(2, 12))
     offset = float(rng.choice([0.0, 0.0, 3.0, 40.0]))
     X = offset + rng.uniform(-2.5, 2.5, size=(N, d))
     y = np.sin(X.sum(1) - offset) + 0.3 * rng.normal(size=N)
-    kernel = Exponentiation(DotProduct(float(rng.choice([0.0, 0.1, 1.0, 3.0])), "fixed"), p)
-    if rng.random() < 0.6:
-        kernel = ConstantKernel(float(rng.choice([0.1, 3.7])), "fixed") * kernel
+
+    def s0():
+        return float(rng.choice([0.0, 0.1, 1.0, 3.0]))
+
+    def scaled(k):
+        return ConstantKernel(float(rng.choice([0.1, 3.7])), "fixed") * k
+
+    if family == "power":
+        kernel = Exponentiation(DotProduct(s0(), "fixed"), p)
+        if rng.random() < 0.6:
+            kernel = scaled(kernel)
+    elif family in ("plain", "white"):
+        kernel = DotProduct(s0(), "fixed") if p == 1 else Exponentiation(DotProduct(s0(), "fixed"), p)
+        if rng.random() < 0.5:
+            kernel = scaled(kernel)
+    else:
+        kernel = scaled(DotProduct(s0(), "fixed")) + scaled(Exponentiation(DotProduct(s0(), "fixed"), 2))
+    white = family == "white" or (family == "mix" and rng.random() < 0.5)
     kmax = float(kernel.diag(X).max())  # large offsets: a jitter relative to the kernel's scale
+    normalize = bool(rng.integers(2))
     for alpha in (1e-10, 1e-8, 1e-6, 1e-13 * kmax, 1e-11 * kmax):
-        reg = RobustGaussianProcessRegressor(kernel, alpha=alpha, optimizer=None, normalize_y=bool(rng.integers(2)))
+        k = kernel + WhiteKernel(alpha, "fixed") if white else kernel
+        reg = RobustGaussianProcessRegressor(k, alpha=alpha, optimizer=None, normalize_y=normalize)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -494,35 +536,52 @@ def _rank_deficient(seed):
     return None
 
 
-def _margin(ad, W, m, lo, hi):
+def _margin(ad, W, m, lo, hi, scale=1.0):
     """The rounding margin affine_lower subtracts over each box (B,):
-    mean_rtol (mag + |m|) plus the input rounding sum_i |w_i| rounding_i."""
+    mean_rtol (mag + |m|) plus the input rounding sum_i |w_i| rounding_i
+    (``scale`` multiplies the constant)."""
     N, d = W.shape[1], lo.shape[1]
     rel, _ = ad.linearise(lo, hi, W)
-    return ad.mean_rtol(N, d) * (rel.mag + abs(m)) + np.einsum("bi,bi->b", np.abs(W), ad.rounding(lo, hi))
+    return scale * ad.mean_rtol(N, d) * (rel.mag + abs(m)) + np.einsum("bi,bi->b", np.abs(W), ad.rounding(lo, hi))
+
+
+def _exact_k(k, x, xi):
+    """k(x, x_i) in rationals for sums and products of ConstantKernel,
+    WhiteKernel (0 off the diagonal), DotProduct and its integer powers; the
+    float sigma_0 ** 2, as sklearn and the adapters use it."""
+    from sklearn.gaussian_process.kernels import Product, Sum
+
+    Fr, t = Fraction, type(k)
+    if t is Sum:
+        return _exact_k(k.k1, x, xi) + _exact_k(k.k2, x, xi)
+    if t is Product:
+        return _exact_k(k.k1, x, xi) * _exact_k(k.k2, x, xi)
+    if t is ConstantKernel:
+        return Fr(float(k.constant_value))
+    if t is WhiteKernel:
+        return Fr(0)
+    if t is DotProduct:
+        return Fr(float(k.sigma_0) ** 2) + sum(Fr(float(a)) * Fr(float(b)) for a, b in zip(x, xi))
+    assert t is Exponentiation
+    return _exact_k(k.kernel, x, xi) ** int(k.exponent)
 
 
 def _exact_mean(reg, x):
     """F(x) = m + sum_i w_i k(x, x_i) in rationals, w = fl(alpha_ * std) (the
     bound model's weights)."""
-    Fr = Fraction
-    k = reg.kernel_
-    c, dp = (k.k1.constant_value, k.k2) if hasattr(k, "k1") else (1.0, k)
-    s, p = Fr(float(dp.kernel.sigma_0) ** 2), int(dp.exponent)
     w = reg.alpha_.ravel() * float(np.ravel(reg._y_train_std)[0])
-    m = Fr(float(np.ravel(reg._y_train_mean)[0]))
-    xs = [Fr(float(v)) for v in x]
-    return m + Fr(float(c)) * sum(Fr(float(wi)) * (s + sum(a * Fr(float(b)) for a, b in zip(xs, xi))) ** p
-                                  for wi, xi in zip(w, reg.X_train_))
+    m = Fraction(float(np.ravel(reg._y_train_mean)[0]))
+    return m + sum(Fraction(float(wi)) * _exact_k(reg.kernel_, x, xi) for wi, xi in zip(w, reg.X_train_))
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("seed", range(8))
-def test_rank_deficient_predict_error_within_margin(seed):
+def test_rank_deficient_predict_error_within_margin(seed, family):
     """The constant itself: at points x (boxes [x, x]), sklearn's predict
     differs from the exact F(x) by less than the margin the bounds subtract
     (mean_rtol (mag + |m|) + input rounding), and the bounds at tiny boxes
     around x (where the margin is everything) contain predict(x)."""
-    fitted = _rank_deficient(seed)
+    fitted = _rank_deficient(seed if family == "power" else 1000 * FAMILIES.index(family) + seed, family)
     if fitted is None:
         pytest.skip("sklearn's Cholesky failed")
     reg, X, rng = fitted
@@ -569,9 +628,10 @@ def _check_mean_ranges(reg, X, Xt, gamma, rng, time_limit=5.0, n_samples=2000):
     return res, eps
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("seed", range(6))
-def test_rank_deficient_mean_ranges_hold(seed):
-    fitted = _rank_deficient(100 + seed)
+def test_rank_deficient_mean_ranges_hold(seed, family):
+    fitted = _rank_deficient(100 + seed + 1000 * FAMILIES.index(family), family)
     if fitted is None:
         pytest.skip("sklearn's Cholesky failed")
     reg, X, rng = fitted
@@ -633,12 +693,12 @@ def test_gallery_dot_product_mean_ranges_converge():
 
 @pytest.mark.slow
 @SWEEP
-@given(seed=st.integers(0, 2**31 - 1), rel=st.sampled_from([0.001, 0.01, 0.05]))
-def test_rank_deficient_sweep(seed, rel):
-    """Slow sweep: random rank-deficient [C *] DotProduct ** p regressors
+@given(seed=st.integers(0, 2**31 - 1), rel=st.sampled_from([0.001, 0.01, 0.05]), family=st.sampled_from(FAMILIES))
+def test_rank_deficient_sweep(seed, rel, family):
+    """Slow sweep: random rank-deficient regressors of every kernel family
     (offsets up to 40, normalize_y on and off), mean ranges against dense
     sampling and L-BFGS-B, and the predict error against the margin."""
-    fitted = _rank_deficient(seed)
+    fitted = _rank_deficient(seed, family)
     if fitted is None:
         return
     reg, X, rng = fitted
@@ -680,3 +740,104 @@ def test_exact_path_groups_and_pickling():
     clone = pickle.loads(pickle.dumps(ad))
     assert clone._cache == {}
     np.testing.assert_array_equal(clone._polynomial(lo, hi, W)[0], exact[0])
+
+
+# --------------------------------------------------------------------------
+# Plain DotProduct, WhiteKernel and sums: the routed adapter and constants
+# --------------------------------------------------------------------------
+
+
+def test_plain_dot_product_routed():
+    """A plain DotProduct gets the p = 1 polynomial adapter: sklearn's values
+    bit for bit (no power applied), the same diagonal, and its TwoProduct +
+    fsum coefficients equal the integer path's exactly."""
+    import skgprobust.kernels.polynomial as poly
+    from skgprobust.kernels.basic import DotProductAdapter
+
+    rng = np.random.default_rng(3)
+    for t in range(40):
+        N, d = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        Xs = rng.normal(size=(N, d)) * 10.0 ** rng.integers(-4, 5) + rng.choice([0.0, 3.0, 40.0, 1e4])
+        k = DotProduct(float(rng.choice([0.0, 0.1, 1.0, 3.3])))
+        ad = make_adapter(k, Xs)
+        assert type(ad) is DotProductAdapter and isinstance(ad, DotProductPowerAdapter) and ad.p == 1
+        P = rng.normal(size=(7, d)) * 3
+        np.testing.assert_array_equal(ad.values(P), k(P, Xs))
+        np.testing.assert_array_equal(ad.diag(P), k.diag(P))
+        w = rng.normal(size=N) * 10.0 ** rng.integers(-3, 11)
+        h = N // 2
+        w[:h] = -w[h:2 * h] * (1 + 1e-12 * rng.normal(size=h))  # heavy cancellation
+        fast = poly._linear_coefficients(ad, w)
+        assert fast is not None
+        Ex, Ms, Es, pw = ad._int_support()
+        try:
+            poly._linear_coefficients, saved = (lambda a, w: None), poly._linear_coefficients
+            slow = poly._ExactPolynomial(ad, w).beta
+        finally:
+            poly._linear_coefficients = saved
+        np.testing.assert_array_equal(fast, slow)
+    # outside the TwoProduct range: the integer path
+    assert poly._linear_coefficients(ad, np.full(len(ad.Xs), 2.0**-600)) is None
+    with pytest.raises(ValueError):
+        DotProductAdapter(DotProduct(1.0) ** 2, np.zeros((2, 1)))
+
+
+#: u = 2^-53; the adversarial weights below: 1, then N - 2 copies of u, then -1.
+_U = 2.0**-53
+
+
+@pytest.mark.parametrize("kind", ["plain", "scaled", "white", "power2"])
+def test_constant_sharp_on_adversarial_weights(kind):
+    """The rounding constant against the worst case it must cover: a fitted
+    regressor on N = 256 copies of x = 1 (d = 1, sigma_0 = 0, so every
+    k(1, x_i) = 1 exactly) whose alpha_ is replaced by v = [1, u, ..., u, -1].
+    The exact mean at x = 1 is (N - 2) u, but sklearn's K @ v loses many
+    of the u's (1 + u rounds to 1): predicting two rows, OpenBLAS's gemv
+    (two accumulators here) returns 127 u for 254 u, an error of 0.24 N u
+    mag (mag ~ 2; one row goes through a 32-lane dot product that loses only
+    7 u). The certified bounds at x (a degenerate box, where the
+    rounding margin is everything) and prediction_range around it contain
+    predict; with ``mean_rtol`` made 10x smaller they would not, so the
+    constant is within 10x of what this model needs and these tests are
+    sharp."""
+    N = 256
+    X = np.ones((N, 1))
+    y = np.random.default_rng(0).normal(size=N)
+    base = DotProduct(0.0, "fixed")
+    kernel = {"plain": base, "scaled": ConstantKernel(1.0, "fixed") * base,
+              "white": base + WhiteKernel(1.0, "fixed"), "power2": Exponentiation(base, 2)}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(kernel, alpha=1.0, optimizer=None).fit(X, y)
+    v = np.full(N, _U)
+    v[0], v[-1] = 1.0, -1.0
+    reg.alpha_ = v.reshape(reg.alpha_.shape)
+    lm = from_regressor(reg)
+    assert np.array_equal(lm.weights[:, 0], v) and lm.offset[0] == 0.0
+    ad = lm.adapter
+    x = np.ones((2, 1))
+    pred = gpr_predict(reg, x)[:, 0]
+    exact = float(_exact_mean(reg, x[0]))
+    assert exact == (N - 2) * _U
+    W = np.broadcast_to(v, (2, N))
+    margin = _margin(ad, W, 0.0, x, x)
+    err = abs(exact - pred[0])
+    assert err <= margin[0]
+    if err <= _margin(ad, W, 0.0, x, x, scale=0.1)[0]:
+        pytest.skip(f"this BLAS sums too accurately for the worst case (error {err / _U:.0f} u)")
+
+    def bounds():
+        lower = affine_lower(ad, W, 0.0, x, x).lower
+        upper = -affine_lower(ad, -W, -0.0, x, x).lower
+        return lower, upper
+
+    lower, upper = bounds()
+    assert np.all(lower <= pred) and np.all(pred <= upper)
+    gamma = np.array([1e-12])
+    res = reg.prediction_range(x, gamma, epsilon=1e-9, time_limit=2.0, random_state=0)
+    assert np.all(res.min_lower[:, 0] <= pred) and np.all(pred <= res.max_upper[:, 0])
+    # The same bounds with a 10x smaller constant exclude predict's value.
+    full = ad.mean_rtol
+    ad.mean_rtol = lambda n, d: 0.1 * full(n, d)
+    lower10, upper10 = bounds()
+    assert not (lower10[0] <= pred[0] <= upper10[0])

@@ -4,10 +4,11 @@ import math
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from sklearn.gaussian_process.kernels import DotProduct
 
-from .._fp import UNIT_ROUNDOFF as _U
-from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
+from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding
 from ._radial import RadialParts, radial_geometry, radial_taylor
+from .polynomial import DotProductPowerAdapter
 
 
 class ConstantAdapter(KernelAdapter):
@@ -49,54 +50,46 @@ class WhiteAdapter(ConstantAdapter):
         KernelAdapter.__init__(self, kernel, Xs)
         self.c = 0.0
 
+    def mean_rtol(self, n_support, n_features):
+        """0: the cross-covariances are exactly 0 in float arithmetic.
 
-class DotProductAdapter(KernelAdapter):
-    """k(x, y) = sigma_0^2 + x . y: linear in x, so the relaxation is exact."""
+        sklearn's ``WhiteKernel.__call__(X, Y)`` with Y given (every
+        ``predict`` passes the training inputs as Y) returns
+        ``np.zeros((len(X), len(Y)))``, with no arithmetic; so do ``values``
+        and ``interval`` here. This adapter's relaxation and Taylor model are
+        ``0 * sum_i w_i = 0`` exactly (finite w), with ``mag = 0``. A model
+        whose mean is ``c + sum_i w_i k(x, x_i)`` with this kernel alone
+        predicts exactly its offset, which is what ``affine_lower`` returns
+        with a zero margin; inside a sum or product the other factors'
+        constants cover the remaining operations
+        (:meth:`~skgprobust.kernels.composite.SumAdapter.mean_rtol`,
+        :meth:`~skgprobust.kernels.composite.ProductAdapter.mean_rtol`).
+        """
+        return 0.0
 
-    nonnegative = False
+
+class DotProductAdapter(DotProductPowerAdapter):
+    """k(x, y) = sigma_0^2 + x . y: :class:`~skgprobust.kernels.polynomial.DotProductPowerAdapter`
+    with p = 1.
+
+    The mean ``sum_i w_i (s + x . x_i)`` is an exact polynomial of degree 1
+    in x, so everything proven in :mod:`skgprobust.kernels.polynomial`
+    applies with p = 1: exact monomial coefficients (``s sum_i w_i`` and
+    ``sum_i w_i x_i``, each computed exactly and rounded once, so the huge
+    opposite-signed weights of a rank-deficient fit cancel exactly), an exact
+    Taylor model (no remainder, no quadratic part), our own evaluation error
+    folded into the bounds, and the rounding constant ``mean_rtol(N, d) =
+    (N + 13) u``. sklearn's ``DotProduct.__call__(X, Y)`` computes
+    ``np.inner(X, Y) + sigma_0 ** 2`` and nothing else, i.e. part (S) of the
+    proof with no power (pi = 0 <= the u that ``mean_rtol`` allows for
+    p <= 2); ``values`` and ``diag`` repeat exactly those operations. The
+    adapter's s = fl(sigma_0 ** 2) is the same float as sklearn's.
+    """
 
     def __init__(self, kernel, Xs):
+        if type(kernel) is not DotProduct:
+            raise ValueError(f"DotProductAdapter needs a DotProduct kernel, got {kernel!r}.")
         super().__init__(kernel, Xs)
-        self.s2 = float(kernel.sigma_0) ** 2
-
-    def values(self, X):
-        return np.inner(np.asarray(X, dtype=np.float64), self.Xs) + self.s2
-
-    def value_and_grad(self, X):
-        K = self.values(X)
-        return K, np.broadcast_to(self.Xs, (len(X),) + self.Xs.shape).copy()
-
-    def interval(self, lo, hi):
-        p1 = lo[:, None, :] * self.Xs[None]
-        p2 = hi[:, None, :] * self.Xs[None]
-        return (np.minimum(p1, p2).sum(-1) + self.s2, np.maximum(p1, p2).sum(-1) + self.s2)
-
-    def diag_interval(self, lo, hi):
-        sq_lo = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
-        sq_hi = np.maximum(lo * lo, hi * hi)
-        return self.s2 + sq_lo.sum(-1), self.s2 + sq_hi.sum(-1)
-
-    def rounding(self, lo, hi):
-        # The inner product errs by <= d u sum_j |x_j| |x_ij| (any order), which
-        # cancellation can make large next to |k| itself.
-        amax = np.maximum(np.abs(lo), np.abs(hi))
-        d = self.Xs.shape[1]
-        return (d + 2) * _U * (amax @ np.abs(self.Xs).T + self.s2)
-
-    def relax(self, lo, hi, w):
-        center = 0.5 * (lo + hi)
-        v = w @ self.Xs  # (B, d)
-        const = self.s2 * w.sum(-1) + (center * v).sum(-1)
-        klo, khi = self.interval(lo, hi)
-        mag = (np.abs(w) * np.maximum(np.abs(klo), np.abs(khi))).sum(-1) + np.abs(center * v).sum(-1)
-        B, d = lo.shape
-        return Relaxation(const, np.zeros((B, d)), v, interval_lower(w, klo, khi), mag, np.zeros((B, d)))
-
-    def taylor(self, lo, hi, w):
-        # Linear in x: the model is exact (no remainder).
-        rel = self.relax(lo, hi, w)
-        B, d = lo.shape
-        return TaylorModel(rel.const, rel.beta, np.zeros((B, d)), np.zeros((B, d, d)), np.zeros(B), rel.mag)
 
 
 class ExpSineSquaredAdapter(KernelAdapter):

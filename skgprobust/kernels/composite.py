@@ -13,13 +13,75 @@ def _interval_product(a1, b1, a2, b2):
     return c.min(0), c.max(0)
 
 
+_U = 2.0**-53
+
+
 class SumAdapter(KernelAdapter):
-    """k1 + k2: every bound adds up (the joint relaxation is minimised jointly)."""
+    """k1 + k2: every bound adds up (the joint relaxation is minimised jointly).
+
+    Rounding constant (:meth:`mean_rtol`). When both children prove their own
+    constant r1, r2 (below the default ``margin_rtol``: dot-product powers,
+    ``WhiteKernel``, ``C * k`` and sums of these), the sum's is
+    ``max(r1, r2) + 2 u``. Proof. Let mag_c = the children's magnitudes (the
+    sum's ``mag`` is mag1 + mag2) and v the weights of the model's
+    ``predict``. sklearn's ``Sum.__call__(X, Y)`` returns ``k1(X, Y) +
+    k2(X, Y)`` elementwise: k~ = fl(k~1 + k~2) = (k~1 + k~2)(1 + d), |d| <=
+    u, one rounding more than the children's values, which changes
+    ``sum_i v_i k~_i`` by at most u sum_i |v_i| (|k~1_i| + |k~2_i|) <=
+    u (mag1 + mag2) (1 + O(N u)). Everything else that a child's constant
+    covers is *subadditive* in the terms: the N-term sum fl(K~ @ v) errs by
+    <= gamma_N sum_i |v_i| |k~_i| <= gamma_N (sum_i |v_i k~1_i| + sum_i
+    |v_i k~2_i|), the children's own relative roundings (powers, constant
+    factors) are per term, and the scaling, the offset and affine_lower's
+    last steps occur once for the sum (each child's constant has room for
+    them relative to mag_c + |c|). So r1 mag1 + r2 mag2 + u (mag1 + mag2) +
+    (the once-only steps, <= max(r1, r2) |c|) <= (max(r1, r2) + u)(mag +
+    |c|); the second u covers second-order terms (products of u with the
+    children's relative errors, the rounding of mag1 + mag2 itself). Nested
+    sums add 2 u per level, as sklearn adds one rounding per level.
+
+    Our side: the children fold their own evaluation error into their
+    bounds (:mod:`skgprobust.kernels.polynomial`, part (F)), including the
+    downstream use of their coefficients (the separable minimum, the Taylor
+    model's bound); those error bounds are sums of u times magnitudes of the
+    coefficients, hence subadditive, so they cover the same computation on
+    the summed coefficients. What they do not cover is the rounding of the
+    additions r1 + r2 and t1 + t2 themselves: one rounding per coefficient,
+    relative to |coef1| + |coef2|. :meth:`linearise` subtracts twice that
+    effect as an absolute amount (for the relaxation: u (|const1| + |const2|
+    + sum_j (|alpha1_j| + |alpha2_j|) h_j^2 + (|beta1_j| + |beta2_j|) h_j)
+    bounds the change of the separable minimum; for the interval bound
+    u (|ilb1| + |ilb2|); for the Taylor model u (|V1| + |V2| + sum_j
+    (|G1_j| + |G2_j|) h_j + (|D1_j| + |D2_j|) h_j^2 + (d + 1)/2 sum_jl
+    (|M1_jl| + |M2_jl|) h_j h_l + |rem1| + |rem2|), the M term covering
+    both the eigenvalue bound (Weyl: lambda_min moves by <= ||dA||_2 <=
+    u sum_jl |A1_jl| + |A2_jl|, times |v|^2 / 2 <= d / 2) and the
+    Gershgorin bound (1/2 per entry)); the factor 2 covers the rounding of
+    those amounts. Without a constant of its own the sum uses the default,
+    which has room for all of this, and the bounds are unchanged.
+    """
 
     def __init__(self, kernel, Xs, make):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+
+    def _own_constant(self, n_support, n_features):
+        """max(r1, r2) + 2 u when both children have a constant of their own
+        (below the default), else None."""
+        default = KernelAdapter.mean_rtol(self, n_support, n_features)
+        r1 = self.k1.mean_rtol(n_support, n_features)
+        r2 = self.k2.mean_rtol(n_support, n_features)
+        if r1 >= default or r2 >= default:
+            return None
+        r = max(r1, r2) + 2.0 * _U
+        return r if r < default else None
+
+    def mean_rtol(self, n_support, n_features):
+        """``max(r1, r2) + 2 u`` when both children prove their own constant;
+        otherwise the default (proof in the class docstring)."""
+        r = self._own_constant(n_support, n_features)
+        return KernelAdapter.mean_rtol(self, n_support, n_features) if r is None else r
 
     def values(self, X):
         return self.k1.values(X) + self.k2.values(X)
@@ -46,16 +108,40 @@ class SumAdapter(KernelAdapter):
         return l1 + l2, h1 + h2
 
     def relax(self, lo, hi, w):
-        return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
+        if self._own_constant(w.shape[-1], lo.shape[1]) is None:
+            return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
+        return self.linearise(lo, hi, w)[0]
 
     def taylor(self, lo, hi, w):
-        t1 = self.k1.taylor(lo, hi, w)
-        return None if t1 is None else t1 + self.k2.taylor(lo, hi, w)
+        if self._own_constant(w.shape[-1], lo.shape[1]) is None:
+            t1 = self.k1.taylor(lo, hi, w)
+            return None if t1 is None else t1 + self.k2.taylor(lo, hi, w)
+        return self.linearise(lo, hi, w)[1]
 
     def linearise(self, lo, hi, w):
         r1, t1 = self.k1.linearise(lo, hi, w)
         r2, t2 = self.k2.linearise(lo, hi, w)
-        return r1 + r2, (None if t1 is None else t1 + t2)
+        rel, tm = r1 + r2, (None if t1 is None or t2 is None else t1 + t2)
+        if self._own_constant(w.shape[-1], lo.shape[1]) is None:
+            return rel, tm
+        # The additions' own rounding (class docstring), subtracted as an
+        # absolute amount so that mean_rtol need not cover it.
+        h = 0.5 * (hi - lo)
+        h2 = h * h
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = (np.abs(r1.const) + np.abs(r2.const) + ((np.abs(r1.alpha) + np.abs(r2.alpha)) * h2).sum(-1)
+                 + ((np.abs(r1.beta) + np.abs(r2.beta)) * h).sum(-1))
+            rel.const = rel.const - 2.0 * _U * e
+            rel.ilb = rel.ilb - 2.0 * _U * (np.abs(r1.ilb) + np.abs(r2.ilb))
+            if tm is not None:
+                d = lo.shape[1]
+                absM = np.abs(t1.M) + np.abs(t2.M)
+                et = (np.abs(t1.value) + np.abs(t2.value) + ((np.abs(t1.grad) + np.abs(t2.grad)) * h).sum(-1)
+                      + ((np.abs(t1.diag) + np.abs(t2.diag)) * h2).sum(-1)
+                      + 0.5 * (d + 1) * np.einsum("bj,bjl,bl->b", h, absM, h)
+                      + np.abs(t1.rem) + np.abs(t2.rem))
+                tm.rem = tm.rem - 2.0 * _U * et
+        return rel, tm
 
 
 class ProductAdapter(KernelAdapter):

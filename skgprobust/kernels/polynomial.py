@@ -1,5 +1,10 @@
 """Integer powers of DotProduct: k(x, y) = (sigma_0^2 + x . y)^p, p = 1, 2, ...
 
+A plain ``DotProduct`` is the case p = 1 (its adapter,
+:class:`~skgprobust.kernels.basic.DotProductAdapter`, is this class with
+p = 1; sklearn then applies no power at all, so every statement below holds
+with pi = 0).
+
 The posterior mean of such a model is *exactly* a polynomial of degree p in
 x: ``sum_i w_i (s + x . x_i)^p`` (s = sigma_0^2). Bounding each term
 separately (interval of (s + x . x_i)^p times w_i) loses the cancellation
@@ -63,12 +68,17 @@ effect on t~^p by the mean value theorem; added as the absolute
 ``sum_i |w_i| rounding_i``). ``Exponentiation`` computes t~ ** p: numpy
 evaluates ``a ** 2`` as ``square(a)`` and ``a ** 1`` as a copy (exactly
 rounded; checked in tests/test_dotproduct.py), so the relative error is
-pi <= u for p <= 2; for p >= 3 it calls the C library's ``pow``, which we
+pi <= u for p <= 2 (pi = 0 for a plain ``DotProduct``, no power); for p >= 3 it calls the C library's ``pow``, which we
 allow 8 ulps (pi = 16 u; glibc's is below 1 ulp, measured 1.1 u). A
 ``ConstantKernel`` factor adds one rounding fl(C k~) and our scaled weights
 fl(C w) another: :meth:`ProductAdapter.mean_rtol
 <skgprobust.kernels.composite.ProductAdapter.mean_rtol>` adds 2 u per
-constant factor. ``predict`` then computes fl(K~ @ v) (N products and sums
+constant factor. A ``Sum`` adds one rounding per level
+(:meth:`SumAdapter.mean_rtol
+<skgprobust.kernels.composite.SumAdapter.mean_rtol>`: the larger child's
+constant plus 2 u), and a ``WhiteKernel``'s cross-covariances are exact
+zeros (:meth:`WhiteAdapter.mean_rtol
+<skgprobust.kernels.basic.WhiteAdapter.mean_rtol>` = 0). ``predict`` then computes fl(K~ @ v) (N products and sums
 in any order, BLAS included: <= gamma_N sum_i |v_i k~_i|, gamma_N = N u / (1
 - N u) <= (N + 2^-12) u for N <= 2^20), then fl(fl(s D) + m) (normalize_y;
 2 u of |s D| <= mag (1 + O(N u)) and u |m|), while our weights are
@@ -135,7 +145,7 @@ of predict's outputs can converge: on a random ``DotProduct(3) ** 3`` fit
 points of one box, against epsilon 0.009.
 """
 
-from math import factorial
+from math import factorial, fsum
 
 import numpy as np
 from scipy.special import comb
@@ -146,7 +156,10 @@ from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
 
 
 def is_dot_product_power(kernel):
-    """True for ``Exponentiation(DotProduct, p)`` with p a positive integer."""
+    """True for ``Exponentiation(DotProduct, p)`` with p a positive integer
+    (a plain ``DotProduct``, the case p = 1, is not an Exponentiation: it is
+    adapted by :class:`~skgprobust.kernels.basic.DotProductAdapter`, the same
+    adapter with p = 1)."""
     from sklearn.gaussian_process.kernels import DotProduct, Exponentiation
 
     if type(kernel) is not Exponentiation or type(kernel.kernel) is not DotProduct:
@@ -223,6 +236,47 @@ def _int_parts(x):
     return (np.ldexp(m, 53)).astype(np.int64), e.astype(np.int64) - 53
 
 
+_SPLIT = 134217729.0  # 2^27 + 1
+
+
+def _two_product(a, b):
+    """(p, e) with p + e = a b exactly (Dekker), when no factor exceeds
+    2^996 in magnitude and no partial product underflows."""
+    p = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _in_safe_range(v):
+    """Every value 0 or of magnitude in [2^-450, 2^450] (finite)."""
+    a = np.abs(v)
+    return bool(np.all((a == 0) | ((a >= 2.0**-450) & (a <= 2.0**450))))
+
+
+def _linear_coefficients(adapter, w):
+    """beta (d + 1,) of the p = 1 polynomial, correctly rounded, by
+    TwoProduct and fsum (see :class:`_ExactPolynomial`); None when the
+    inputs leave the range where TwoProduct is exact or fsum overflows."""
+    Xs, s = adapter.Xs, adapter.s2
+    if not (_in_safe_range(w) and _in_safe_range(Xs) and _in_safe_range(np.array([s]))):
+        return None
+    beta = np.zeros(len(adapter._alphas))
+    try:
+        hi, lo = _two_product(np.full_like(w, s), w)
+        beta[0] = fsum(np.concatenate([hi, lo]).tolist())
+        for j, a in enumerate(adapter._i1):
+            hi, lo = _two_product(w, Xs[:, j])
+            beta[a] = fsum(np.concatenate([hi, lo]).tolist())
+    except OverflowError:
+        return None
+    return beta
+
+
 class _ExactPolynomial:
     """Coefficients of F(x) = sum_i w_i (s + x . x_i)^p in the monomial basis,
     ``F(x) = sum_alpha beta_alpha x^alpha``,
@@ -230,19 +284,33 @@ class _ExactPolynomial:
     (binomial and multinomial theorems), each computed *exactly* in integer
     arithmetic (every float is M 2^E with an integer M) and rounded once to
     float64: |beta~ - beta| <= u |beta| (plus 2^-1074 if it underflows).
-    ``ok`` is False when a coefficient overflows."""
+    ``ok`` is False when a coefficient overflows.
+
+    For p = 1 (``DotProduct``) the same correctly rounded numbers come
+    faster from error-free transformations: beta_0 = s sum_i w_i and
+    beta_(e_j) = sum_i w_i x_ij are sums of products a b, each split exactly
+    as a b = fl(a b) + e by Dekker's TwoProduct (exact when no factor exceeds
+    2^996 and no partial product underflows: every nonzero |a|, |b| in
+    [2^-450, 2^450] suffices), and ``math.fsum`` returns the correctly
+    rounded sum of the 2N floats (Shewchuk's exact partials, as CPython
+    documents and implements it). Values outside that range, or an fsum
+    overflow, take the integer path (tests/test_dotproduct.py checks the two
+    paths give identical coefficients)."""
 
     def __init__(self, adapter, w):
         alphas, P = adapter._alphas, adapter.p
+        if P == 1:
+            beta = _linear_coefficients(adapter, w)
+            if beta is not None:
+                self.beta = beta
+                self.ok = bool(np.all(np.isfinite(beta)))
+                return
         Mw, Ew = _int_parts(w)
-        Mx, Ex = _int_parts(adapter.Xs)
-        Ms, Es = _int_parts(np.array([adapter.s2]))
-        Ms, Es = int(Ms[0]), int(Es[0])
-        N, d = Mx.shape
+        Ex, Ms, Es, pw = adapter._int_support()
+        N, d = adapter.Xs.shape
         # exponent of every term (N, n): E_w + sum_j alpha_j E_x[i, j]
         E = Ew[:, None] + Ex @ alphas.T
         Mw = [int(v) for v in Mw]
-        pw = [[[int(Mx[i, j]) ** k for k in range(P + 1)] for j in range(d)] for i in range(N)]
         beta = np.zeros(len(alphas))
         self.ok = True
         for a, alpha in enumerate(alphas):
@@ -288,11 +356,17 @@ class DotProductPowerAdapter(KernelAdapter):
     CACHE_SIZE = 16
 
     def __init__(self, kernel, Xs):
-        if not is_dot_product_power(kernel):
+        from sklearn.gaussian_process.kernels import DotProduct
+
+        # A plain DotProduct is the case p = 1 (sklearn computes inner + s,
+        # with no power at all: ``_plain``).
+        self._plain = type(kernel) is DotProduct
+        if not (self._plain or is_dot_product_power(kernel)):
             raise ValueError(f"DotProductPowerAdapter needs DotProduct ** (positive integer), got {kernel!r}.")
         super().__init__(kernel, Xs)
-        self.s2 = float(kernel.kernel.sigma_0) ** 2
-        self.e = float(kernel.exponent)
+        dot = kernel if self._plain else kernel.kernel
+        self.s2 = float(dot.sigma_0) ** 2
+        self.e = 1.0 if self._plain else float(kernel.exponent)
         self.p = int(self.e)
         self.nonnegative = self.p % 2 == 0
         self.absXs = np.abs(self.Xs)
@@ -311,7 +385,22 @@ class DotProductPowerAdapter(KernelAdapter):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_cache"] = {}
+        state["_ints"] = None
         return state
+
+    def _int_support(self):
+        """(E_x, M_s, E_s, pw): the support points' exponents, s = M_s 2^E_s,
+        and pw[i][j][k] = M_x[i, j] ** k as Python integers (x_ij = M_x[i, j]
+        2^E_x[i, j]); they depend on the support only, so they are computed
+        once per adapter for every weight vector."""
+        ints = getattr(self, "_ints", None)
+        if ints is None:
+            Mx, Ex = _int_parts(self.Xs)
+            Ms, Es = _int_parts(np.array([self.s2]))
+            rows = Mx.tolist()
+            pw = [[[m**k for k in range(self.p + 1)] for m in row] for row in rows]
+            ints = self._ints = (Ex, int(Ms[0]), int(Es[0]), pw)
+        return ints
 
     def _setup_exact(self, d):
         p = self.p
@@ -344,18 +433,21 @@ class DotProductPowerAdapter(KernelAdapter):
         return np.inner(np.asarray(X, dtype=np.float64), self.Xs) + self.s2
 
     def values(self, X):
-        # The same operations as sklearn: (inner + sigma_0^2) ** exponent.
-        return self._base(X) ** self.e
+        # The same operations as sklearn: (inner + sigma_0^2) ** exponent
+        # (no power for a plain DotProduct).
+        t = self._base(X)
+        return t if self._plain else t**self.e
 
     def value_and_grad(self, X):
         t = self._base(X)
         p = self.p
         dk = p * t ** (p - 1) if p > 1 else np.ones_like(t)
-        return t**self.e, dk[:, :, None] * self.Xs[None, :, :]
+        return (t if self._plain else t**self.e), dk[:, :, None] * self.Xs[None, :, :]
 
     def diag(self, X):
         X = np.asarray(X, dtype=np.float64)
-        return (np.einsum("ij,ij->i", X, X) + self.s2) ** self.e
+        t = np.einsum("ij,ij->i", X, X) + self.s2
+        return t if self._plain else t**self.e
 
     # -- intervals ------------------------------------------------------
     def _base_interval(self, lo, hi):
@@ -593,11 +685,14 @@ class DotProductPowerAdapter(KernelAdapter):
         ilb = interval_lower(w, klo, khi) - 2.0 * (N + self.p * (d + 2) + 24) * _U * mag
         with np.errstate(invalid="ignore", over="ignore"):
             finite = np.isfinite(M).all(axis=(1, 2))
-            Mf = np.where(finite[:, None, None], M, 0.0)
-            coef_eig, coef_ger = _separable_quadratic(Mf, h)
-            q1 = _separable_min(coef_eig, G, h)
-            q2 = _separable_min(coef_ger, G, h)
-        alpha = np.where((q2 > q1)[:, None], coef_ger, coef_eig)
+            if self.p == 1:  # M = 0 exactly: linear, no quadratic part to bound
+                alpha = np.zeros((B, d))
+            else:
+                Mf = np.where(finite[:, None, None], M, 0.0)
+                coef_eig, coef_ger = _separable_quadratic(Mf, h)
+                q1 = _separable_min(coef_eig, G, h)
+                q2 = _separable_min(coef_ger, G, h)
+                alpha = np.where((q2 > q1)[:, None], coef_ger, coef_eig)
         const = V + rem
         bad = ~(finite & np.isfinite(const) & np.isfinite(G).all(-1))
         # A box whose model overflowed keeps only the interval bound.
