@@ -841,3 +841,31 @@ def test_constant_sharp_on_adversarial_weights(kind):
     ad.mean_rtol = lambda n, d: 0.1 * full(n, d)
     lower10, upper10 = bounds()
     assert not (lower10[0] <= pred[0] <= upper10[0])
+
+
+@pytest.mark.parametrize("kernel", [WhiteKernel(0.5), ConstantKernel(2.0) * WhiteKernel(0.5),
+                                    WhiteKernel(0.5) + WhiteKernel(0.1)])
+@pytest.mark.parametrize("normalize_y", [False, True])
+def test_white_only_mean_is_its_offset(kernel, normalize_y):
+    """WhiteKernel's cross-covariances are exact zeros (``mean_rtol`` 0, or
+    2 u per product / sum level): predict returns the offset exactly, and the
+    bounds at any box are that number."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(15, 2)) + 40.0
+    y = rng.normal(size=15) * 1e3 + 7.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(kernel, optimizer=None, normalize_y=normalize_y).fit(X, y)
+    lm = from_regressor(reg)
+    ad = lm.adapter
+    assert ad.mean_rtol(15, 2) <= 4 * 2.0**-53
+    lo = X[:4] - 0.3
+    hi = X[:4] + 0.3
+    W = np.broadcast_to(lm.weights[:, 0], (4, 15))
+    m = float(lm.offset[0])
+    pred = gpr_predict(reg, box_points(lo[0], hi[0], rng, 200))[:, 0]
+    assert np.all(pred == pred[0])
+    lower = affine_lower(ad, W, m, lo, hi).lower
+    upper = -affine_lower(ad, -W, -m, lo, hi).lower
+    assert np.all(lower <= pred[0]) and np.all(pred[0] <= upper)
+    assert np.all(upper - lower <= 4 * 2.0**-52 * abs(pred[0]) + 1e-290)
