@@ -67,7 +67,7 @@ def test_dual_quadratic_lower_exact_for_separable_concave():
     lower, _ = dual_quadratic_lower(A[None], g[None])
     true = -np.abs(g).sum() + 0.5 * np.trace(A)
     assert lower[0] <= true
-    assert lower[0] >= true - 1e-4 * (1 + abs(true))
+    assert lower[0] >= true - 1e-3 * (1 + abs(true))  # 12 ascent steps: within 0.1%
 
 
 def _random_taylor(rng, B, d):
@@ -173,3 +173,33 @@ def test_affine_lower_high_dim_sweep(seed, d, n, ls, amp, half, kind, offset):
     lo, hi = x - half, x + half
     bb = affine_lower(make_adapter(kernel, Xs), w[None], 0.0, lo[None], hi[None])
     assert bb.lower[0] <= _attack(kernel, Xs, w, lo, hi, rng, n=1000, starts=4)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=str)
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_quadratic_remainder_model_alone_sound(kernel, offset):
+    """The alternative model (remainder as a concave quadratic form, attribute
+    ``alt`` of the stationary Taylor model) is a valid lower bound by itself
+    (its dual bound minus the rounding margin below the attack)."""
+    rng = np.random.default_rng(2)
+    d, N = 16, 40
+    Xs = rng.uniform(0, 1, (N, d)) + offset
+    w = rng.normal(size=N) * 5.0
+    ad = make_adapter(kernel, Xs)
+    found = 0
+    for half in (0.02, 0.1, 0.4):
+        x = rng.uniform(0, 1, d) + offset
+        lo, hi = (x - half)[None], (x + half)[None]
+        _, tm = ad.linearise(lo, hi, w[None])
+        alt = getattr(tm, "alt", None)
+        if alt is None:
+            continue
+        found += 1
+        h = 0.5 * (hi - lo)
+        A2 = alt[0] * h[:, :, None] * h[:, None, :] + 2.0 * np.eye(d) * (tm.diag * h * h)[:, :, None]
+        q, _ = dual_quadratic_lower(A2, tm.grad * h)
+        rtol = ad.mean_rtol(N, d) if hasattr(ad, "mean_rtol") else mean_mod.margin_rtol(N, d)
+        lower = tm.value + q + alt[1] - rtol * tm.mag - np.abs(w) @ ad.rounding(lo, hi)[0]
+        assert alt[2][0] <= tm.mag[0]
+        assert lower[0] <= _attack(kernel, Xs, w, lo[0], hi[0], rng)
+    assert found == 3

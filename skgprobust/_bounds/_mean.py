@@ -55,7 +55,7 @@ def minimise_separable(alpha, beta, h):
 
 
 #: Iterations of the dual ascent of :func:`dual_quadratic_lower`.
-_DUAL_ITERS = 24
+_DUAL_ITERS = 12
 
 
 def dual_quadratic_lower(A, g):
@@ -88,8 +88,8 @@ def dual_quadratic_lower(A, g):
     update lambda_j <- lambda_j |y_j|^eta (its gradient in lambda_j is
     y_j^2 - 1, zero where |y_j| = 1), from lambda_j = |g_j| / 2 + the shift
     -lam_min(A) that makes P positive definite; a step that does not improve
-    the bound (or leaves P not positive definite) is undone and eta halved.
-    Every evaluated bound is valid whatever lambda is; the best one is kept.
+    the dual value (or leaves P not positive definite) is undone and eta
+    halved. The bound is valid whatever lambda and y the ascent ends with.
 
     Returns the bound (B,) and the clipped minimiser y (B, d) of the best step.
     """
@@ -103,33 +103,49 @@ def dual_quadratic_lower(A, g):
     best_lam, best_y = lam.copy(), np.zeros((B, d))
     eta = np.ones(B)
     for _ in range(_DUAL_ITERS):
+        # The ascent only chooses lambda (Cholesky as the positive-definiteness
+        # test, the dual value as the score); the bound is evaluated rigorously
+        # once at the end, for the chosen lambda.
         P = A + 2.0 * lam[:, :, None] * eye
-        ev = np.linalg.eigvalsh(P)[:, 0]
-        ok = ev > 1e-9 * (1.0 + np.abs(P).max(axis=(1, 2)))
-        Ps = np.where(ok[:, None, None], P, eye)
-        y = -np.linalg.solve(Ps, g[:, :, None])[:, :, 0]
-        Py = np.matmul(P, y[:, :, None])[:, :, 0]
-        lp = ev - 1e-12 * np.abs(P).sum(axis=(1, 2))
-        ay = np.abs(y)
+        ok = _positive_definite(P)
+        y = -np.linalg.solve(np.where(ok[:, None, None], P, eye), g[:, :, None])[:, :, 0]
         with np.errstate(invalid="ignore", over="ignore"):
-            val = -0.5 * (y * Py).sum(-1) - np.abs(g + Py).sum(-1) - lam.sum(-1) \
-                + 0.5 * np.minimum(lp, 0.0) * ((1.0 + ay) ** 2).sum(-1)
-            mag = 0.5 * (ay * np.matmul(np.abs(P), ay[:, :, None])[:, :, 0]).sum(-1) \
-                + (np.abs(g) * (1.0 + ay)).sum(-1) + np.abs(Py).sum(-1) + lam.sum(-1)
-            val = val - 1e-12 * mag
+            val = 0.5 * (g * y).sum(-1) - lam.sum(-1)
         improved = ok & np.isfinite(val) & (val > best)
         best = np.where(improved, val, best)
         best_lam = np.where(improved[:, None], lam, best_lam)
         best_y = np.where(improved[:, None], y, best_y)
         # Worse (or not positive definite): back to the best lambda, shorter steps.
         eta = np.where(improved, np.minimum(eta * 1.5, 2.0), eta * 0.5)
-        y_step = np.where(improved[:, None], ay, np.abs(best_y))
+        y_step = np.where(improved[:, None], np.abs(y), np.abs(best_y))
         base = np.where(improved[:, None], lam, best_lam)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             step = np.exp(np.clip(eta[:, None] * np.log(np.maximum(y_step, 1e-300)), -3.0, 3.0))
         lam = np.maximum(base * step, tiny[:, None])
         lam = np.where(np.isfinite(lam), lam, best_lam)
-    return best, np.clip(best_y, -1.0, 1.0)
+    # Rigorous evaluation at the best lambda and its y (valid for any of them).
+    lam, y = best_lam, np.where(np.isfinite(best_y), best_y, 0.0)
+    P = A + 2.0 * lam[:, :, None] * eye
+    Py = np.matmul(P, y[:, :, None])[:, :, 0]
+    lp = np.linalg.eigvalsh(P)[:, 0] - 1e-12 * np.abs(P).sum(axis=(1, 2))
+    ay = np.abs(y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        val = -0.5 * (y * Py).sum(-1) - np.abs(g + Py).sum(-1) - lam.sum(-1) \
+            + 0.5 * np.minimum(lp, 0.0) * ((1.0 + ay) ** 2).sum(-1)
+        mag = 0.5 * (ay * np.matmul(np.abs(P), ay[:, :, None])[:, :, 0]).sum(-1) \
+            + (np.abs(g) * (1.0 + ay)).sum(-1) + np.abs(Py).sum(-1) + lam.sum(-1)
+        val = val - 1e-12 * mag
+    return np.where(np.isfinite(val), val, -np.inf), np.clip(y, -1.0, 1.0)
+
+
+def _positive_definite(P):
+    """Per box: does the Cholesky factorisation of P succeed (batched; the
+    eigenvalues only where some box fails)."""
+    try:
+        np.linalg.cholesky(P)
+        return np.ones(len(P), dtype=bool)
+    except np.linalg.LinAlgError:
+        return np.linalg.eigvalsh(P)[:, 0] > 0
 
 
 def taylor_lower(tm, h):
@@ -150,6 +166,12 @@ def taylor_lower(tm, h):
     interplay of the gradient with M (the box minimiser of a gradient-
     dominated model is near a vertex, where the eigenvalue bound charges
     lambda_min on every coordinate). The largest of the three is used.
+
+    A model with an attribute ``alt = (M_alt, rem_alt, mag_alt)`` (an
+    equally valid model with the same value, gradient and diagonal:
+    :meth:`~skgprobust.kernels.stationary.StationaryAdapter.taylor` in
+    d >= 8, whose ``mag`` already covers ``mag_alt``) also gets the dual
+    bound of that model, and the larger lower bound is used.
     """
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         A = tm.M * h[:, :, None] * h[:, None, :]
@@ -174,6 +196,18 @@ def taylor_lower(tm, h):
             q = np.where(better, qd, q)
             u = np.where(better[:, None], vd * h, u)
         lower = tm.value + q + tm.rem
+        alt = getattr(tm, "alt", None)
+        if alt is not None and h.shape[1] >= 8:
+            # The same model with its remainder as a concave quadratic form
+            # (M_alt, rem_alt), see StationaryAdapter._quadratic_remainder.
+            M_alt, rem_alt, _ = alt
+            A2 = M_alt * h[:, :, None] * h[:, None, :] + 2.0 * (tm.diag * h * h)[:, :, None] * np.eye(h.shape[1])
+            ok2 = np.isfinite(A2).all(axis=(1, 2)) & np.isfinite(rem_alt)
+            qa, va = dual_quadratic_lower(np.where(ok2[:, None, None], A2, 0.0), tm.grad * h)
+            lower_a = np.where(ok2, tm.value + qa + rem_alt, -np.inf)
+            better = lower_a > lower
+            u = np.where(better[:, None], va * h, u)
+            lower = np.where(better, lower_a, lower)
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
 

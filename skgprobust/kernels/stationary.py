@@ -202,10 +202,68 @@ class StationaryAdapter(KernelAdapter):
             # w > 0: worst at delta > 0; w < 0: worst at delta < 0.
             r3 = -np.abs(w) * m3 * np.where(w > 0, pU - pc, pc - pL) ** 3 / 6.0
         r3 = np.where(np.isfinite(r3), r3, -np.inf)
+        rem0 = rem
         rem = rem + np.maximum(r2, r3).sum(-1)
         rem = np.where(bad, -np.inf, rem)
         mag = (np.abs(w) * (k_c + np.abs(d1) * (pc + pU) + m2hi * (pU + qmax[:, None]) ** 2)).sum(-1)
-        return TaylorModel(value, grad, diag, M, rem, mag)
+        tm = TaylorModel(value, grad, diag, M, rem, mag)
+        if lo.shape[1] >= 8:
+            tm.alt = self._quadratic_remainder(Es, aE, hs, sw, w, coef, m3, pU - pc, pc - pL, qmax, M, rem0,
+                                               bad, mag)
+            # One margin for both models: the larger magnitude.
+            tm.mag = np.maximum(tm.mag, tm.alt[2])
+        return tm
+
+    @staticmethod
+    def _quadratic_remainder(Es, aE, hs, sw, w, coef, m3, dpos, dneg, qmax, M, rem0, bad, mag):
+        """The remainders as one concave quadratic form (d >= 8): the
+        alternative ``(M_alt, rem_alt, mag_alt)`` of a Taylor model whose
+        other parts are unchanged (attribute ``alt`` of the model, used by
+        :func:`~skgprobust._bounds._mean.taylor_lower`).
+
+        Proof. Each point's remainder w_i r_i is bounded below, as in
+        :meth:`taylor`, by (a) 1/2 coef_i delta_i^2 (coef_i <= 0: the r2
+        bound before delta_i^2 <= dmax_i^2 is used) and by (b)
+        -|w_i| m3_i |delta_i|^3 / 6 >= -(|w_i| m3_i D_i / 6) delta_i^2, with
+        D_i = phi_U - phi_c for w_i > 0 (the third derivative is <= 0, so
+        only delta_i > 0 lowers w_i r_i, and then 0 < delta_i <= D_i) and
+        D_i = phi_c - phi_L for w_i < 0 (only delta_i < 0 lowers it). So
+        w_i r_i >= -kappa_i delta_i^2, kappa_i the smaller of the two
+        coefficients. With delta_i = l_i + q, 0 <= q <= qmax and any
+        theta_i > 0, delta_i^2 <= (1 + theta_i) l_i^2 + (1 + 1/theta_i)
+        qmax^2 (Young's inequality); theta_i = qmax / lmax_i (lmax_i = 2
+        sum_j |Es_ij| hs_j >= |l_i|). And l_i(u) = -2 sum_j sw_j Es_ij u_j,
+        so sum_i kappa_i (1 + theta_i) l_i^2 = u^T R u with R = 4 sum_i
+        kappa_i (1 + theta_i) (sw Es_i)(sw Es_i)^T. Hence value + grad.u +
+        diag.u^2 + 1/2 u^T (M - 2 R) u + rem0 - sum_i kappa_i (1 + 1/theta_i)
+        qmax^2 is a lower bound over the box (rem0: the q-terms of
+        :meth:`taylor`). It keeps the correlation of the points' remainders
+        through u (at a vertex u, l_i(u)^2 is typically far below lmax_i^2),
+        which the per-point bound of :meth:`taylor` loses.
+
+        Rounding: R's entries are sums of non-negative terms of size at most
+        kappa_i (1 + theta_i) lmax_i^2; ``mag_alt`` = ``mag`` + the sum of
+        those + the constant, and :meth:`taylor` raises the model's ``mag``
+        to ``mag_alt``, so the caller's relative margin (``margin_rtol *
+        mag``) covers their rounding as it covers M's, whichever model wins.
+        """
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            k2 = -0.5 * coef
+            k3 = np.abs(w) * m3 * np.where(w > 0, dpos, dneg) / 6.0
+            kappa = np.minimum(np.where(np.isfinite(k2), k2, np.inf), np.where(np.isfinite(k3), k3, np.inf))
+            kappa = np.maximum(kappa, 0.0)
+            lmax = 2.0 * np.matmul(hs[:, None, :], aE)[:, 0, :]
+            theta = np.where((lmax > 0) & (qmax[:, None] > 0), qmax[:, None] / np.where(lmax > 0, lmax, 1.0), 1.0)
+            a = kappa * (1.0 + theta)
+            cq = kappa * (1.0 + 1.0 / theta) * qmax[:, None] ** 2
+            Esw = Es * sw[None, :, None]
+            R = 4.0 * np.matmul(Esw * a[:, None, :], Esw.transpose(0, 2, 1))
+            rem_alt = rem0 - cq.sum(-1)
+            mag_alt = mag + (a * lmax**2).sum(-1) + cq.sum(-1)
+        ok = ~bad & np.isfinite(rem_alt) & np.isfinite(R).all(axis=(1, 2)) & np.isfinite(kappa).all(-1)
+        rem_alt = np.where(ok, np.minimum(rem_alt, 0.0), -np.inf)
+        R = np.where(ok[:, None, None], R, 0.0)
+        return M - 2.0 * R, rem_alt, np.where(ok, mag_alt, mag)
 
 
 class RBFAdapter(StationaryAdapter):
