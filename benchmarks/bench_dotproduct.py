@@ -10,6 +10,11 @@ Two models, 20 held-out rows each, l_inf boxes of half-width gamma = 0.05:
   ConstantKernel(1.0) * DotProduct(1.0) ** 2 + WhiteKernel(0.1),
   normalize_y=True, random_state=0)`` (hyperparameters fitted), the last 20
   are the rows. ``prediction_range(statistic="mean")``.
+* ``lin``: the same data and rows, ``ConstantKernel(1.0) * DotProduct(1.0) +
+  WhiteKernel(0.1)`` (a plain DotProduct: the p = 1 polynomial adapter
+  since the change below), ``normalize_y=True``, fitted;
+  ``prediction_range`` of the mean (``lin-mean``) and of the predictive
+  standard deviation (``lin-std``).
 * ``xor``: sklearn's gallery example plot_gpc_xor: ``rng =
   np.random.RandomState(0); X = rng.randn(200, 2); Y = np.logical_xor(X[:, 0]
   > 0, X[:, 1] > 0)``, ``GaussianProcessClassifier(kernel=1.0 *
@@ -59,6 +64,24 @@ run (``--before`` a worktree of 1c16e79, load average 11-12): reg-mean median
 polynomial coefficients instead of 200 support terms); xor-proba 100% both,
 median 0.21 s both (the variance bound dominates); certify unchanged within
 noise (0.4-1.1 ms median per row both). Widths unchanged (1.015 / 1.007).
+
+Plain DotProduct through the p = 1 polynomial adapter, WhiteAdapter /
+SumAdapter rounding constants (``--before`` the three kernels files of
+6724fde, everything else identical; load average 4.5-6 on 2 cores, so the
+per-row medians of a few ms are noise-level): all rows converge before and
+after, widths identical; medians before -> after reg-mean 0.015 -> 0.011
+and 0.018 -> 0.034 s in two runs, lin-mean 0.002 -> 0.003 / 0.007 / 0.011 s,
+lin-std 0.016 -> 0.040 / 0.037 -> 0.043 s, xor rows unchanged within
+noise. Repeated (5 passes over the 20 rows, the smallest per-row
+median): lin-mean 0.0019 -> 0.0014 s, lin-std 0.0069 -> 0.0047 s, so not
+slower. The bound itself, timed as the min of 7 x 50 calls of
+``affine_lower`` on one box / 64 boxes: lin 0.45 -> 0.47 ms / 5.9 -> 2.9 ms,
+reg 0.88 -> 0.73 ms / 7.25 -> 7.65 ms. Where the constant matters
+(random rank-deficient fits of tests/test_dotproduct.py, 12 fits x 3 rows
+per family, gamma 1% of the feature range, epsilon 1% of std(predict),
+1 s per call): converged plain DotProduct 15/36 -> 30/36, DotProduct [** 2]
++ WhiteKernel 11/36 -> 26/36, C * DotProduct + C * DotProduct ** 2 [+ White]
+8/36 -> 19/36; median seconds per 3 rows 3.0 -> 0.03 (plain, white).
 
 How to run
 ----------
