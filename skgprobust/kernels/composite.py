@@ -53,11 +53,14 @@ class SumAdapter(KernelAdapter):
     bounds the change of the separable minimum; for the interval bound
     u (|ilb1| + |ilb2|); for the Taylor model u (|V1| + |V2| + sum_j
     (|G1_j| + |G2_j|) h_j + (|D1_j| + |D2_j|) h_j^2 + (d + 1)/2 sum_jl
-    (|M1_jl| + |M2_jl|) h_j h_l + |rem1| + |rem2|), the M term covering
-    both the eigenvalue bound (Weyl: lambda_min moves by <= ||dA||_2 <=
-    u sum_jl |A1_jl| + |A2_jl|, times |v|^2 / 2 <= d / 2) and the
-    Gershgorin bound (1/2 per entry)); the factor 2 covers the rounding of
-    those amounts. Without a constant of its own the sum uses the default,
+    (|M1_jl| + |M2_jl|) h_j h_l + |rem1| + |rem2|). These bound, over the
+    whole box, the difference between the model with the rounded sums and
+    the exact sum of the two models, so the minimum of the one is at most
+    that far below the minimum of the other, whichever sound method bounds
+    it (the (d + 1) / 2 on M, rather than 1/2, also covers the eigenvalue
+    bound's dependence on the matrix: Weyl, lambda_min moves by <= u sum_jl
+    |A1_jl| + |A2_jl|, times |v|^2 / 2 <= d / 2); the factor 2 covers the
+    rounding of those amounts. Without a constant of its own the sum uses the default,
     which has room for all of this, and the bounds are unchanged.
     """
 
