@@ -655,7 +655,12 @@ class _ReducedVariance:
         if self.rkhs is not None:
             dh2 = (0.5 * (hi - lo)) ** 2 @ self.rkhs[1] * (1.0 + 1e-12)
             # computed minus exact kernel vectors, at x and at x0: the inputs'
-            # rounding plus 64 u kappa0 per entry (exp and the distance), twice
+            # rounding plus 64 u kappa0 per entry (exp and the distance), twice.
+            # Proof gap (review of this stop): for RBF the distance's relative
+            # rounding ~(d + 2) u turns into 0.5 D (d + 2) u k per entry, which
+            # 64 u kmax does not cover for d >~ 30 or far points; it is ~1e5
+            # times below the a-interval's absolute 1e-9 (1 + |a|) widening,
+            # which is what covers it today.
             kmax = np.max(np.abs(kap0), axis=1, initial=0.0) + np.sqrt(np.max(dev * dev, axis=1, initial=0.0))
             rnd = np.hstack([ad.rounding(lo, hi) for ad in ads]) + 64 * _U * kmax[:, None]
             e_r = 2.0 * np.sqrt(np.sum(rnd * rnd, axis=1))
@@ -827,11 +832,14 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             low = affine_lower(ad, np.vstack([W, -W]), 0.0, np.vstack([LO, LO]), np.vstack([HI, HI])).lower
             n = len(others) * B
             a_lo, a_hi = low[:n].reshape(len(others), B).T, -low[n:].reshape(len(others), B).T
-            _, khi = ad.interval(lo, hi)
+            klo, khi = ad.interval(lo, hi)
+            # sum_i |w_i| |k_i| over the box: max(|klo|, |khi|), not |khi|
+            # (kernels with negative values, e.g. odd DotProduct powers)
+            kabs = np.maximum(np.abs(klo), np.abs(khi))
             rtol = margin_rtol(len(wc), lo.shape[1])
-            mag_c = np.abs(khi) @ np.abs(wc)
+            mag_c = kabs @ np.abs(wc)
             for i, j in enumerate(others):
-                slack = rtol * (np.abs(khi) @ np.abs(self.means[j].weights[:, 0]) + mag_c) + _QUANTUM
+                slack = rtol * (kabs @ np.abs(self.means[j].weights[:, 0]) + mag_c) + _QUANTUM
                 d_lo[:, j] = np.maximum(d_lo[:, j], a_lo[:, i] - slack)
                 d_hi[:, j] = np.minimum(d_hi[:, j], a_hi[:, i] + slack)
         # The shift happens in exact arithmetic; the model rounds f = mu + s z
