@@ -212,7 +212,9 @@ class KernelAdapter:
         The default, ``margin_rtol(N, d) = (8 (N + d) + 256) u``, is the
         generous constant every adapter was written for (several ulps per
         term, 8x headroom on the sum). Adapters that prove a smaller constant
-        for their terms override it (:class:`~skgprobust.kernels.polynomial.DotProductPowerAdapter`).
+        for their terms override it (:class:`~skgprobust.kernels.polynomial.DotProductPowerAdapter`
+        and plain ``DotProduct``; ``WhiteAdapter``: 0, exact zeros; ``SumAdapter`` /
+        ``ProductAdapter`` with a constant factor: the children's constant + 2u).
         Callers that combine several models' weights add their own margin for
         the combination, as before.
         """
