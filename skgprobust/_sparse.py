@@ -126,6 +126,8 @@ from sklearn.gaussian_process import kernels as K
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+# Private, kept on purpose: the function sklearn's GaussianProcessRegressor
+# uses, so normalize_y matches it bit for bit (zero-variance targets included).
 from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
