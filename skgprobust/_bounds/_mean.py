@@ -154,7 +154,7 @@ def _positive_definite(P):
         return ok
 
 
-def taylor_lower(tm, h):
+def taylor_lower(tm, h, dual=False):
     """Lower bound of a :class:`~skgprobust.kernels.TaylorModel` over |u| <= h.
 
     The indefinite part 1/2 u^T M u gets two separable lower bounds, and the
@@ -166,7 +166,9 @@ def taylor_lower(tm, h):
     * 1/2 sum_j (M_jj - sum_{l != j} |M_jl| h_l / h_j) u_j^2, from
       |u_j u_l| <= (u_j^2 h_l / h_j + u_l^2 h_j / h_l) / 2;
 
-    and, in d >= 8 dimensions (where both lose a term per coordinate), the
+    and, with ``dual=True`` (what :func:`affine_lower_parts` passes; the
+    variance bounds keep the two cheaper ones), in d >= 8 dimensions (where
+    both lose a term per coordinate), the
     whole quadratic (gradient, diagonal and M together) in v = u / h gets
     the Lagrangian dual bound :func:`dual_quadratic_lower`, which keeps the
     interplay of the gradient with M (the box minimiser of a gradient-
@@ -199,14 +201,14 @@ def taylor_lower(tm, h):
         q = np.maximum(q1, q2)
         u = np.where((q2 > q1)[:, None], u2, u1)
         alt = getattr(tm, "alt", None)
-        if h.shape[1] >= 8 and alt is None:
+        if dual and h.shape[1] >= 8 and alt is None:
             Ad = A + 2.0 * (tm.diag * h * h)[:, :, None] * np.eye(h.shape[1])
             qd, vd = dual_quadratic_lower(Ad, tm.grad * h)
             better = qd > q
             q = np.where(better, qd, q)
             u = np.where(better[:, None], vd * h, u)
         lower = tm.value + q + tm.rem
-        if alt is not None and h.shape[1] >= 8:
+        if dual and alt is not None and h.shape[1] >= 8:
             # The same model with its remainder as a concave quadratic form
             # (M_alt, rem_alt), see StationaryAdapter._quadratic_remainder.
             M_alt, rem_alt, _ = alt
@@ -292,7 +294,7 @@ def affine_lower_parts(parts, c, lo, hi, separate=True):
         if separate and len(parts) > 1:  # this part's own best bound (before the margin)
             own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)
             if t is not None:
-                own = np.maximum(own, taylor_lower(t, h)[0])
+                own = np.maximum(own, taylor_lower(t, h, dual=True)[0])
             own_sum = own_sum + own
         rel = r if rel is None else rel + r
         has_tm = has_tm and t is not None
@@ -303,7 +305,7 @@ def affine_lower_parts(parts, c, lo, hi, separate=True):
     lower = np.maximum(rel.const + qmin, rel.ilb) - rtol * (rel.mag + np.abs(c))
     argmin = np.clip(centre + u, lo, hi)
     if tm is not None:
-        lower_t, u_t = taylor_lower(tm, h)
+        lower_t, u_t = taylor_lower(tm, h, dual=True)
         lower_t = lower_t - rtol * (tm.mag + np.abs(c))
         use_t = lower_t > lower
         argmin = np.where(use_t[:, None], np.clip(centre + u_t, lo, hi), argmin)
