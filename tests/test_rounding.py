@@ -15,6 +15,7 @@ from sklearn.gaussian_process.kernels import (
     ExpSineSquared,
     Matern,
     RationalQuadratic,
+    WhiteKernel,
 )
 
 from skgprobust import RobustGaussianProcessRegressor
@@ -235,3 +236,33 @@ def test_float32_dotproduct_classifier_ranges_hold_for_float32_queries(cls_name)
         p = clf.predict_proba(P32)
         assert np.all(r.min_lower[0] <= p.min(0))
         assert np.all(p.max(0) <= r.max_upper[0])
+
+
+def test_float32_rows_in_a_list_are_evaluated_in_float64():
+    # list(X32) is a list of float32 rows; sklearn's validation would build a
+    # float32 array and DotProduct.diag would run in float32 (proof review:
+    # std off by up to 0.34 against prediction_range's float64 evaluation).
+    rng = np.random.default_rng(3)
+    X = (30 * rng.normal(size=(6, 2))).astype(np.float32)
+    reg = RobustGaussianProcessRegressor(DotProduct(1.0) ** 2 + WhiteKernel(1e-3), optimizer=None)
+    reg.fit(list(X), rng.normal(size=6))
+    assert reg.X_train_.dtype == np.float64
+    rows = list(X[:5])
+    m32, s32 = reg.predict(rows, return_std=True)
+    m64, s64 = reg.predict(X[:5].astype(np.float64), return_std=True)
+    np.testing.assert_array_equal(m32, m64)
+    np.testing.assert_array_equal(s32, s64)
+    r = reg.prediction_range(rows, 1e-9, statistic="std", epsilon=1e-9, max_iter=50)
+    assert np.all(r.min_lower[:, 0] <= s32) and np.all(s32 <= r.max_upper[:, 0])
+
+
+def test_node_rule_upper_bound_covers_values_above_one():
+    # The softmax node rule's value can exceed 1 by rounding (two classes,
+    # one dominant: 1 + 1.55e-15); its box bound must not be clipped at 1.
+    from skgprobust._bounds._softmax import node_rule_bounds, node_rule_value
+
+    mu = np.array([[40.0, 0.0]])
+    var = np.array([[1e-6, 1e-6]])
+    v = node_rule_value(mu, var)
+    lo, hi = node_rule_bounds(mu, mu, var, var)
+    assert np.all(lo <= v) and np.all(v <= hi)

@@ -686,8 +686,11 @@ def node_rule_bounds(mu_lo, mu_hi, var_lo, var_hi):
         lo = np.nan_to_num(lo, nan=0.0)
         p_lo[sl] = (lo * W[None, :, None]).sum(axis=1)
         p_hi[sl] = (hi * W[None, :, None]).sum(axis=1)
+    # The rule's value can exceed 1 by rounding (the weighted sum of node
+    # softmaxes rounds up; measured 1 + 1.55e-15 for two classes): clip the
+    # upper bound at 1 + RULE_MARGIN, not at 1 (proof review of this stop).
     p_lo = np.clip(p_lo - RULE_MARGIN, 0.0, 1.0)
-    p_hi = np.clip(p_hi + RULE_MARGIN, 0.0, 1.0)
+    p_hi = np.clip(p_hi + RULE_MARGIN, 0.0, 1.0 + RULE_MARGIN)
     return p_lo, p_hi
 
 

@@ -98,8 +98,18 @@ def float64_inputs(X, kernel):
         if all(k in "fiub" for k in kinds) and any(np.dtype(d) != np.float64 for d in X.dtypes):
             return X.astype(np.float64)
         return X
-    if isinstance(X, np.ndarray) and X.dtype.kind in "fiub" and X.dtype != np.float64:
-        return X.astype(np.float64)
+    if isinstance(X, np.ndarray):
+        if X.dtype.kind in "fiub" and X.dtype != np.float64:
+            return X.astype(np.float64)
+        return X
+    # lists / tuples of float32 rows (what iterating a float32 array gives)
+    # would become a float32 array in sklearn's validation
+    try:
+        arr = np.asarray(X)
+    except Exception:  # ragged or exotic input: sklearn's validation reports it
+        return X
+    if arr.dtype.kind in "fiub" and arr.dtype != np.float64:
+        return arr.astype(np.float64)
     return X
 
 

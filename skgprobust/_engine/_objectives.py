@@ -582,14 +582,16 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     and kmax_g >= max_i |k_g(x, x_i)| over the box (sqrt(k(x, x) max_i
     k(x_i, x_i)), positive semi-definite kernel), as in
     :meth:`ClassProbabilities.pair_lower`. (ii) The constant C = (1 - t)
-    (a_c + s_c o_c) - t sum (a_k + s_k o_k) is computed with at most 2 K + 4
-    roundings, each of relative size u of a partial sum whose magnitude is
-    at most Cmag = |1 - t| (|a_c| + |s_c o_c|) + |t| sum (|a_k| + |s_k
-    o_k|) (every product and sum of nonnegative magnitudes), so it errs by
-    at most (2 K + 4) u Cmag (first order; the factor 2 below covers the
-    higher-order terms and t's own rounding: t is a computed number in
-    [0, 1], and the bound holds for the t actually used). The margin
-    subtracted is 2 (2 K + 4) u Cmag + margin (i), and the two additions
+    (a_c + s_c o_c) - t sum (a_k + s_k o_k) is computed with at most 3 K + 2
+    roundings (3 per k != c: a product and two sums; 2 for the c term; 3
+    for the final combination), each of relative size u of a partial sum
+    whose magnitude is at most Cmag = |1 - t| (|a_c| + |s_c o_c|) + |t| sum
+    (|a_k| + |s_k o_k|) (every product and sum of nonnegative magnitudes),
+    so it errs by at most (3 K + 2) u Cmag (first order). The margin
+    subtracted is 2 (2 K + 4) u Cmag = (4 K + 8) u Cmag >= (3 K + 2) u Cmag
+    plus room for the higher-order terms and t's own rounding (t is a
+    computed number in [0, 1], and the bound holds for the t actually used),
+    plus margin (i), and the two additions
     of the bound, the constant and the margin cost 4 u of their sizes.
     """
     B, d = lo.shape
