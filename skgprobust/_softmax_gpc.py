@@ -1329,7 +1329,10 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         the rule's distance to a certified enclosure of the diagonal
         integral F(mu, a) (refined to width ``proba_tol``, see
         :func:`softmax_point`) plus the diagonal-reduction remainder (0 for
-        two or three classes whenever the reduced variances are >= 0).
+        two or three classes whenever the reduced variances are >= 0), plus
+        ``0.75 m Q`` for the snapping of (mu, a) to multiples of ``Q`` (each
+        moves by <= Q / 2; the integral's derivatives in mu sum to <= 1/2 in
+        absolute value and in each a_j are <= 1/4, m classes).
 
         Parameters
         ----------
@@ -1343,7 +1346,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         X = validate_data(self, X, reset=False, dtype=np.float64)
         mu, a, r = self._reduced(X)
         _, err = softmax_point(_snap(mu), _snap(a), self.proba_tol_)
-        return err + r
+        return err + r + 0.75 * mu.shape[1] * _QUANTUM
 
     def predict(self, X):
         """The argmax of :meth:`predict_proba` (ties: the first class).
