@@ -35,11 +35,12 @@ change; wall-clock numbers at this load are about 1/8 of a CPU's work):
 Mean bounds in 64-D (report "rbf": Shor dual bound of the Taylor models'
 quadratic part, and the stationary remainder as one concave quadratic form;
 before = HEAD with skgprobust/_bounds/_mean.py and kernels/stationary.py
-as of 6724fde, run side by side, load average 3-5 on 2 cpus): digits
-certify, gamma 0.05, 100 rows: unknown 4% -> 2-3% (rows 60 and 78 now
-robust in 2 s, row 96 robust in 1.3 s without contention, row 37 still
-unknown, margin bound -0.047 -> -0.026); median 0.07-0.11 -> 0.23-0.26 s
-per row (one 12-step dual ascent of 64 x 64 systems per box). Root bound
+as of 6724fde, run side by side, load average 2.3-2.9 on 2 cpus): digits
+certify, gamma 0.05, 100 rows: unknown 4% -> 3% (rows 60, 78 and 96 robust
+in 0.9-1.9 s when run alone, row 37 still unknown, margin bound -0.047 ->
+-0.026); median 0.045 -> 0.087 s per row (one 12-step dual ascent of
+64 x 64 systems per box); gamma 0.02: 0% unknown both, median 0.044 ->
+0.039 s. Root bound
 of the two leading classes' latent mean difference on rows 37 / 60 / 78 /
 96: 0.161 / 0.352 / 0.000 / -0.130 -> 0.423 / 0.541 / 0.174 / 0.073,
 against the attack's 0.469 / 0.604 / 0.208 / 0.125.
