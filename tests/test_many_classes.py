@@ -402,6 +402,7 @@ def test_affine_variance_enclosure_holds_for_sklearn_variance(amp, ls):
                 assert c_hi[0] - c_lo[0] < 1e-3 * max(1.0, abs(c_hi[0]))
 
 
+@pytest.mark.slow  # ~19 s; the default run keeps the other coupled-bound tests
 def test_coupled_lines_bound_sklearn_proba():
     """The coupled lines (variance coupled to the mean) hold for each class's
     sklearn probability at 2000 points per box and L-BFGS-B extremes, and the

@@ -376,7 +376,7 @@ def test_explain_features_and_domain():
     assert cert.status.shape == (2,)
 
 
-@pytest.mark.parametrize("m", [3, 6, 10])
+@pytest.mark.parametrize("m", [3, 6, pytest.param(10, marks=pytest.mark.slow)])
 def test_node_rule_against_independent_quadrature_and_monte_carlo(m):
     """predict_proba's rule against references that share none of its code:
     a 40-point product Gauss-Hermite rule (m = 3) or 2 10^6-sample Monte
