@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.datasets import load_digits, make_blobs
@@ -18,7 +18,7 @@ from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink
 from skgprobust._engine._common import bound_model_of
 from skgprobust._engine._objectives import MarginObjective
 
-from ._helpers import SLOW
+from ._helpers import SLOW, SWEEP_EXAMPLES
 
 LINKS = [FiveErfLink(), ProbitLink(), LogisticLink()]
 
@@ -602,7 +602,8 @@ def test_iris_probability_ranges_bracket_predict_proba():
 
 
 @pytest.mark.slow
-@SLOW
+# each example fits 3-10 kernels: a third of the sweep budget (2.5 s per example)
+@settings(parent=SLOW, max_examples=max(10, SWEEP_EXAMPLES // 3))
 @given(
     n_classes=st.integers(3, 10),
     d=st.integers(1, 4),
