@@ -21,17 +21,9 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+from _data import synthetic2d  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier
 
-SHIFT = 1.5
-
-
-def synthetic2d(n, rng):
-    y = rng.integers(0, 2, n)
-    X = rng.normal(size=(n, 2))
-    X[y == 0, 0] += SHIFT
-    X[y == 1, 1] += SHIFT
-    return X, y
 
 
 def bench_synthetic(rows, time_limit):

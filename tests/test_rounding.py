@@ -266,3 +266,18 @@ def test_node_rule_upper_bound_covers_values_above_one():
     v = node_rule_value(mu, var)
     lo, hi = node_rule_bounds(mu, mu, var, var)
     assert np.all(lo <= v) and np.all(v <= hi)
+
+
+def test_float32_dataframe_inputs_are_evaluated_in_float64():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame((30 * rng.normal(size=(6, 2))).astype(np.float32), columns=["a", "b"])
+    reg = RobustGaussianProcessRegressor(DotProduct(1.0) ** 2 + WhiteKernel(1e-3), optimizer=None)
+    reg.fit(X, rng.normal(size=6))
+    assert reg.X_train_.dtype == np.float64
+    assert list(reg.feature_names_in_) == ["a", "b"]
+    s32 = reg.predict(X.iloc[:5], return_std=True)[1]
+    s64 = reg.predict(X.iloc[:5].astype(np.float64), return_std=True)[1]
+    np.testing.assert_array_equal(s32, s64)
+    r = reg.prediction_range(X.iloc[:5], 1e-9, statistic="std", epsilon=1e-9, max_iter=50)
+    assert np.all(r.min_lower[:, 0] <= s32) and np.all(s32 <= r.max_upper[:, 0])
