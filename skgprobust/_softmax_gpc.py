@@ -198,7 +198,7 @@ from ._engine._api import certify_classes, explain_classes, fill_doc
 from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, prepare
 from ._engine._driver import RangeProblem, range_rows
 from ._engine._latent import BoundModel
-from ._engine._objectives import (
+from ._engine._softmax_objectives import (
     SoftmaxMarginObjective,
     SoftmaxProbabilities,
     SoftmaxProbaObjective,

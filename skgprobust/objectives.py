@@ -4,6 +4,6 @@ Kept so that the import path documented in earlier releases keeps working;
 new code should use the estimators.
 """
 
-from ._engine._objectives import SoftmaxMarginObjective, SoftmaxProbabilities, SoftmaxProbaObjective
+from ._engine._softmax_objectives import SoftmaxMarginObjective, SoftmaxProbabilities, SoftmaxProbaObjective
 
 __all__ = ["SoftmaxProbabilities", "SoftmaxProbaObjective", "SoftmaxMarginObjective"]

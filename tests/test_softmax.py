@@ -518,7 +518,7 @@ def _softmax_model(m=3, seed=0):
     from sklearn.gaussian_process.kernels import RBF
 
     from skgprobust._engine._latent import from_classifier
-    from skgprobust._engine._objectives import SoftmaxProbabilities
+    from skgprobust._engine._softmax_objectives import SoftmaxProbabilities
 
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(m, 2)) * 1.5
@@ -561,7 +561,7 @@ def test_softmax_engine_gauss_hermite_model_is_accurate():
 
 @pytest.mark.slow  # ~30 s: runs in CI's slow job
 def test_softmax_engine_range_and_certify_are_sound():
-    from skgprobust._engine._objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
+    from skgprobust._engine._softmax_objectives import SoftmaxMarginObjective, SoftmaxProbaObjective
     from skgprobust._engine._solve import Budget, solve_range, solve_sign
 
     from ._helpers import attack
@@ -599,7 +599,7 @@ def test_softmax_engine_range_and_certify_are_sound():
 
 
 def test_softmax_probabilities_validation():
-    from skgprobust._engine._objectives import SoftmaxProbabilities
+    from skgprobust._engine._softmax_objectives import SoftmaxProbabilities
 
     probs, _ = _softmax_model()
     with pytest.raises(ValueError, match="m >= 2"):

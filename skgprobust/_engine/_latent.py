@@ -35,7 +35,7 @@ A family whose decision rule is none of these (a softmax model's argmax of
 the softmax-Gaussian integral, a multi-output model's joint mean) subclasses
 :class:`BoundModel` in its own module and overrides :meth:`BoundModel.margin`
 / :meth:`BoundModel.probabilities` to return objectives built on its latents
-(e.g. :class:`~skgprobust._engine._objectives.SoftmaxProbabilities`); the
+(e.g. :class:`~skgprobust._engine._softmax_objectives.SoftmaxProbabilities`); the
 driver and the controllers only see objectives.
 
 Soundness of the whole chain rests on the two formulas above reproducing the
