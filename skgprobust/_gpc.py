@@ -3,9 +3,9 @@
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
 
-from ._engine._api import ProbaOnly, certify_classes, explain_classes, fill_doc
-from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, float64_inputs, prepare
-from ._engine._driver import RangeProblem, range_result, range_rows
+from ._engine._api import ClassifierBoundsMixin, ProbaOnly, fill_doc
+from ._engine._common import float64_inputs
+from ._engine._driver import RangeProblem, range_result
 from ._engine._latent import check_variance_bound, classifier_bound_model
 from ._engine._objectives import ProbaObjective
 from ._engine._solve import Budget, DecisionOutcome, solve_sign
@@ -54,7 +54,7 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     return DecisionOutcome("unknown" if undecided else "robust", bound, nan, n_iter, budget.elapsed())
 
 
-class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier):
+class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClassifier):
     """Gaussian process classifier with certified robustness.
 
     A drop-in subclass of :class:`sklearn.gaussian_process.GaussianProcessClassifier`
@@ -81,6 +81,39 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
     """
 
     _fitted_attributes = ("base_estimator_", "classes_")
+
+    # certify / prediction_range / explain: ClassifierBoundsMixin's, with
+    # these docstring parts (skgprobust/_engine/_api.py); the probability
+    # methods are absent on one-vs-one models (ProbaOnly).
+    _variance_bound_methods = ("certify", "prediction_range", "explain")
+    _proba_only_methods = ("prediction_range", "explain")
+    _method_docs = {
+        "certify": "Prove that ``predict`` gives the same class everywhere in the box.",
+        "certify_result": """\
+``bound`` is a proven lower bound of the latent margin towards the
+predicted class (robust iff > 0).""",
+        "prediction_range": "Certified range of the predicted probabilities over the box around each row.",
+        "statistic": """\
+statistic : {"proba", "latent_mean"}, default="proba"
+    "proba": ``predict_proba`` (columns ordered as ``classes_``),
+    exactly as sklearn computes it (five-erf approximation,
+    one-vs-rest normalisation). "latent_mean": the latent mean of
+    each binary model (one column for two classes, one per class
+    for one-vs-rest), as ``latent_mean_and_variance`` returns it.""",
+        "range_result": """\
+Arrays of shape (n_samples, n_classes), one column for
+``statistic="latent_mean"`` with two classes.""",
+        "explain": """\
+Per-feature sensitivity of ``predict_proba`` with certified bounds.
+
+The paper's Delta metric (Sec. 7.4): for feature i,
+``Delta_i = (pi_max(T+) - pi_max(T-)) + (pi_min(T+) - pi_min(T-))``
+over the one-sided boxes ``T+ = [x, x + gamma e_i]`` and
+``T- = [x - gamma e_i, x]``, pi the probability of the explained
+class. Positive: raising the feature raises the probability.
+Deterministic for a given ``random_state`` (the bounds do not depend
+on it).""",
+    }
 
     @ProbaOnly
     def predict_proba(self, X):
@@ -134,18 +167,11 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
         """
         return super().latent_mean_and_variance(float64_inputs(X, self.kernel))
 
+    @fill_doc
     def fit(self, X, y):
         """Fit the Gaussian process classifier (sklearn's ``fit``, inputs in float64).
 
-        Numeric training inputs are stored as float64 (sklearn keeps float32),
-        so that ``predict`` evaluates every kernel in float64, the arithmetic
-        the certified bounds are proven for (see
-        ``skgprobust._engine._common.float64_inputs``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or list of object
-            Training inputs.
+        %(fit_float64)s
         y : array-like of shape (n_samples,)
             Target values (class labels).
 
@@ -162,6 +188,29 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
     def _build_bound_model(self):
         return classifier_bound_model(self)
 
+    # -- the hooks of ClassifierBoundsMixin ---------------------------------
+
+    def _predict_labels(self, X):
+        return self.base_estimator_.predict(X)
+
+    def _proba_reference(self, X):
+        return self.base_estimator_.predict_proba(X)
+
+    def _proba_pairs(self, variance_bound="default"):
+        """``c -> (objective, negated objective)`` of ``predict_proba[:, c]``."""
+        probs = self._bound_model().probabilities(check_variance_bound(variance_bound))
+        return lambda c: (ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0))
+
+    def _row_solver(self, X, variance_bound, max_iter, time_limit):
+        check_variance_bound(variance_bound)
+        bm = self._bound_model()
+        if bm.kind == "one_vs_rest" and len(X):
+            # Per-fit variance precomputations (factors, spectra) before the
+            # rows start, so that no row's time_limit pays for them.
+            bm.probabilities(variance_bound)
+        func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
+        return func, (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
+
     def _proba_problem(self, variance_bound="default"):
         """:class:`RangeProblem` of ``predict_proba``: p1 for two classes
         (class 0 mirrors it), one column per class for one-vs-rest."""
@@ -176,177 +225,28 @@ class RobustGaussianProcessClassifier(BoundModelMixin, GaussianProcessClassifier
 
         return RangeProblem(pairs, reference)
 
-    @fill_doc
-    def certify(
-        self,
-        X,
-        gamma,
-        *,
-        delta=None,
-        norm=np.inf,
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        variance_bound="default",
-    ):
-        """Prove that ``predict`` gives the same class everywhere in the box.
-
-        Parameters
-        ----------
-        %(box)s
-        %(delta_classifier)s
-        %(norm_classifier)s
-        %(run)s
-        %(variance_bound_classifier)s
-
-        Returns
-        -------
-        %(certify_returns)s
-            ``bound`` is a proven lower bound of the latent margin towards the
-            predicted class (robust iff > 0).
-        """
-
-        def solver(X):
-            check_variance_bound(variance_bound)
-            bm = self._bound_model()
-            if bm.kind == "one_vs_rest" and len(X):
-                # Per-fit variance precomputations (factors, spectra) before the
-                # rows start, so that no row's time_limit pays for them.
-                bm.probabilities(variance_bound)
-            func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
-            return func, (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
-
-        return certify_classes(
-            self, X, gamma, delta=delta, norm=norm, predict=lambda P: self.base_estimator_.predict(P), solver=solver,
-            features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
-            random_state=random_state, verbose=verbose,
-        )
-
-    @ProbaOnly
-    @fill_doc
-    def prediction_range(
-        self,
-        X,
-        gamma,
-        *,
-        epsilon=1e-2,
-        statistic="proba",
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        variance_bound="default",
-    ):
-        """Certified range of the predicted probabilities over the box around each row.
-
-        Parameters
-        ----------
-        %(box)s
-        %(epsilon_range)s
-        statistic : {"proba", "latent_mean"}, default="proba"
-            "proba": ``predict_proba`` (columns ordered as ``classes_``),
-            exactly as sklearn computes it (five-erf approximation,
-            one-vs-rest normalisation). "latent_mean": the latent mean of
-            each binary model (one column for two classes, one per class
-            for one-vs-rest), as ``latent_mean_and_variance`` returns it.
-        %(run_range)s
-        %(variance_bound_classifier)s
-
-        Returns
-        -------
-        %(range_returns)s
-            Arrays of shape (n_samples, n_classes), one column for
-            ``statistic="latent_mean"`` with two classes.
-        """
-        check_statistic(statistic, ("proba", "latent_mean"))
-        check_epsilon(epsilon)
-        check_variance_bound(variance_bound)
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
+    def _range_problem(self, statistic="proba", variance_bound="default"):
+        """:class:`RangeProblem` of a statistic (``prediction_range``)."""
+        if statistic == "proba":
+            return self._proba_problem(variance_bound)
         bm = self._bound_model()
-        if statistic == "latent_mean":
-            ests = [self.base_estimator_] if bm.kind == "binary" else list(self.base_estimator_.estimators_)
+        ests = [self.base_estimator_] if bm.kind == "binary" else list(self.base_estimator_.estimators_)
 
-            def reference(P):
-                return np.column_stack([e.latent_mean_and_variance(P)[0] for e in ests])
+        def reference(P):
+            return np.column_stack([e.latent_mean_and_variance(P)[0] for e in ests])
 
-            problem = RangeProblem(bm.mean_pairs(), reference)
-        else:
-            problem = self._proba_problem(variance_bound)
-        res = range_rows(
-            {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
-            n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )
-        if bm.kind == "binary" and statistic == "proba":
-            # Class 0 is 1 - p1: its range is the mirror of class 1's.
-            res = range_result(
-                np.hstack([1.0 - res.max_upper, res.min_lower]),
-                np.hstack([1.0 - res.max_lower, res.min_upper]),
-                np.concatenate([res.argmax, res.argmin], 1),
-                np.hstack([1.0 - res.min_upper, res.max_lower]),
-                np.hstack([1.0 - res.min_lower, res.max_upper]),
-                np.concatenate([res.argmin, res.argmax], 1),
-                epsilon, res.n_iter, res.time, warn=False,
-            )
-        return res
+        return RangeProblem(bm.mean_pairs(), reference)
 
-    @ProbaOnly
-    @fill_doc
-    def explain(
-        self,
-        X,
-        gamma,
-        *,
-        features=None,
-        target=None,
-        epsilon=1e-2,
-        method="bounds",
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        variance_bound="default",
-    ):
-        """Per-feature sensitivity of ``predict_proba`` with certified bounds.
-
-        The paper's Delta metric (Sec. 7.4): for feature i,
-        ``Delta_i = (pi_max(T+) - pi_max(T-)) + (pi_min(T+) - pi_min(T-))``
-        over the one-sided boxes ``T+ = [x, x + gamma e_i]`` and
-        ``T- = [x - gamma e_i, x]``, pi the probability of the explained
-        class. Positive: raising the feature raises the probability.
-        Deterministic for a given ``random_state`` (the bounds do not depend
-        on it).
-
-        Parameters
-        ----------
-        %(box_explain)s
-        %(target_class)s
-        %(epsilon_explain)s
-        %(method)s
-        %(run_explain)s
-        %(variance_bound_classifier)s
-
-        Returns
-        -------
-        %(explain_returns)s
-        """
-
-        def proba_pairs():
-            probs = self._bound_model().probabilities(variance_bound)
-            return lambda c: (ProbaObjective(probs, c, 1.0), ProbaObjective(probs, c, -1.0))
-
-        return explain_classes(
-            self, X, gamma, features=features, target=target, domain=domain,
-            predict=lambda P: self.base_estimator_.predict(P), proba_pairs=proba_pairs,
-            reference=lambda P: self.base_estimator_.predict_proba(P),
-            check=lambda: check_variance_bound(variance_bound), epsilon=epsilon, method=method,
-            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+    def _finish_range(self, res, statistic, epsilon):
+        if self._bound_model().kind != "binary" or statistic != "proba":
+            return res
+        # Class 0 is 1 - p1: its range is the mirror of class 1's.
+        return range_result(
+            np.hstack([1.0 - res.max_upper, res.min_lower]),
+            np.hstack([1.0 - res.max_lower, res.min_upper]),
+            np.concatenate([res.argmax, res.argmin], 1),
+            np.hstack([1.0 - res.min_upper, res.max_lower]),
+            np.hstack([1.0 - res.min_lower, res.max_upper]),
+            np.concatenate([res.argmin, res.argmax], 1),
+            epsilon, res.n_iter, res.time, warn=False,
         )

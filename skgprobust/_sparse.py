@@ -907,22 +907,9 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         latent = LatentModel(Z, weights * std, mean, std, self.kernel_, L=self.L_)
         return BoundModel("regression", [latent])
 
-    def _predict_values(self, X):
-        """``predict`` as (n, n_targets) for arrays of points."""
-        X = np.atleast_2d(X)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            y = self.predict(X)
-        return np.asarray(y, dtype=np.float64).reshape(len(X), -1)
-
-    def _predict_std_values(self, X):
-        """``predict(return_std=True)``'s std as (n, n_targets)."""
-        X = np.atleast_2d(X)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
-            _, std = self.predict(X, return_std=True)
-        return np.asarray(std, dtype=np.float64).reshape(len(X), -1)
+    def _model_predict(self, X, return_std=False):
+        """This model's ``predict`` (what the bounds are checked against)."""
+        return self.predict(X, return_std=return_std)
 
 
 # ---------------------------------------------------------------------------

@@ -232,3 +232,68 @@ def test_fill_doc_indents_and_refuses_unknown_keys():
 
     with pytest.raises(KeyError):
         fill_doc(g)
+
+
+# -- the public methods' signatures (skgprobust/_engine/_api.py writes them) ----
+
+_RUN_SIG = "features=None, domain=None, max_iter=None, time_limit=None, n_jobs=None, random_state=None, verbose=0"
+_VB = ", variance_bound='default'"
+
+
+def _signatures(statistic, target, vb):
+    return {
+        "certify": f"(self, X, gamma, *, delta=None, norm=inf, {_RUN_SIG}{vb[0]})",
+        "prediction_range": f"(self, X, gamma, *, epsilon=0.01, statistic={statistic!r}, {_RUN_SIG}{vb[1]})",
+        "explain": (
+            f"(self, X, gamma, *, features=None, target={target!r}, epsilon=0.01, method='bounds', "
+            f"{_RUN_SIG.removeprefix('features=None, ')}{vb[2]})"
+        ),
+    }
+
+
+#: The documented signatures, written out: a change of the public API must
+#: show up here.
+_SIGNATURES = {
+    "RobustGaussianProcessRegressor": _signatures("mean", 0, ("", _VB, "")),
+    "SparseGaussianProcessRegressor": _signatures("mean", 0, ("", _VB, "")),
+    "MultiOutputGaussianProcessRegressor": _signatures("mean", 0, ("", "", "")),
+    "RobustGaussianProcessClassifier": _signatures("proba", None, (_VB, _VB, _VB)),
+    "EPGaussianProcessClassifier": _signatures("proba", None, (_VB, _VB, _VB)),
+    "SparseGaussianProcessClassifier": _signatures("proba", None, (_VB, _VB, _VB)),
+    "SoftmaxGaussianProcessClassifier": _signatures("proba", None, ("", "", "")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SIGNATURES))
+@pytest.mark.parametrize("method", ["certify", "prediction_range", "explain"])
+def test_public_method_signatures(name, method):
+    """Each estimator's certify / prediction_range / explain has exactly the
+    documented signature, and a wrong call fails as a hand-written method's
+    does (a TypeError naming the method)."""
+    import inspect
+
+    import skgprobust
+
+    cls = getattr(skgprobust, name)
+    func = getattr(cls, method)
+    assert str(inspect.signature(func)) == _SIGNATURES[name][method]
+    assert func.__module__.startswith("skgprobust.") and func.__qualname__.endswith("." + method)
+    with pytest.raises(TypeError, match=rf"{method}\(\) got an unexpected keyword argument 'no_such_argument'"):
+        getattr(cls(), method)([[0.0]], 0.1, no_such_argument=1)
+    with pytest.raises(TypeError, match=rf"{method}\(\) missing 1 required positional argument: 'gamma'"):
+        getattr(cls(), method)([[0.0]])
+
+
+def test_generated_methods_are_the_declaring_class_own():
+    """The mixin writes the methods on the class that declares their
+    docstrings (qualname and module are that class's, as before); subclasses
+    that declare nothing inherit them."""
+    import skgprobust
+
+    for name in ("RobustGaussianProcessRegressor", "RobustGaussianProcessClassifier"):
+        cls = getattr(skgprobust, name)
+        for method in ("certify", "prediction_range", "explain"):
+            func = getattr(cls, method)
+            assert func.__qualname__ == f"{name}.{method}" and func.__module__ == cls.__module__
+    assert skgprobust.EPGaussianProcessClassifier.certify is skgprobust.RobustGaussianProcessClassifier.certify
+    assert skgprobust.SparseGaussianProcessRegressor.explain is skgprobust.RobustGaussianProcessRegressor.explain

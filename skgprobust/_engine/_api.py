@@ -19,20 +19,52 @@ Delta metric of one class probability, :func:`explanation` the common tail
 of every ``explain``; :class:`ProbaOnly` hides the probability methods of
 one-vs-one multi-class models (which have no ``predict_proba``). Each estimator keeps what is its own (its row solver,
 its objectives, its reference function) and passes it in.
+
+Public methods
+--------------
+:class:`RegressorBoundsMixin` and :class:`ClassifierBoundsMixin` own the
+public ``certify``, ``prediction_range`` and ``explain`` of the two kinds of
+estimator: each method (signature, docstring, body) is written once per kind
+here, and an estimator implements only a few private hooks (listed in the
+mixins' docstrings) plus ``_method_docs``, the parts of the docstrings that
+are its own (summaries, the ``statistic`` entry, notes on the results).
+
+The estimators differ in which methods take ``variance_bound`` (declared by
+``_variance_bound_methods``), so for each class that declares
+``_method_docs`` the mixin defines the three methods, with exactly the
+signature that class documents, as a generated forwarder to the kind's one
+body (the way :mod:`dataclasses` writes ``__init__``): a real function, so
+``inspect.signature``, the docs, and the errors of a wrong call (a
+TypeError naming ``Class.method()``) are those of a hand-written method.
+Subclasses that do not declare ``_method_docs`` (EP, sparse) inherit them.
 """
 
+import linecache
 import re
 
 import numpy as np
 
-from ._common import check_classifier_args, prepare, row_seeds
+from ._common import (
+    BoundModelMixin,
+    check_classifier_args,
+    check_delta_norm,
+    check_epsilon,
+    check_output_index,
+    check_statistic,
+    prepare,
+    row_seeds,
+)
 from ._delta import Explanation, class_targets, explain_rows, feature_names_of
-from ._driver import RangeProblem, certify_rows
+from ._driver import RangeProblem, certify_rows, range_rows
+from ._latent import check_variance_bound
 from ._perturbation import resolve_features
+from ._solve import Budget, solve_deviation
 
 __all__ = [
     "DOCS",
+    "ClassifierBoundsMixin",
     "ProbaOnly",
+    "RegressorBoundsMixin",
     "certify_classes",
     "explain_classes",
     "explained_features",
@@ -181,6 +213,19 @@ def proba_available(estimator):
     return getattr(estimator, "n_classes_", None) == 2
 
 
+# ``fit`` of the estimators that subclass sklearn's GPs: the description and
+# the start of the Parameters (then their own ``y``).
+DOCS["fit_float64"] = """\
+Numeric training inputs are stored as float64 (sklearn keeps float32),
+so that ``predict`` evaluates every kernel in float64, the arithmetic
+the certified bounds are proven for (see
+``skgprobust._engine._common.float64_inputs``).
+
+Parameters
+----------
+X : array-like of shape (n_samples, n_features) or list of object
+    Training inputs."""
+
 # Groups, in the order of the signatures: the boxes (X, gamma; for explain
 # also the features explained), and the budget and execution parameters.
 DOCS["box"] = "\n".join(DOCS[k] for k in ("X", "gamma"))
@@ -195,22 +240,27 @@ DOCS["run_explain"] = "\n".join(DOCS[k] for k in ("domain", "max_iter_explain", 
 _KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)%\((?P<key>\w+)\)s[ \t]*$")
 
 
-def fill_doc(obj):
-    """Replace each docstring line ``%(key)s`` of ``obj`` with ``DOCS[key]``,
-    indented as that line; returns ``obj`` (a decorator for functions and
-    classes). An unknown key raises KeyError at definition time."""
-    doc = obj.__doc__
-    if not doc:
-        return obj
+def fill_text(doc, docs=DOCS):
+    """``doc`` with each line ``%(key)s`` replaced by ``docs[key]``, indented
+    as that line (a key mapped to "" removes its line)."""
     lines = []
     for line in doc.split("\n"):
         m = _KEY_LINE.match(line)
         if m is None:
             lines.append(line)
             continue
-        indent = m.group("indent")
-        lines.extend(indent + entry if entry else entry for entry in DOCS[m.group("key")].split("\n"))
-    obj.__doc__ = "\n".join(lines)
+        indent, text = m.group("indent"), docs[m.group("key")]
+        if text:
+            lines.extend(indent + entry if entry else entry for entry in text.split("\n"))
+    return "\n".join(lines)
+
+
+def fill_doc(obj):
+    """Replace each docstring line ``%(key)s`` of ``obj`` with ``DOCS[key]``,
+    indented as that line; returns ``obj`` (a decorator for functions and
+    classes). An unknown key raises KeyError at definition time."""
+    if obj.__doc__:
+        obj.__doc__ = fill_text(obj.__doc__)
     return obj
 
 
@@ -280,3 +330,271 @@ def certify_classes(estimator, X, gamma, *, delta, norm, predict, solver, featur
         return predict(P) != labels[idx]
 
     return certify_rows(func, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+
+
+# -- The public methods, once per kind ------------------------------------------
+
+#: The run parameters every public method ends with (before ``variance_bound``).
+_RUN = (("features", None), ("domain", None), ("max_iter", None), ("time_limit", None), ("n_jobs", None),
+        ("random_state", None), ("verbose", 0))
+
+#: Docstring templates; ``%(certify)s`` etc. are the class's own parts
+#: (``_method_docs``), ``%(delta)s`` etc. the kind's entries.
+_TEMPLATES = {
+    "certify": '''
+        %(certify)s
+
+        Parameters
+        ----------
+        %(box)s
+        %(delta)s
+        %(norm)s
+        %(run)s
+        %(variance_bound)s
+
+        Returns
+        -------
+        %(certify_returns)s
+            %(certify_result)s
+        ''',
+    "prediction_range": '''
+        %(prediction_range)s
+
+        Parameters
+        ----------
+        %(box)s
+        %(epsilon_range)s
+        %(statistic)s
+        %(run_range)s
+        %(variance_bound)s
+
+        Returns
+        -------
+        %(range_returns)s
+            %(range_result)s
+        ''',
+    "explain": '''
+        %(explain)s
+
+        Parameters
+        ----------
+        %(box_explain)s
+        %(target)s
+        %(epsilon_explain)s
+        %(method)s
+        %(run_explain)s
+        %(variance_bound)s
+
+        Returns
+        -------
+        %(explain_returns)s
+        ''',
+}
+
+
+def _keywords(method, defaults):
+    """The keyword-only parameters (name, default) of a public method
+    (``defaults``: the kind's defaults of ``statistic`` and ``target``)."""
+    if method == "certify":
+        return (("delta", None), ("norm", np.inf)) + _RUN
+    if method == "prediction_range":
+        return (("epsilon", 1e-2), ("statistic", defaults["statistic"])) + _RUN
+    return (("features", None), ("target", defaults["target"]), ("epsilon", 1e-2), ("method", "bounds")) + _RUN[1:]
+
+
+def _forwarder(cls, name, keywords, body, doc):
+    """``cls.<name>(self, X, gamma, *, <keywords>)``, calling ``body`` with
+    the same arguments: a function with exactly that signature, compiled as
+    a method of a class named like ``cls`` (so a wrong call's TypeError
+    names ``Class.name()``, as a hand-written method's does)."""
+    names = [k for k, _ in keywords]
+    src = (
+        f"class {cls.__name__}:\n"
+        f"    def {name}(self, X, gamma, *, {', '.join(names)}):\n"
+        f"        return _body(self, X, gamma, {', '.join(f'{k}={k}' for k in names)})\n"
+    )
+    filename = f"<skgprobust: {cls.__module__}.{cls.__qualname__}.{name}>"
+    namespace = {"_body": body}
+    exec(compile(src, filename, "exec"), namespace)  # a fixed template, as dataclasses writes __init__
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source in tracebacks
+    fn = vars(namespace[cls.__name__])[name]
+    fn.__kwdefaults__ = dict(keywords)
+    fn.__module__, fn.__qualname__, fn.__doc__ = cls.__module__, f"{cls.__qualname__}.{name}", doc
+    return fn
+
+
+def _certify_row(shared, x0, lo, hi, center, rng):
+    """A regressor's row: ``||mean(x) - center||_norm <= delta`` on [lo, hi],
+    candidates checked with the model's own ``_predict_values``."""
+    estimator, objectives, delta, norm, max_iter, time_limit = shared
+    budget = Budget(max_iter, time_limit)
+
+    def deviation(x):
+        return float(np.linalg.norm(estimator._predict_values(x[None])[0] - center, ord=norm))
+
+    return solve_deviation(objectives, center, lo, hi, x0, delta, norm, budget, rng, deviation)
+
+
+def _regressor_certify(est, X, gamma, *, delta, norm, features, domain, max_iter, time_limit, n_jobs, random_state,
+                       verbose):
+    delta = check_delta_norm(delta, norm)
+    X, lo, hi = prepare(est, X, gamma, features, domain, max_iter, time_limit)
+    n, d = X.shape
+    # One predict per row, the same call that checks candidates: a batched
+    # predict can differ in the last bits, enough to make x* itself look
+    # like a counterexample when delta = 0.
+    centers = np.array([est._predict_values(x[None])[0] for x in X]) if n else np.empty((0, 1))
+    shared = (est, est._bound_model().mean_pairs(), delta, norm, max_iter, time_limit)
+    rows = list(zip(X, lo, hi, centers, row_seeds(random_state, n)))
+
+    def violates(idx, P):
+        dev = [np.linalg.norm(est._predict_values(p[None])[0] - centers[i], ord=norm) for i, p in zip(idx, P)]
+        return np.array(dev) > delta
+
+    return certify_rows(_certify_row, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
+
+
+def _range(est, X, gamma, statistic, variance_bound, *, epsilon, features, domain, max_iter, time_limit, n_jobs,
+           random_state, verbose):
+    """The common part of ``prediction_range``: the range problem of the
+    statistic (``est._range_problem``), run row by row."""
+    check_epsilon(epsilon)
+    check_variance_bound(variance_bound)
+    X, lo, hi = prepare(est, X, gamma, features, domain, max_iter, time_limit)
+    problem = est._range_problem(statistic, variance_bound)
+    return range_rows(
+        {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
+        n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+    )
+
+
+def _regressor_range(est, X, gamma, *, statistic, variance_bound="default", **run):
+    check_statistic(statistic, ("mean", "std"), "a regressor")
+    return _range(est, X, gamma, statistic, variance_bound, **run)
+
+
+def _regressor_explain(est, X, gamma, *, features, target, epsilon, method, domain, max_iter, time_limit, n_jobs,
+                       random_state, verbose):
+    X, lo, hi = prepare(est, X, gamma, None, domain, max_iter, time_limit)
+    n = len(X)
+    feats = explained_features(est, X, features)
+    pairs = est._bound_model().mean_pairs()
+    target = check_output_index(target, len(pairs))
+
+    def reference(P):
+        return est._predict_values(P)[:, [target]]
+
+    problems = {target: RangeProblem([pairs[target]], reference)}
+    return explanation(
+        est, X, lo, hi, gamma, feats, np.full(n, target), [target] * n, problems, epsilon=epsilon, method=method,
+        max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+    )
+
+
+def _classifier_certify(est, X, gamma, *, delta, norm, features, domain, max_iter, time_limit, n_jobs, random_state,
+                        verbose, variance_bound="default"):
+    return certify_classes(
+        est, X, gamma, delta=delta, norm=norm, predict=est._predict_labels,
+        solver=lambda X: est._row_solver(X, variance_bound, max_iter, time_limit), features=features,
+        domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state,
+        verbose=verbose,
+    )
+
+
+def _classifier_range(est, X, gamma, *, statistic, variance_bound="default", **run):
+    check_statistic(statistic, ("proba", "latent_mean"))
+    res = _range(est, X, gamma, statistic, variance_bound, **run)
+    return est._finish_range(res, statistic, run["epsilon"])
+
+
+def _classifier_explain(est, X, gamma, *, features, target, epsilon, method, domain, max_iter, time_limit, n_jobs,
+                        random_state, verbose, variance_bound="default"):
+    return explain_classes(
+        est, X, gamma, features=features, target=target, domain=domain, predict=est._predict_labels,
+        proba_pairs=lambda: est._proba_pairs(variance_bound), reference=est._proba_reference,
+        check=lambda: check_variance_bound(variance_bound), epsilon=epsilon, method=method, max_iter=max_iter,
+        time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+    )
+
+
+def _kind_docs(kind, target):
+    """The entries that differ between the kinds."""
+    return {key: DOCS[f"{key}_{kind}"] for key in ("delta", "norm", "variance_bound")} | {"target": DOCS[target]}
+
+
+class _BoundsMixin(BoundModelMixin):
+    """Defines ``certify`` / ``prediction_range`` / ``explain`` on each
+    subclass that declares ``_method_docs`` (see the module docstring).
+
+    ``_method_docs`` maps "certify", "prediction_range" and "explain" to the
+    method's summary (and extended description), "statistic" to the
+    numpydoc entry of ``prediction_range``'s ``statistic``, and
+    "certify_result" / "range_result" to the note under the Returns entry.
+    """
+
+    #: Public methods that take ``variance_bound`` (the class's choice).
+    _variance_bound_methods = ()
+    #: Public methods wrapped in :class:`ProbaOnly` (the class's choice).
+    _proba_only_methods = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_method_docs" not in cls.__dict__:
+            return  # inherits its parent's methods
+        for name, body in cls._bodies.items():
+            if name in cls.__dict__:
+                continue  # written by hand in the class itself
+            keywords = _keywords(name, cls._defaults)
+            docs = {**DOCS, **cls._kind_docs, **cls._method_docs}
+            if name in cls._variance_bound_methods:
+                keywords += (("variance_bound", "default"),)
+            else:
+                docs["variance_bound"] = ""
+            method = _forwarder(cls, name, keywords, body, fill_text(_TEMPLATES[name], docs).lstrip())
+            if name in cls._proba_only_methods:
+                method = ProbaOnly(method)
+                method.__set_name__(cls, name)
+            setattr(cls, name, method)
+
+
+class RegressorBoundsMixin(_BoundsMixin):
+    """The public methods of a regressor (its mean, per output column).
+
+    Hooks: ``_build_bound_model()`` / ``_fit_token()`` (see
+    :class:`~skgprobust._engine._common.BoundModelMixin`), whose bound model
+    gives ``mean_pairs()``; ``_predict_values(X)``, the model's own mean as
+    (n, n_outputs); ``_range_problem(statistic, variance_bound)``, the
+    :class:`RangeProblem` of "mean" or "std". The bodies use nothing else,
+    so another regressor may call them, e.g.
+    ``RobustGaussianProcessRegressor.certify(self, ...)``.
+    """
+
+    _defaults = {"statistic": "mean", "target": 0}
+    _bodies = {"certify": _regressor_certify, "prediction_range": _regressor_range, "explain": _regressor_explain}
+    _kind_docs = _kind_docs("regressor", target="target_output")
+
+
+class ClassifierBoundsMixin(_BoundsMixin):
+    """The public methods of a classifier (its predicted class and its
+    ``predict_proba``).
+
+    Hooks: ``_build_bound_model()`` / ``_fit_token()``;
+    ``_predict_labels(X)``, the model's own ``predict``;
+    ``_row_solver(X, variance_bound, max_iter, time_limit)``, the
+    ``solver`` of :func:`certify_classes`; ``_range_problem(statistic,
+    variance_bound)``, the :class:`RangeProblem` of "proba" or
+    "latent_mean"; ``_proba_pairs(variance_bound)``, ``c -> (objective,
+    negated objective)`` of the probability of class column c, and
+    ``_proba_reference(P)``, the model's own ``predict_proba`` (the
+    ``proba_pairs`` / ``reference`` of :func:`explain_classes`);
+    optionally ``_finish_range(result, statistic, epsilon)``.
+    """
+
+    _defaults = {"statistic": "proba", "target": None}
+    _bodies = {"certify": _classifier_certify, "prediction_range": _classifier_range, "explain": _classifier_explain}
+    _kind_docs = _kind_docs("classifier", target="target_class")
+
+    def _finish_range(self, result, statistic, epsilon):
+        """The :class:`RangeResult` of ``prediction_range`` from that of the
+        range problem (by default the same)."""
+        return result
