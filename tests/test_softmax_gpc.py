@@ -616,12 +616,12 @@ def test_slow_sweep_bounds_are_sound(problem):
 
 @settings(deadline=None, max_examples=25, derandomize=True)
 @given(data=st.data(), m=st.sampled_from([3, 4, 6]))
-def test_split_margin_bound_is_sound_and_never_looser(data, m):
-    """The latent-box halving of certify's margin bound: the minimum over the
-    sub-boxes is a lower bound of the rule's margin at sampled (d, var) of
-    the box, and never below the plain bound."""
+def test_latent_margin_bound_is_sound_and_never_looser(data, m):
+    """The latent-box branch and bound of certify's margin bound: the minimum
+    over its leaves is a lower bound of the rule's margin at sampled and
+    corner (d, var) of the box, and never below the plain bound."""
     from skgprobust._bounds._softmax import node_rule_margin_lower, node_rule_value
-    from skgprobust._softmax_gpc import _split_margin_lower
+    from skgprobust._softmax_gpc import _latent_margin_lower
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     c = data.draw(st.integers(0, m - 1))
@@ -630,9 +630,11 @@ def test_split_margin_bound_is_sound_and_never_looser(data, m):
     v_lo = rng.choice([0.0, 0.5, 4.0], size=(2, m))
     v_hi = v_lo + rng.choice([0.0, 0.3, 2.0, 8.0], size=(2, m))
     d_lo[:, c] = d_hi[:, c] = 0.0
-    split = _split_margin_lower(d_lo, d_hi, v_lo, v_hi, c)
-    plain = node_rule_margin_lower(d_lo, d_hi, v_lo, v_hi, c)
-    assert np.all(split >= plain - 1e-12)
+    plain, pairs = node_rule_margin_lower(d_lo, d_hi, v_lo, v_hi, c, return_pairs=True)
+    assert np.array_equal(plain, node_rule_margin_lower(d_lo, d_hi, v_lo, v_hi, c))
+    assert np.allclose(pairs.min(axis=1), plain)
+    split = _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, c, plain, pairs, 24)
+    assert np.all(split >= plain)
     for b in range(2):
         t = rng.random((300, 2 * m))
         t[:100] = np.round(t[:100])

@@ -694,7 +694,7 @@ def node_rule_bounds(mu_lo, mu_hi, var_lo, var_hi):
     return p_lo, p_hi
 
 
-def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls):
+def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls, return_pairs=False):
     """Lower bound (B,) of ``min_{k != c} (R_c - R_k)`` over the box, c = cls:
     where it is > 0, class c is the unique argmax of R everywhere in the box.
 
@@ -710,11 +710,16 @@ def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls):
     correlation of R_c and R_k (the same f_s drives both), which the
     difference of separate bounds p_lo_c - p_hi_k loses. Floating point as
     in :func:`node_rule_bounds` (values in [-1, 1]; 2 RULE_MARGIN).
+
+    With ``return_pairs``, also the per-competitor bounds (B, m - 1) of
+    ``R_c - R_k`` (k over the other classes in increasing order), lowered
+    by the same margin.
     """
     mu_lo, mu_hi, var_lo, var_hi = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (mu_lo, mu_hi, var_lo, var_hi))
     B, m = mu_lo.shape
     Z, W = node_rule(m)
     out = np.empty(B)
+    pairs = np.empty((B, m - 1))
     others = [k for k in range(m) if k != cls]
     step = _rule_chunk(m, len(Z))
     for s in range(0, B, step):
@@ -729,8 +734,12 @@ def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls):
         num = A - Bk
         g = np.minimum(num / tot_hi, num / (A + Bk + t_lo))
         pair = (g * W[None, :, None]).sum(axis=1)  # (b, m - 1)
+        pairs[sl] = pair
         out[sl] = pair.min(axis=1)
-    return np.clip(out - 2.0 * RULE_MARGIN, -1.0, 1.0)  # the margin is in [-1, 1]
+    out = np.clip(out - 2.0 * RULE_MARGIN, -1.0, 1.0)  # the margin is in [-1, 1]
+    if return_pairs:
+        return out, np.clip(pairs - 2.0 * RULE_MARGIN, -1.0, 1.0)
+    return out
 
 # --------------------------------------------------------------------------
 # Public API
