@@ -45,8 +45,23 @@ of the two leading classes' latent mean difference on rows 37 / 60 / 78 /
 96: 0.161 / 0.352 / 0.000 / -0.130 -> 0.423 / 0.541 / 0.174 / 0.073,
 against the attack's 0.469 / 0.604 / 0.208 / 0.125.
 
+Coupled planes in the argmax margin (report "ovr-certify": tangent planes
+of the link in (mean, variance), ``skgprobust._bounds._link_planes``, one
+for the predicted class and one per third of each competitor's mean range,
+in ``ClassProbabilities.pair_lower``; before = 562c8ea, after = that plus
+the pair_lower change, run side by side, load average 9-12 on 2 cpus):
+digits certify, 100 rows, gamma 0.05: unknown 4% (rows 37, 60, 78, 96) ->
+1% (row 96), median 0.329 -> 0.344 s, max 2.31 -> 2.19 s; gamma 0.02: 0%
+both, median 0.263 -> 0.258 s. Root margin bound of row 37: -0.031 ->
++0.010 (attacked minimum 0.024); rows 60 / 78: -0.007 / -0.002 -> +0.003
+/ +0.007; row 96 (both leading means cross 0): -0.0045 unchanged. The
+script prints the unknown rows.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
-benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``.
+benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
+PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds
+(``benchmarks/`` comes first on sys.path, not the checkout): the
+``package at`` line says which.
 """
 
 import os
@@ -75,7 +90,7 @@ def digits_model():
 
 
 def bench_certify(clf, X, gammas, time_limit):
-    rows = []
+    rows, unknown_rows = [], []
     for gamma in gammas:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BudgetExhaustedWarning)
@@ -87,11 +102,14 @@ def bench_certify(clf, X, gammas, time_limit):
         for i in np.flatnonzero(c.status == "not_robust"):
             bad += int(clf.predict(c.counterexample[i][None])[0] == clf.predict(X[i][None])[0])
         frac = {s: np.mean(c.status == s) for s in ("robust", "not_robust", "unknown")}
+        unknown_rows.append(np.flatnonzero(c.status == "unknown").tolist())
         rows.append([f"{gamma:g}", len(X), f"{frac['robust']:.1%}", f"{frac['not_robust']:.1%}",
                      f"{frac['unknown']:.1%}", f"{np.median(c.time):.3f}", f"{c.time.max():.3f}",
                      f"{wall:.1f}", bad])
     print(table(["gamma", "rows", "robust", "not_robust", "unknown", "median s/row", "max s/row", "wall s",
                  "bad cex"], rows))
+    for gamma, unknown in zip(gammas, unknown_rows):
+        print(f"gamma {gamma:g}: unknown rows {unknown}")
 
 
 def bench_range(clf, X, gamma, epsilon, time_limit, domain, label, max_iter=None):
