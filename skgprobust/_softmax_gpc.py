@@ -44,18 +44,23 @@ on S only through P S P: G(S) = G(S') whenever P S P = P S' P (S, S' PSD).
 
 *Lemma 2 (Hessian of softmax).* With s = softmax(f),
 ``H_c = d^2 s_c / df^2 = s_c (e_c - s)(e_c - s)^T - s_c (diag(s) - s s^T)``,
-a difference of two PSD matrices, so ``||H_c||_2 <= max(s_c ||e_c - s||^2,
-s_c lambda_max(diag(s) - s s^T)) <= max(8/27, 1/2) = 1/2`` (``||e_c -
-s||^2 <= 2 (1 - s_c)^2``; Gershgorin gives ``lambda_max(diag(s) - s s^T)
-<= max_j 2 s_j (1 - s_j) <= 1/2``). Also ``H_c 1 = 0`` (Lemma 1).
+a difference A - B of two PSD matrices, so ``||H_c||_2 <= max(||A||,
+||B||) = s_c max(||e_c - s||^2, lambda_max(diag(s) - s s^T)) <= 8/27``:
+``||e_c - s||^2 <= 2 (1 - s_c)^2`` and ``2 s_c (1 - s_c)^2 <= 8/27``
+(largest at s_c = 1/3); Gershgorin gives ``lambda_max(diag(s) - s s^T)
+<= max_j 2 s_j (1 - s_j)``, which is <= 1/2 (so s_c lambda_max <= 1/4)
+when s_c <= 1/2, and when s_c > 1/2 every other s_j <= 1 - s_c < 1/2, so
+it is ``2 s_c (1 - s_c)`` and ``s_c lambda_max <= 2 s_c^2 (1 - s_c) <=
+8/27`` (largest at s_c = 2/3). (Sampled: max ||H_c|| = 0.19245, about
+1/(3 sqrt 3); the earlier proof used 1/2.) Also ``H_c 1 = 0`` (Lemma 1).
 
 *Proposition.* For any PSD diagonal D and Sigma PSD,
-``|G_c(Sigma) - G_c(D)| <= 1/4 ||P (Sigma - D) P||_*`` (nuclear norm).
+``|G_c(Sigma) - G_c(D)| <= 4/27 ||P (Sigma - D) P||_*`` (nuclear norm).
 Proof: S_t = D + t (Sigma - D) is PSD for t in [0, 1]; by the heat
 equation (Price's theorem) d/dt G_c(S_t) = 1/2 tr((Sigma - D) E_t[H_c]),
 and since E_t[H_c] = P E_t[H_c] P (Lemma 2), this is 1/2 tr(P (Sigma - D) P
-E_t[H_c]) <= 1/2 ||P (Sigma - D) P||_* ||E_t[H_c]||_2 <= 1/4 ||...||_*
-(Jensen: ||E H|| <= E ||H||). Integrate over t.
+E_t[H_c]) <= 1/2 ||P (Sigma - D) P||_* ||E_t[H_c]||_2 <= 4/27 ||...||_*
+(Jensen: ||E H|| <= E ||H|| <= 8/27). Integrate over t.
 
 The model takes ``D = diag(a(x))``, a(x) the least-squares fit of
 ``P diag(a) P`` to ``P Sigma(x) P`` (a fixed linear map of Sigma(x):
@@ -64,7 +69,7 @@ clipped at 0. For m = 3 the fit is exact (the centred symmetric matrices
 of rank 2 form a 3-dimensional space that ``P diag(a) P`` spans), so
 whenever a(x) >= 0 the diagonal Gaussian N(mu, diag(a)) has *exactly*
 the class probabilities of the full-covariance one. For m > 3 the
-remainder ``r(x) = 1/4 ||P (Sigma - diag(a)) P||_*`` is computed per row
+remainder ``r(x) = 4/27 ||P (Sigma - diag(a)) P||_*`` is computed per row
 (:meth:`SoftmaxGaussianProcessClassifier.predict_proba_error`).
 
 ``predict_proba`` (deterministic: a fixed node rule)
@@ -365,6 +370,10 @@ def _reduction_matrices(m):
     return 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
 
 
+#: 4/27 (module docstring, Proposition), rounded up.
+_REMAINDER_CONST = (4.0 / 27.0) * (1.0 + 4 * _U)
+
+
 def _reduce(Sigma, Q, remainder=True):
     """a (n, m) >= 0 and the proven remainder r (n,) of the reduction (None
     without ``remainder``: predict_proba does not need it)."""
@@ -375,9 +384,9 @@ def _reduce(Sigma, Q, remainder=True):
         return a, None
     Pm = np.eye(m) - 1.0 / m
     R = Pm @ (Sigma - np.einsum("nj,jk->njk", a, np.eye(m))) @ Pm
-    r = 0.25 * np.abs(np.linalg.eigvalsh(0.5 * (R + np.transpose(R, (0, 2, 1))))).sum(axis=1)
+    r = _REMAINDER_CONST * np.abs(np.linalg.eigvalsh(0.5 * (R + np.transpose(R, (0, 2, 1))))).sum(axis=1)
     # eigvalsh error: a few ulps of ||R||; sums of m terms.
-    r = r + 0.25 * m * (4 * m * _U) * np.abs(R).sum(axis=(1, 2))
+    r = r + _REMAINDER_CONST * m * (4 * m * _U) * np.abs(R).sum(axis=(1, 2))
     return a, r
 
 

@@ -275,6 +275,27 @@ def test_reduction_is_exact_for_three_classes_and_bounded_otherwise():
             assert np.all(np.abs(s1.mean(0) - s2.mean(0)) <= r[t] + 5 * se)
 
 
+def test_softmax_hessian_norm_is_at_most_8_27():
+    """Lemma 2 of the reduction's proof: ||d^2 softmax_c / df^2||_2 <= 8/27
+    (the remainder constant 4/27 = 1/2 * 8/27), at sampled logits, the
+    extremal probabilities (1/3, 2/3) included."""
+    from skgprobust._softmax_gpc import _REMAINDER_CONST
+
+    assert 4.0 / 27.0 <= _REMAINDER_CONST < 0.15
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for m in (2, 3, 5, 10):
+        F = rng.normal(size=(4000, m)) * rng.uniform(0.1, 5.0, size=(4000, 1))
+        F[:2, :] = 0.0
+        F[0, 0], F[1, 0] = np.log(2.0 * (m - 1)), np.log(0.5 * (m - 1))  # s_0 = 2/3, 1/3
+        S = np.exp(F - logsumexp(F, axis=1, keepdims=True))
+        for c in range(m):
+            E = np.eye(m)[c] - S
+            H = S[:, c, None, None] * (E[:, :, None] * E[:, None, :] - (np.eye(m) * S[:, None, :] - S[:, :, None] * S[:, None, :]))
+            worst = max(worst, np.abs(np.linalg.eigvalsh(H)).max())
+    assert 0.15 < worst <= 8.0 / 27.0
+
+
 def test_softmax_point_rule_error_against_gauss_hermite():
     rng = np.random.default_rng(2)
     mu = rng.normal(size=(12, 3)) * 2
