@@ -27,6 +27,12 @@ direction or ratio; each is combined with the interval bound (the better
 of two valid bounds). ``MarginObjective.restricted`` drops the classes that
 cannot win with the prior variance first (no variance bound needed).
 
+The lines' chords lose each p_k's curvature over the whole of its mean
+range; with ten classes moving almost independently in 64 dimensions those
+losses add up, and the normalised bound also gets a quadratic relaxation
+(:class:`_QuadRatio`: each p_k quadratic in its mean around the box centre,
+the squares bounded by a quadratic form in x, one Taylor-model bound).
+
 Each class's variance is coupled to its mean in both joint bounds
 (:func:`coupled_line`): the link's sensitivity to the variance
 (:meth:`~skgprobust._bounds._links.Link.v_slope_lower`) times the affine
@@ -40,11 +46,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._bounds._mean import BoxBound, affine_lower, affine_lower_parts
+from .._bounds._mean import BoxBound, affine_lower, affine_lower_parts, taylor_lower
 from .._bounds._variance_affine import affine_variance_enclosure
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..exceptions import UnsupportedKernelError
+from ..kernels._base import TaylorModel
 from .._bounds._links import FiveErfLink
 
 
@@ -180,10 +187,33 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     """
     B, N = len(lo), len(model.X_support)
     alpha, s = link.lines(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi, upper=upper)
+    cp = _coupling(link, model, variance, box, lo, hi, upper)
+    if cp is None:
+        return alpha, s, np.zeros((B, N)), np.zeros(B)
+    shift, err, Wv, nv = cp
+    with np.errstate(invalid="ignore"):
+        err = err + 4 * _U * (np.abs(alpha) + np.abs(shift) + err)  # the two additions forming A
+    A = alpha + shift + (err if upper else -err)
+    return A, s, Wv, nv
+
+
+def _coupling(link, model, variance, box, lo, hi, upper):
+    """The variance term of :func:`coupled_line`: ``(shift, err, Wv, nv)``
+    with, for every x in box b and mu in the box's mean range,
+
+        p~(mu, v~(x)) >= G(mu) + shift - err + Wv . r(x)   (``upper=False``),
+        p~(mu, v~(x)) <= H(mu) + shift + err + Wv . r(x)   (``upper=True``),
+
+    G(mu) = p(mu, v_ref) the lower envelope over the box's variance range
+    (H the upper one), up to the link's margin for sklearn's rounding of p;
+    or None where no coupling applies (the plain envelope). Proof: that of
+    :func:`coupled_line` (``err`` is the product's rounding 4 u |t| (|C| +
+    |v_ref|)). Where the mean range crosses 0, t = 0 (shift = err = 0).
+    """
     kap = link.v_slope_lower(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi)
     enc = _enclosure(variance, lo, hi) if np.any(kap > 0) else None
     if enc is None:
-        return alpha, s, np.zeros((B, N)), np.zeros(B)
+        return None
     g, c_lo, c_hi = enc
     s2 = float(model.scale[0]) ** 2
     pos = box.mu_lo >= 0  # p decreasing in v there; increasing where mu_hi <= 0
@@ -199,10 +229,8 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     with np.errstate(invalid="ignore"):
         shift = np.where(t != 0, t * (C - v_ref), 0.0)
         err = np.where(t != 0, 4 * _U * np.abs(t) * (np.abs(C) + np.abs(v_ref)), 0.0)
-        err = err + 4 * _U * (np.abs(alpha) + np.abs(shift) + err)  # the two additions forming A
-    A = alpha + shift + (err if upper else -err)
     Wv = -(t * s2)[:, None] * g
-    return A, s, Wv, np.abs(Wv).sum(axis=1)
+    return shift, err, Wv, np.abs(Wv).sum(axis=1)
 
 
 #: Directions (besides the link lines') of the joint pairwise bound, and the
@@ -591,6 +619,11 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     computed number in [0, 1], and the bound holds for the t actually used),
     plus margin (i), and the two additions
     of the bound, the constant and the margin cost 4 u of their sizes.
+
+    Where every class shares one kernel (``QUAD_RATIO``), each t's test
+    also gets the quadratic relaxation of :class:`_QuadRatio` (another valid
+    lower bound of min F_t over the box; the larger of the two is used): it
+    keeps the curvature of each p_k in its mean that the lines' chords lose.
     """
     B, d = lo.shape
     K = len(boxes)
@@ -640,7 +673,17 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False)
         with np.errstate(invalid="ignore"):
             val = bb.lower + C - E - 4 * _U * (np.abs(bb.lower) + np.abs(C) + E)  # the two additions
-        return np.where(np.isnan(val), -np.inf, val), bb.argmin
+        val, arg = np.where(np.isnan(val), -np.inf, val), bb.argmin
+        if quad is not None:  # the quadratic relaxation (_QuadRatio): the larger of two valid bounds
+            qv, qarg = quad(sc, sr)
+            better = qv > val
+            val, arg = np.where(better, qv, val), np.where(better[:, None], qarg, arg)
+        return val, arg
+
+    quad = None
+    if QUAD_RATIO:
+        quad = _QuadRatio(probs, lo, hi, c, boxes, lines, upper)
+        quad = quad if quad.ok else None
 
     # Regula falsi (Illinois) between a proven end (psi >= 0) and a failing
     # one, on the t where F_t's certified bound crosses 0: every t returned
@@ -673,6 +716,231 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         arg = np.where(bad[:, None], am, arg)
         live = live & (np.abs(t_fail - t_pass) > 1e-6)
     return best, arg
+
+
+#: Use the quadratic relaxation of :class:`_QuadRatio` in :func:`_ratio_bound`.
+QUAD_RATIO = True
+#: Grid points per class for the bound of |d^3 p / d mu^3| (:class:`_QuadRatio`).
+N_QUAD_GRID = 33
+
+
+_MEAN_MODELS = weakref.WeakKeyDictionary()  # probs -> (box key, result) of its last box batch
+
+
+def _mean_models(probs, ad, Wk, offs, lo, hi):
+    """``(m, a, E, rtol)`` of :class:`_QuadRatio` for every class (K, B):
+    mu~_k(c + u) = m_k + a_k . u + e_k(u), |e_k(u)| <= E_k over box b (proof
+    in :class:`_QuadRatio`), or None without Taylor models. Remembered for
+    the last batch of boxes (the objectives of one row bound the same boxes;
+    a function of the boxes alone)."""
+    key = (lo.shape, lo.tobytes(), hi.tobytes())
+    hit = _MEAN_MODELS.get(probs)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    (B, d), K, N = lo.shape, len(Wk), Wk.shape[1]
+    Wall = np.concatenate([np.repeat(Wk, B, axis=0), -np.repeat(Wk, B, axis=0)])  # class-major, then boxes
+    LO, HI = np.tile(lo, (2 * K, 1)), np.tile(hi, (2 * K, 1))
+    _, tm = ad.linearise(LO, HI, Wall)
+    if tm is None:
+        out = None
+    else:
+        mean_rtol = getattr(ad, "mean_rtol", None)
+        rtol = margin_rtol(N, d) if mean_rtol is None else mean_rtol(N, d)
+        h = 0.5 * (hi - lo)
+        Hh = np.tile(h, (2 * K, 1))
+        with np.errstate(all="ignore"):
+            quad = (np.abs(tm.diag) * Hh * Hh).sum(-1) + 0.5 * np.einsum("bij,bi,bj->b", np.abs(tm.M), Hh, Hh)
+            dev = quad * (1 + 1e-10) - tm.rem + rtol * tm.mag
+            dev = dev + np.einsum("bi,bi->b", np.abs(Wall), ad.rounding(LO, HI))
+            dev = np.where(np.isnan(dev), np.inf, dev).reshape(2, K, B)
+            value, grad = tm.value.reshape(2, K, B), tm.grad.reshape(2, K, B, d)
+            m = value[0] + offs[:, None]
+            a = grad[0]
+            # mu~ >= m + a.u - dev0 and -mu~ >= -m - a.u - dev1 - skew (the -w model's own centre value and gradient).
+            skew = np.abs(-value[1] - value[0]) + np.einsum("kbi,bi->kb", np.abs(-grad[1] - grad[0]), h)
+            E = np.maximum(dev[0], dev[1] + skew) + 4 * _U * (np.abs(m) + np.abs(offs)[:, None])
+        out = (m, a, E, rtol)
+    try:
+        _MEAN_MODELS[probs] = (key, out)
+    except TypeError:  # pragma: no cover - not weak-referenceable: no cache
+        pass
+    return out
+
+
+class _QuadRatio:
+    """Second-order relaxation of F_t = sum_k coef_k p_k of
+    :func:`_ratio_bound` (coef_c = +-(1 - t), coef_k = -+t for the others),
+    for one-vs-rest classes that share one kernel and support.
+
+    The link lines lose the curvature of p in the mean over the whole mean
+    range of each class (a chord), and in 64 dimensions the ten classes'
+    means move almost independently, so the chords' losses add up. Here each
+    class's p_k is replaced by a quadratic in its mean around m_k (the mean
+    at the box centre) and (mu_k - m_k)^2 by a quadratic form in u = x -
+    centre, so the sum is one quadratic model in u, bounded by the Taylor
+    model machinery (:func:`~skgprobust._bounds._mean.taylor_lower`, with
+    its Lagrangian dual in many dimensions).
+
+    Proof (lower bound of p_k; the upper one is the mirror). Let [a, b] =
+    [mu_lo_k, mu_hi_k] not contain 0 in its interior, and G(mu) = p(mu,
+    v_ref) the envelope of :meth:`Link.lines` (v_ref = v_hi where a >= 0,
+    v_lo where b <= 0; for the upper bound v_lo / v_hi). :func:`_coupling`
+    gives p~(x) >= G(mu~(x)) + shift - err + Wv . r(x) - margin (margin: the
+    link's, for sklearn's p~ against p at sklearn's mu~, v~; shift = err =
+    Wv = 0 without coupling). Taylor's theorem at m (any number; here the
+    computed mean at the centre) with Lagrange remainder: for mu in [a, b],
+    G(mu) = G(m) + G1(m) (mu - m) + G2(m) (mu - m)^2 / 2 + G3(xi) (mu -
+    m)^3 / 6 (Gn the n-th derivative) with xi between m and mu, so in [lo2,
+    hi2] = the hull of [a, b] and m, and |mu - m| <= W = max(hi2 - m, m -
+    lo2); hence G(mu) >= G(m) + G1(m) (mu - m) - kappa (mu - m)^2 with kappa
+    >= max(0, -G2(m) / 2 + M3 W / 6), M3 >= sup |G3| over [lo2, hi2] (upper
+    bound: H(mu) <= H(m) + H1(m) (mu - m) + kappa (mu - m)^2, kappa >=
+    max(0, H2(m) / 2 + M3 W / 6)). M3: the largest |G3| on a grid of
+    ``N_QUAD_GRID`` points of [lo2, hi2] (every point of it within spacing /
+    2 of one, plus rounding) plus G4 times that distance, G4 >= sup |d^4 p /
+    d mu^4| = sup |E[g''''(f)]| at variance v_ref (:meth:`Link.local_sups`),
+    plus the derivatives' error (:meth:`Link.mu_derivatives`). With coef_k
+    >= 0 where p_k is bounded below and <= 0 where it is bounded above, F_t
+    >= sum_k coef_k (G_k(m_k) + G1_k(m_k) (mu~_k - m_k) + shift_k + Wv_k .
+    r) - sum_k |coef_k| (kappa_k (mu~_k - m_k)^2 + errors_k).
+
+    The square: the adapter's Taylor models of +-w_k . r (those
+    :func:`~skgprobust._bounds._mean.affine_lower` uses) give mu~_k(c + u) =
+    m_k + a_k . u + e_k(u) with |e_k| <= E_k on the box: a_k the model's
+    gradient, E_k the largest |quadratic part| over the box (sum |diag| h^2
+    + 1/2 sum |M| h h) less the remainder, plus the models' rounding margins
+    (rtol mag + input rounding, as in
+    :func:`~skgprobust._bounds._mean.affine_lower_parts`) and the difference
+    of the two models' centre values and gradients. For theta > 0, (a.u +
+    e)^2 <= (1 + theta) (a.u)^2 + (1 + 1/theta) e^2 (Young); theta = E / A,
+    A = sum_j |a_kj| h_j: (mu~ - m)^2 <= rho (a.u)^2 + E (E + A), rho = (A +
+    E) / A (A = 0: a.u = 0 on the box, and the bound is E^2). So F_t >=
+    const + Wc . r(x) - sum_k |coef_k| kappa_k rho_k (a_k . u)^2 with Wc =
+    sum_k coef_k (G1_k w_k + Wv_k): the Taylor model of Wc . r with M
+    lowered by 2 sum_k |coef_k| kappa_k rho_k a_k a_k^T is a lower model of
+    the whole (lower models add), bounded by ``taylor_lower``.
+
+    Classes whose mean range crosses 0 (or whose model is not finite) keep
+    their coupled line (:func:`coupled_line`) in the same sum (kappa = 0).
+
+    Rounding. The Taylor model's bound gets affine_lower's margin rtol (mag
+    + the added form's magnitude sum_k |coef_k| kappa_k rho_k A_k^2: each
+    entry of the added M is a K-term sum of products, far within rtol) plus
+    the input rounding sum |Wc| rounding; the combined weights against
+    sklearn's separate sums: margin_rtol(N, d) kmax sum_k |coef_k| (|G1_k|
+    ||w_k||_1 + ||Wv_k||_1), as in :func:`_ratio_bound`; each class's
+    constant: 2 margin (sklearn's p~ and our G(m)) + MU_DERIVATIVE_ERROR W
+    (for G1) + the coupling's err + 4 u (|G| + |G1 m| + |shift|) for its own
+    three roundings; kappa, rho and E (E + A) are rounded up (1 + 8 u); the
+    sum of the constants errs by at most (2 K + 4) u of their magnitudes
+    (doubled, as in :func:`_ratio_bound`), and the final additions 4 u.
+    """
+
+    def __init__(self, probs, lo, hi, c, boxes, lines, upper):
+        self.ok = False
+        link = probs.link
+        B, d = lo.shape
+        K = len(boxes)
+        if B == 0 or K < 2 or len(set(probs.group)) != 1 or link.derivative_sups() is None:
+            return
+        m0 = probs.models[0]
+        ad, N = m0.adapter, len(m0.X_support)
+        Wk = np.stack([m.weights[:, 0] for m in probs.models])  # (K, N)
+        offs = np.array([float(m.offset[0]) for m in probs.models])
+        try:
+            if link.mu_derivatives(np.zeros(1), np.zeros(1)) is None:
+                return
+            mm_ = _mean_models(probs, ad, Wk, offs, lo, hi)
+        except (UnsupportedKernelError, NotImplementedError):
+            return
+        if mm_ is None:
+            return
+        m, a, E, rtol = mm_
+        h = 0.5 * (hi - lo)
+        up = np.array([(k == c) == upper for k in range(K)])[:, None]  # class k's p_k is bounded from above
+        mu_lo, mu_hi = np.stack([b.mu_lo for b in boxes]), np.stack([b.mu_hi for b in boxes])
+        v_lo = np.maximum(np.stack([b.v_lo for b in boxes]), 0.0)
+        v_hi = np.maximum(np.stack([b.v_hi for b in boxes]), v_lo)
+        pos = mu_lo >= 0
+        v_ref = np.where(up, np.where(pos, v_lo, v_hi), np.where(pos, v_hi, v_lo))
+        with np.errstate(all="ignore"):
+            app = ((pos | (mu_hi <= 0)) & np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_ref)
+                   & np.isfinite(E) & np.isfinite(m) & np.isfinite(a).all(-1))
+            mm, vr = np.where(app, m, 0.0), np.where(app, v_ref, 0.0)
+            lo2, hi2 = np.where(app, np.minimum(mu_lo, mm), 0.0), np.where(app, np.maximum(mu_hi, mm), 0.0)
+            W = np.maximum(hi2 - mm, mm - lo2) * (1 + 4 * _U)
+            G = link.value(mm, vr)
+            G1, G2, _ = link.mu_derivatives(mm, vr)
+            frac = np.linspace(0.0, 1.0, N_QUAD_GRID)
+            grid = lo2[..., None] + (hi2 - lo2)[..., None] * frac
+            grid[..., 0], grid[..., -1] = lo2, hi2
+            G3 = link.mu_derivatives(grid, vr[..., None])[2]
+            g4 = link.local_sups(vr)[1]
+            dist = 0.5 * (hi2 - lo2) / (N_QUAD_GRID - 1) + 1e-12 * (1.0 + np.abs(lo2) + np.abs(hi2))
+            err_d = link.MU_DERIVATIVE_ERROR
+            M3 = (np.abs(G3).max(-1) + g4 * dist + err_d) * (1 + 1e-12)
+            kap = np.where(up, 0.5 * G2, -0.5 * G2) + M3 * W / 6.0 + err_d
+            kap = np.maximum(kap, 0.0) * (1 + 8 * _U)
+            A = np.einsum("kbi,bi->kb", np.abs(a), h)
+            rho = np.where(A > 0, (A + E) / np.where(A > 0, A, 1.0), 0.0) * (1 + 8 * _U)
+            cq = np.where(A > 0, E * (E + A), E * E) * (1 + 8 * _U)
+            alpha = G - G1 * mm
+            err = 2 * link.margin + err_d * W + 4 * _U * (np.abs(G) + np.abs(G1 * mm))
+            Wv = np.zeros((K, B, N))
+            for k in range(K):
+                cp = _coupling(link, probs.models[k], probs.variances[k], boxes[k], lo, hi, bool(up[k, 0]))
+                if cp is not None:
+                    shift, cerr, Wv[k], _ = cp
+                    alpha[k] = alpha[k] + shift
+                    err[k] = err[k] + cerr + 4 * _U * np.abs(shift)
+            ok_k = app & np.isfinite(alpha) & np.isfinite(err) & np.isfinite(kap) & np.isfinite(rho) & np.isfinite(cq)
+            # Classes without the quadratic form keep their coupled line (lines[k] = (A, s, Wv, nv)).
+            A_line = np.stack([ln[0] for ln in lines])
+            s_line = np.stack([ln[1] for ln in lines])
+            Wv_line = np.stack([ln[2] for ln in lines])
+        self.sigma = np.where(ok_k, G1, s_line)
+        self.alpha = np.where(ok_k, alpha, A_line)
+        self.err = np.where(ok_k, err, 0.0)
+        self.kap, self.rho, self.cq = (np.where(ok_k, x, 0.0) for x in (kap, rho, cq))
+        self.Wv = np.where(ok_k[..., None], Wv, Wv_line)
+        self.nv = np.abs(self.Wv).sum(-1)
+        self.a, self.A, self.Wk, self.offs, self.c, self.K, self.up = a, A, Wk, offs, c, K, up
+        self.n1 = np.abs(Wk).sum(-1)
+        self.adapter, self.lo, self.hi, self.h, self.rtol = ad, lo, hi, h, rtol
+        self.wrtol = margin_rtol(N, d) * probs._kmax(probs.group[0], lo, hi)
+        self.ok = bool(ok_k.any())
+
+    def __call__(self, sc, sr):
+        """Certified lower bound (B,) of min over each box of F_t, with the
+        class's coefficient ``sc`` and the others' ``sr`` (B,), and the
+        minimiser of the relaxation."""
+        K, lo, hi, h = self.K, self.lo, self.hi, self.h
+        coef = np.where((np.arange(K) == self.c)[:, None], sc[None], sr[None])  # (K, B)
+        ac = np.abs(coef)
+        # Each class's relaxation bounds p_k from the side its coefficient needs (t in [0, 1]); else no bound.
+        wrong = (((coef < 0) & ~self.up) | ((coef > 0) & self.up)).any(0)
+        with np.errstate(all="ignore"):
+            Wc = (coef * self.sigma).T @ self.Wk + np.einsum("kb,kbn->bn", coef, self.Wv)
+            const = (coef * (self.alpha + self.sigma * self.offs[:, None])).sum(0)
+            cmag = (ac * (np.abs(self.alpha) + np.abs(self.sigma * self.offs[:, None]))).sum(0)
+            pen = (ac * (self.kap * self.cq + self.err)).sum(0) * (1 + 8 * _U)
+            wmargin = self.wrtol * (ac * (np.abs(self.sigma) * self.n1[:, None] + self.nv)).sum(0)
+            r = ac * self.kap * self.rho  # (K, B)
+            Madd = -2.0 * np.einsum("kb,kbi,kbj->bij", r, self.a, self.a)
+            magq = (r * self.A * self.A).sum(0)
+            _, tm = self.adapter.linearise(lo, hi, Wc)
+            if tm is None:
+                return np.full(len(lo), -np.inf), 0.5 * (lo + hi)
+            tm2 = TaylorModel(tm.value, tm.grad, tm.diag, tm.M + Madd, tm.rem, tm.mag + magq)
+            alt = getattr(tm, "alt", None)
+            if alt is not None:
+                tm2.alt = (alt[0] + Madd, alt[1], alt[2] + magq)
+            q, u = taylor_lower(tm2, h, dual=True)
+            low = q - self.rtol * tm2.mag - np.einsum("bi,bi->b", np.abs(Wc), self.adapter.rounding(lo, hi))
+            E = pen + wmargin + 2 * (2 * K + 4) * _U * cmag
+            val = low + const - E - 4 * _U * (np.abs(low) + np.abs(const) + E)
+        val = np.where(np.isnan(val) | wrong, -np.inf, val)
+        return val, np.clip(0.5 * (lo + hi) + u, lo, hi)
 
 
 def _take(boxes, mask):

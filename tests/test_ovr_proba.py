@@ -1,0 +1,153 @@
+"""Many-class one-vs-rest probability bounds (issue 12): the quadratic
+relaxation of the normalised probability (``_QuadRatio`` in
+skgprobust/_engine/_objectives.py) and the link derivatives it uses, attacked
+with dense sampling plus local optimisation on random models with up to ten
+classes and 64 features."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgprobust import RobustGaussianProcessClassifier
+from skgprobust._bounds._links import FiveErfLink, ProbitLink
+from skgprobust._engine import _objectives as O
+
+from ._helpers import SWEEP_EXAMPLES, attack
+
+
+def _ovr_model(seed, K, d, N):
+    """A fitted one-vs-rest GPC (fixed kernel) on K nearest-centre classes in [0, 1]^d."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((N, d))
+    centres = rng.random((K, d))
+    y = np.argmin(((X[:, None] - centres[None]) ** 2).sum(-1), axis=1)
+    y[:K] = np.arange(K)  # every class present
+    amp = float(rng.choice([2.0, 20.0, 100.0]))
+    ls = float(rng.uniform(0.3, 1.2) * np.sqrt(d) / 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = RobustGaussianProcessClassifier(C(amp) * RBF(ls), optimizer=None).fit(X, y)
+    return clf, rng
+
+
+def _p_sklearn(clf, X):
+    """sklearn's unnormalised one-vs-rest p_k (n, K): each binary model's predict_proba."""
+    return np.column_stack([e.predict_proba(X)[:, 1] for e in clf.base_estimator_.estimators_])
+
+
+def _check_quad_sound(seed, K, d, N, half_widths, n_t=3, n_samples=2000):
+    """_QuadRatio's bound of F_t = sum_k coef_k p_k is below every attacked value of F_t."""
+    clf, rng = _ovr_model(seed, K, d, N)
+    probs = clf._bound_model().probabilities("default")
+    used = 0
+    for hw in half_widths:
+        x = rng.random(d)
+        lo, hi = np.clip(x - hw, 0.0, 1.0)[None], np.clip(x + hw, 0.0, 1.0)[None]
+        _, _, boxes = probs.p_box(lo, hi)
+        P0 = _p_sklearn(clf, x[None])[0]
+        for c in {int(np.argmax(P0)), int(rng.integers(K))}:
+            for upper in (False, True):
+                lines = [O.coupled_line(probs.link, probs.models[k], probs.variances[k], b, lo, hi,
+                                        upper=(k == c) == upper) for k, b in enumerate(boxes)]
+                q = O._QuadRatio(probs, lo, hi, c, boxes, lines, upper)
+                if not q.ok:
+                    continue
+                used += 1
+                for t in rng.random(n_t):
+                    sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)
+                    coef = np.full(K, sr)
+                    coef[c] = sc
+                    val = q(np.array([sc]), np.array([sr]))[0][0]
+
+                    def F(X, coef=coef):
+                        return _p_sklearn(clf, X) @ coef
+
+                    res = attack(F, lo[0], hi[0], rng, n_samples=n_samples, n_starts=2)
+                    assert val <= res.min + 1e-12, (seed, K, d, hw, c, upper, t, val, res.min)
+    return used
+
+
+@pytest.mark.parametrize("seed,K,d,N,hw", [(0, 10, 64, 60, (0.05,)), (1, 4, 8, 40, (0.02, 0.2))])
+def test_quadratic_ratio_relaxation_is_sound(seed, K, d, N, hw):
+    used = _check_quad_sound(seed, K, d, N, half_widths=hw, n_t=1, n_samples=500)
+    assert used > 0  # the relaxation applied (every class's mean range on one side of 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(max(2, SWEEP_EXAMPLES // 50)))
+def test_quadratic_ratio_relaxation_is_sound_sweep(seed):
+    rng = np.random.default_rng(1000 + seed)
+    K = int(rng.integers(3, 11))
+    d = int(rng.choice([2, 8, 20, 64]))
+    _check_quad_sound(1000 + seed, K, d, int(rng.integers(20, 70)), half_widths=(0.01, 0.05, 0.2, 0.5))
+
+
+def _check_ranges(seed, K, d, gamma, columns=None, max_iter=2):
+    """prediction_range brackets the attacked extremes of predict_proba columns."""
+    clf, rng = _ovr_model(seed, K, d, 60)
+    x = rng.random((1, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = clf.prediction_range(x, gamma, epsilon=0.01, domain=(0, 1), max_iter=max_iter, random_state=0)
+    lo, hi = np.clip(x[0] - gamma, 0, 1), np.clip(x[0] + gamma, 0, 1)
+    if columns is None:
+        columns = range(K)
+    else:  # the predicted class and random others
+        columns = {int(np.argmax(clf.predict_proba(x)[0]))} | set(rng.integers(K, size=columns - 1).tolist())
+    for c in columns:
+        res = attack(lambda X, c=c: clf.predict_proba(X)[:, c], lo, hi, rng, n_samples=500, n_starts=2)
+        assert r.min_lower[0, c] <= res.min + 1e-12 and r.max_upper[0, c] >= res.max - 1e-12
+        assert r.min_lower[0, c] <= r.min_upper[0, c] and r.max_lower[0, c] <= r.max_upper[0, c]
+
+
+@pytest.mark.slow
+def test_ovr_ten_class_ranges_bracket_attack():
+    """A 10-class, 64-feature model (the quadratic relaxation on): the
+    predicted class's column and two others (16 s: the engine's local search
+    and the attack in 64 dimensions)."""
+    _check_ranges(3, 10, 64, 0.05, columns=3, max_iter=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(max(2, SWEEP_EXAMPLES // 100)))
+def test_ovr_ranges_bracket_attack_sweep(seed):
+    rng = np.random.default_rng(2000 + seed)
+    _check_ranges(2000 + seed, int(rng.integers(3, 11)), int(rng.choice([4, 16, 64])),
+                  float(rng.choice([0.01, 0.05, 0.2])), max_iter=4)
+
+
+def test_quadratic_ratio_tightens_the_root_bound(monkeypatch):
+    """Where the chords of the link lines lose most (the top class of a
+    10-class model, 64 features), the quadratic relaxation gives a tighter
+    certified lower bound of its probability than the lines alone."""
+    clf, rng = _ovr_model(0, 10, 64, 60)
+    probs = clf._bound_model().probabilities("default")
+    x = rng.random(64)
+    c = int(np.argmax(clf.predict_proba(x[None])[0]))
+    lo, hi = np.clip(x - 0.1, 0, 1)[None], np.clip(x + 0.1, 0, 1)[None]
+    monkeypatch.setattr(O, "QUAD_RATIO", False)
+    lin = O.ProbaObjective(probs, c, 1.0).bound(lo, hi).lower[0]
+    monkeypatch.setattr(O, "QUAD_RATIO", True)
+    quad = O.ProbaObjective(probs, c, 1.0).bound(lo, hi).lower[0]
+    assert quad > lin + 1e-3, (lin, quad)
+    assert quad <= clf.predict_proba(x[None])[0, c]
+
+
+@pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()])
+def test_mu_derivatives_match_finite_differences(link):
+    rng = np.random.default_rng(0)
+    mu = rng.uniform(-8, 8, 200)
+    v = rng.uniform(0, 20, 200)
+    e = 1e-4
+    d1, d2, d3 = link.mu_derivatives(mu, v)
+    np.testing.assert_allclose(d1, link.grad(mu, v)[0], atol=1e-12)
+    np.testing.assert_allclose(d1, (link.value(mu + e, v) - link.value(mu - e, v)) / (2 * e), atol=1e-7)
+    up, dn = link.mu_derivatives(mu + e, v), link.mu_derivatives(mu - e, v)
+    np.testing.assert_allclose(d2, (up[0] - dn[0]) / (2 * e), atol=1e-7)
+    np.testing.assert_allclose(d3, (up[1] - dn[1]) / (2 * e), atol=1e-7)
+    # The fourth derivative's bound (local_sups) covers the finite differences of d3.
+    d4 = (up[2] - dn[2]) / (2 * e)
+    assert np.all(np.abs(d4) <= link.local_sups(v)[1] + 1e-6)
