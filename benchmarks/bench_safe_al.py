@@ -258,7 +258,7 @@ DATASETS = {"toy": toy, "mogp": mogp, "enge": enge}
 
 #: Model settings (``--hyper``, ``--kernel``, ``--safety-normalize``); set by main().
 CONFIG = dict(hyper="map", hyper_output="map", kernel="matern", safety_normalize=False, output_normalize=True,
-              restarts=0, prior_jacobian=False, init="safe")
+              restarts=0, prior_jacobian=False, init="safe", samples=None, warm_start=True)
 
 #: Noise-variance bounds of the output model (normalised units). With
 #: ``--hyper ml`` (type-II maximum likelihood) a per-output noise collapses to
@@ -335,8 +335,11 @@ def run_one(name, rep, pipeline, gamma=None, config=None):
     if pipeline == "AL_MOGP_certified":
         span = data["domain"][1] - data["domain"][0]
         opts = dict(certify_gamma=gamma * span, certify_options=dict(time_limit=0.2, max_iter=200))
+    if CONFIG.get("samples") and pipeline != "AL_MOGP_certified":
+        opts["hyperparameter_posterior"] = dict(CONFIG["samples"])
     learner = SafeActiveLearner(output_model(P, d, independent), safety_model(d), threshold=data["threshold"],
-                                safe_side=data["side"], delta=0.05, random_state=rep, **opts)
+                                safe_side=data["side"], delta=0.05, random_state=rep,
+                                warm_start=CONFIG.get("warm_start", True), **opts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         learner.fit(data["X0"], data["Y0"], data["z0"])
@@ -404,13 +407,21 @@ def main():
                     help="Gamma priors as densities of log(value) (GammaPrior(jacobian=True))")
     ap.add_argument("--init", choices=["safe", "random"], default="safe",
                     help="initial data from the truly safe pool points or from the whole pool")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="Bayesian treatment: average over this many posterior samples of the hyperparameters "
+                         "(emcee, warm-started; 0: point estimates)")
+    ap.add_argument("--n-burn", type=int, default=300, help="ensemble steps of the first (cold) chain")
+    ap.add_argument("--n-steps", type=int, default=20, help="ensemble steps per refit (warm-started chain)")
+    ap.add_argument("--cold-refit", action="store_true",
+                    help="refit both models from their initial hyperparameters every iteration (no warm start)")
     ap.add_argument("--restarts", type=int, default=0, help="random restarts of the output model's fit")
     ap.add_argument("--enge-pool", type=int, default=3000, help="EngE pool size (random training points)")
     args = ap.parse_args()
     CONFIG.update(hyper=args.hyper, hyper_output=args.hyper_output or args.hyper,
                   output_normalize=not args.no_output_normalize, restarts=args.restarts,
                   prior_jacobian=args.prior_jacobian, init=args.init, kernel=args.kernel, safety_normalize=args.safety_normalize,
-                  enge_pool=args.enge_pool)
+                  enge_pool=args.enge_pool, warm_start=not args.cold_refit,
+                  samples=dict(n_samples=args.samples, n_burn=args.n_burn, n_steps=args.n_steps) if args.samples else None)
     if args.quick:
         args.reps, args.datasets = 2, [d for d in args.datasets if d != "enge"]
     print(f"# {package_state()}")

@@ -572,3 +572,172 @@ def test_map_optimizer_in_the_robust_and_multioutput_regressors():
     rr = r.prediction_range(X[:2], gamma=0.05)
     m = r.predict(np.linspace(X[0, 0] - 0.05, X[0, 0] + 0.05, 201)[:, None])
     assert rr.min_lower[0] <= m.min() + 1e-12 and m.max() <= rr.max_upper[0] + 1e-12
+
+
+# ---------------------------------------------------------------------------
+# Bayesian treatment: posterior samples of the hyperparameters (emcee) and the
+# moment-matched predictive (the seed's appendix I.2)
+# ---------------------------------------------------------------------------
+
+
+def test_mixture_moments_match_a_direct_computation():
+    from skgprobust.active import mixture_moments
+
+    rng = np.random.RandomState(0)
+    m, s = rng.randn(5, 3), rng.uniform(0.1, 1.0, (5, 3))
+    mean, std = mixture_moments(m, s, "std")
+    # direct: quadrature of the mixture density of each point
+    y = np.linspace(-12, 12, 200001)
+    for j in range(3):
+        dens = np.mean([norm.pdf(y, m[i, j], s[i, j]) for i in range(5)], axis=0)
+        mu = np.trapezoid(y * dens, y)
+        var = np.trapezoid((y - mu) ** 2 * dens, y)
+        assert mean[j] == pytest.approx(mu, abs=1e-8)
+        assert std[j] == pytest.approx(np.sqrt(var), rel=1e-7)
+    # per-point covariances (S, n, P, P): the seed's form 1/S sum (C + m m^T) - mu mu^T
+    M = rng.randn(4, 2, 3)
+    A = rng.randn(4, 2, 3, 3)
+    C = A @ np.swapaxes(A, -1, -2)
+    mean, cov = mixture_moments(M, C, "cov")
+    direct = np.mean(C + M[..., :, None] * M[..., None, :], axis=0) - mean[..., :, None] * mean[..., None, :]
+    np.testing.assert_allclose(cov, direct, rtol=1e-12, atol=1e-12)
+    # joint covariance across points (S, n, n) of (S, n) means, and its diagonal = the "std" variance
+    M2, A2 = rng.randn(4, 3), rng.randn(4, 3, 3)
+    C2 = A2 @ np.swapaxes(A2, -1, -2)
+    mean2, cov2 = mixture_moments(M2, C2, "cov")
+    direct2 = np.mean(C2 + M2[:, :, None] * M2[:, None, :], axis=0) - np.outer(mean2, mean2)
+    np.testing.assert_allclose(cov2, direct2, rtol=1e-12, atol=1e-12)
+    _, sd2 = mixture_moments(M2, np.sqrt(np.diagonal(C2, axis1=1, axis2=2)), "std")
+    np.testing.assert_allclose(sd2**2, np.diag(cov2), rtol=1e-12)
+    with pytest.raises(ValueError, match="kind"):
+        mixture_moments(M2, C2, "var")
+
+
+def _bayes_data(n=14, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-2, 2, (n, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.randn(n)
+
+
+def test_posterior_regressor_predicts_the_moments_of_its_samples():
+    pytest.importorskip("emcee")
+    from skgprobust.active import HyperparameterPosteriorRegressor, map_optimizer
+    from skgprobust.active._priors import GammaPrior
+
+    X, y = _bayes_data()
+    k = ConstantKernel(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-2, 1e2)) + WhiteKernel(0.1, (1e-4, 1.0))
+    base = RobustGaussianProcessRegressor(k, optimizer=map_optimizer(k))
+    h = HyperparameterPosteriorRegressor(base, n_samples=6, n_burn=30, random_state=0).fit(X, y)
+    assert h.samples_.shape == (6, 3) and len(h.estimators_) == 6 and h.chain_state_.shape == (8, 3)
+    assert 0 < h.acceptance_fraction_ <= 1
+    # each sample: its own GP at that theta, built here from scratch; the mixture's moments by the seed's formula
+    Xs = np.linspace(-3, 3, 7)[:, None]
+    means, varis, covs = [], [], []
+    for t in h.samples_:
+        g = GaussianProcessRegressor(k.clone_with_theta(t), optimizer=None).fit(X, y)
+        mu, C = g.predict(Xs, return_cov=True)
+        means.append(mu), covs.append(C), varis.append(np.diag(C))
+    means, varis, covs = map(np.array, (means, varis, covs))
+    mu = means.mean(0)
+    mean, std = h.predict(Xs, return_std=True)
+    np.testing.assert_allclose(mean, mu, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(std**2, np.mean(varis + means**2, 0) - mu**2, rtol=1e-7, atol=1e-10)
+    _, cov = h.predict(Xs, return_cov=True)
+    np.testing.assert_allclose(cov, np.mean(covs + means[:, :, None] * means[:, None, :], 0) - np.outer(mu, mu),
+                               rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(h.predict(Xs), mu, rtol=1e-9, atol=1e-10)
+    # the log posterior of each sample: log marginal likelihood + the priors as densities of theta (Jacobian)
+    lay = [GammaPrior(2.5, 1.0, True), GammaPrior(1.5, 1.0, True), GammaPrior(1.5, 3.0, True)]
+    for t, lp in zip(h.samples_, h.log_posterior_):
+        g = GaussianProcessRegressor(k, optimizer=None).fit(X, y)
+        direct = g.log_marginal_likelihood(t) + sum(float(p(v)[0]) for p, v in zip(lay, t))
+        assert lp == pytest.approx(direct, rel=1e-9, abs=1e-9)
+    # the fitted point model is untouched by the sampler (its kernel_ is the MAP fit)
+    ref = RobustGaussianProcessRegressor(k, optimizer=map_optimizer(k)).fit(X, y)
+    np.testing.assert_allclose(h.estimator_.kernel_.theta, ref.kernel_.theta)
+    np.testing.assert_allclose(h.estimator_.predict(Xs), ref.predict(Xs))
+
+
+def test_posterior_regressor_multioutput_and_warm_start():
+    pytest.importorskip("emcee")
+    from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+    from skgprobust.active import HyperparameterPosteriorRegressor, lmc_map_optimizer
+
+    rng = np.random.RandomState(3)
+    X = rng.uniform(-2, 2, (14, 1))
+    Y = f_true(X[:, 0]) + 0.1 * rng.randn(14, 2)
+    Y[::2, 1] = np.nan
+    k = RBF(0.5, (0.05, 10))
+    base = MultiOutputGaussianProcessRegressor(k, n_latent=2, normalize_y=True, noise_level_bounds=(1e-3, 1.0),
+                                               optimizer=lmc_map_optimizer(k, 2, 2))
+    h = HyperparameterPosteriorRegressor(base, n_samples=5, n_burn=20, random_state=1).fit(X, Y)
+    Xs = np.linspace(-2, 2, 5)[:, None]
+    mean, cov = h.predict(Xs, return_cov=True)
+    means, covs = [], []
+    for t in h.samples_:  # the LMC at each sample from its public parameters
+        kernels, W, noise = h.estimator_._problem().unpack(t)
+        m = MultiOutputGaussianProcessRegressor(kernels=kernels, W=W, noise_level=noise, normalize_y=True,
+                                                optimizer=None).fit(X, Y)
+        mu, C = m.predict(Xs, return_cov=True)
+        means.append(mu), covs.append(C)
+    means, covs = np.array(means), np.array(covs)
+    mu = means.mean(0)
+    np.testing.assert_allclose(mean, mu, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(cov, np.mean(covs + means[..., :, None] * means[..., None, :], 0)
+                               - mu[:, :, None] * mu[:, None, :], rtol=1e-7, atol=1e-10)
+    _, std = h.predict(Xs, return_std=True)
+    np.testing.assert_allclose(std**2, np.diagonal(cov, axis1=1, axis2=2), rtol=1e-8, atol=1e-12)
+    # deterministic for a random_state; warm start continues the chain for n_steps only
+    h2 = HyperparameterPosteriorRegressor(base, n_samples=5, n_burn=20, random_state=1).fit(X, Y)
+    np.testing.assert_array_equal(h.samples_, h2.samples_)
+    state = h.chain_state_.copy()
+    h.set_params(warm_start=True, n_steps=3).fit(np.vstack([X, [[0.3]]]), np.vstack([Y, [[0.5, np.nan]]]))
+    assert h.n_evaluations_ == len(state) * (3 + 1)  # the start's densities + 3 steps
+    assert not np.array_equal(h.chain_state_, state)
+    assert np.all(np.isfinite(h.predict(Xs)))
+
+
+def test_learner_with_hyperparameter_posterior_and_errors(monkeypatch):
+    pytest.importorskip("emcee")
+    from skgprobust.active import HyperparameterPosteriorRegressor
+
+    from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
+
+    opts = dict(n_samples=4, n_burn=10, n_steps=2)
+
+    def run():
+        pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(2)  # a fresh oracle (its noise stream) per run
+        model = MultiOutputGaussianProcessRegressor(RBF(0.5, (0.05, 10)), n_latent=2, normalize_y=True,
+                                                    noise_level_bounds=(1e-2, 1.0))
+        L = learner(hyperparameter_posterior=opts).set_params(model=model).fit(X0, Y0, z0)
+        calls = _spy(L)
+        with _quiet():
+            hist = L.run(oracle, pool[:40], 2, X_test=Xt, Y_test=Yt, z_test=zt)
+        assert all(calls)
+        return L, hist
+
+    L, hist = run()
+    assert isinstance(L.safety_model_, HyperparameterPosteriorRegressor) and L.safety_model_.warm_start
+    assert isinstance(L.model_, HyperparameterPosteriorRegressor) and L.model_.warm_start
+    assert len(L.safety_model_.estimators_) == 4 and len(L.model_.estimators_) == 4 and np.all(np.isfinite(hist.rmse))
+    _, hist2 = run()
+    np.testing.assert_array_equal(hist.X, hist2.X)
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(2)
+    # clear errors
+    with pytest.raises(ValueError, match="dict"):
+        learner(hyperparameter_posterior=5).fit(X0, Y0, z0)
+    with pytest.raises(ValueError, match="certify_gamma"):
+        learner(hyperparameter_posterior={}, certify_gamma=0.01).fit(X0, Y0, z0)
+    with pytest.raises(UnsupportedModelError):
+        L.certify_safe(X0[:1], 0.01)
+    X, y = _bayes_data()
+    with pytest.raises(ValueError, match="n_samples"):
+        HyperparameterPosteriorRegressor(GaussianProcessRegressor(), n_samples=0).fit(X, y)
+    with pytest.raises(ValueError, match="GaussianProcessRegressor-like"):
+        HyperparameterPosteriorRegressor(IndependentGPs(RBF())).fit(X, y[:, None])
+    with pytest.raises(RuntimeError, match="At most one"):
+        HyperparameterPosteriorRegressor(GaussianProcessRegressor(), n_samples=2, n_burn=2).fit(X, y).predict(
+            X, return_std=True, return_cov=True)
+    monkeypatch.setitem(__import__("sys").modules, "emcee", None)
+    with pytest.raises(ImportError, match=r"skgprobust\[bayes\]"):
+        HyperparameterPosteriorRegressor(GaussianProcessRegressor()).fit(X, y)

@@ -163,8 +163,20 @@ class SafeActiveLearner(BaseEstimator):
         ``warm_start`` parameter (e.g. the multi-output GP) refit themselves
         with it on; others are cloned with ``kernel`` set to the previously
         fitted ``kernel_``.
+    hyperparameter_posterior : dict or None, default=None
+        None: each model predicts with its own fitted hyperparameters (point
+        estimates, e.g. by a :class:`~skgprobust.active.MAPOptimizer`). A
+        dict (``{}`` for the defaults): the seed's Bayesian treatment (its
+        appendix I): both models are wrapped in
+        :class:`~skgprobust.active.HyperparameterPosteriorRegressor` with
+        these keyword arguments (``n_samples``, ``n_burn``, ``n_steps``, ...;
+        needs the optional dependency emcee), so the entropy and the safety
+        probability use the moment-matched predictive over posterior samples
+        of the hyperparameters, the chains warm-started across iterations.
+        Not compatible with ``certify_gamma`` (no bounds for a mixture).
     random_state : int, RandomState instance or None, default=None
-        Seeds the random strategy and the certification's local search.
+        Seeds the random strategy, the certification's local search and the
+        hyperparameter samplers.
 
     Attributes
     ----------
@@ -186,7 +198,7 @@ class SafeActiveLearner(BaseEstimator):
 
     def __init__(self, model, safety_model, *, threshold=0.0, safe_side="below", delta=0.05, observe="partial",
                  strategy="entropy", safety=True, certify_gamma=None, certify_options=None, warm_start=True,
-                 random_state=None):
+                 hyperparameter_posterior=None, random_state=None):
         self.model = model
         self.safety_model = safety_model
         self.threshold = threshold
@@ -198,6 +210,7 @@ class SafeActiveLearner(BaseEstimator):
         self.certify_gamma = certify_gamma
         self.certify_options = certify_options
         self.warm_start = warm_start
+        self.hyperparameter_posterior = hyperparameter_posterior
         self.random_state = random_state
 
     # -- setup -----------------------------------------------------------------
@@ -209,6 +222,24 @@ class SafeActiveLearner(BaseEstimator):
             raise ValueError(f"strategy must be 'entropy' or 'random', got {self.strategy!r}.")
         if self.certify_options is not None and not isinstance(self.certify_options, dict):
             raise ValueError(f"certify_options must be a dict or None, got {self.certify_options!r}.")
+        if self.hyperparameter_posterior is not None:
+            if not isinstance(self.hyperparameter_posterior, dict):
+                raise ValueError("hyperparameter_posterior must be a dict of HyperparameterPosteriorRegressor "
+                                 f"options or None, got {self.hyperparameter_posterior!r}.")
+            if self.certify_gamma is not None:
+                raise ValueError("certify_gamma needs a single GP safety model: it cannot be combined with "
+                                 "hyperparameter_posterior (a mixture over hyperparameter samples has no bounds).")
+
+    def _templates(self):
+        """The (model, safety model) templates, wrapped for the Bayesian treatment when asked."""
+        if self.hyperparameter_posterior is None:
+            return self.model, self.safety_model
+        from ._bayes import HyperparameterPosteriorRegressor
+
+        opts = dict(self.hyperparameter_posterior)
+        seed = check_random_state(self.random_state).randint(2**31 - 1, size=2)
+        return tuple(HyperparameterPosteriorRegressor(m, **dict({"random_state": int(s)}, **opts))
+                     for m, s in zip((self.model, self.safety_model), seed))
 
     def fit(self, X, Y, z):
         """Fit both models on the initial data.
@@ -250,12 +281,14 @@ class SafeActiveLearner(BaseEstimator):
         self._rng = check_random_state(self.random_state)
         self.model_ = None
         self.safety_model_ = None
+        self._model_template, self._safety_template = self._templates()
         self._refit()
         return self
 
     def _refit(self):
-        self.model_ = self._fit_one(self.model, self.model_, self.X_, self.Y_ if self.n_outputs_ > 1 else self.Y_[:, 0])
-        self.safety_model_ = self._fit_one(self.safety_model, self.safety_model_, self.Xz_, self.z_)
+        self.model_ = self._fit_one(self._model_template, self.model_, self.X_,
+                                    self.Y_ if self.n_outputs_ > 1 else self.Y_[:, 0])
+        self.safety_model_ = self._fit_one(self._safety_template, self.safety_model_, self.Xz_, self.z_)
 
     def _fit_one(self, template, previous, X, y):
         if self.warm_start and previous is not None:

@@ -1,0 +1,539 @@
+"""Bayesian treatment of GP hyperparameters: posterior samples and
+moment-matched predictions (the seed's appendices I.1-I.2).
+
+Li, Rakitsch and Zimmer (AISTATS 2022) do not plug one hyperparameter
+estimate into their GPs: they draw hyperparameter vectors from the posterior
+``p(theta | D) ~ exp(lml(theta)) p(theta)`` (HMC, 100 samples) and predict
+with the mixture ``1/S sum_s p(f(x) | x, D, theta_s)`` (their Eq. 30),
+approximated for the entropy acquisition and the safety probability by the
+Gaussian with the mixture's first two moments (appendix I.2)::
+
+    mu(x)    = 1/S sum_s mu_s(x)
+    Sigma(x) = 1/S sum_s (Sigma_s(x) + mu_s(x) mu_s(x)^T) - mu(x) mu(x)^T
+             = 1/S sum_s Sigma_s(x) + 1/S sum_s (mu_s - mu)(mu_s - mu)^T.
+
+:class:`HyperparameterPosteriorRegressor` does this for a single-output
+:class:`~sklearn.gaussian_process.GaussianProcessRegressor` (e.g. the
+safety model, a :class:`~skgprobust.RobustGaussianProcessRegressor`) and for
+:class:`~skgprobust.MultiOutputGaussianProcessRegressor`, with the affine
+invariant ensemble sampler of ``emcee`` (Foreman-Mackey et al. 2013; an
+optional dependency, ``pip install skgprobust[bayes]``) instead of the
+seed's HMC. The target is the log posterior of sklearn's coordinates
+``theta`` (logarithms of the positive hyperparameters, the LMC weights W as
+they are): the model's own log marginal likelihood plus the seed's priors
+(:data:`~skgprobust.active.SEED_PRIORS`) as densities of theta, i.e. with
+the Jacobian of ``v = exp(t)`` (``GammaPrior(jacobian=True)``), so the
+samples are draws of the hyperparameters' posterior under the Gamma priors
+on the values, as GPflow's HMC targets; theta outside the estimator's
+hyperparameter bounds has zero density.
+
+Cost control (the seed runs 2300 HMC steps per refit): the chain starts at
+the estimator's own fit (e.g. the MAP estimate of
+:class:`~skgprobust.active.MAPOptimizer`) with ``n_burn`` ensemble steps;
+with ``warm_start`` each later fit (one more observation) continues the
+previous ensemble for ``n_steps`` steps only. The ``n_samples``
+hyperparameter vectors are distinct walkers of the final ensemble (an
+ensemble of ``n_walkers >= 2 dim`` walkers is a set of approximately
+independent posterior draws once it has mixed).
+
+Soundness: nothing certified here. The certified bounds of the package are
+for single GPs; a mixture's moments have none (:func:`certify_safe` refuses
+this model with a clear error).
+"""
+
+import copy
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._priors import GammaPrior, MAPOptimizer, kernel_prior_layout, lmc_prior_layout
+
+
+def _require_emcee():
+    try:
+        import emcee
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "HyperparameterPosteriorRegressor needs the optional dependency emcee (>= 3.1): "
+            "pip install 'skgprobust[bayes]' (or pip install emcee)."
+        ) from exc
+    return emcee
+
+
+def _with_jacobian(prior):
+    """The prior as a density of theta = log(value) (Gamma priors), as the sampler needs."""
+    if isinstance(prior, GammaPrior) and not prior.jacobian:
+        return GammaPrior(prior.shape, prior.rate, jacobian=True)
+    return prior
+
+
+def mixture_moments(means, spreads, kind="std"):
+    """Moments of an equally weighted mixture of Gaussians (the seed's appendix I.2).
+
+    Parameters
+    ----------
+    means : ndarray of shape (S, n) or (S, n, P)
+        Component means.
+    spreads : ndarray
+        Component standard deviations (``kind="std"``, the shape of
+        ``means``), per-point covariances (``kind="cov"``, shape (S, n, P, P)
+        for (S, n, P) means) or joint covariances across points
+        (``kind="cov"``, shape (S, n, n) for (S, n) means).
+    kind : {"std", "cov"}
+
+    Returns
+    -------
+    mean : ndarray
+        ``1/S sum_s mu_s``.
+    spread : ndarray
+        The mixture's standard deviation (``"std"``) or covariance
+        (``"cov"``): ``1/S sum_s Sigma_s + 1/S sum_s (mu_s - mu)(mu_s - mu)^T``.
+    """
+    means = np.asarray(means, dtype=np.float64)
+    spreads = np.asarray(spreads, dtype=np.float64)
+    S = means.shape[0]
+    mean = means.mean(axis=0)
+    dev = means - mean
+    if kind == "std":
+        var = np.mean(spreads * spreads, axis=0) + np.mean(dev * dev, axis=0)
+        return mean, np.sqrt(var)
+    if kind != "cov":
+        raise ValueError(f"kind must be 'std' or 'cov', got {kind!r}.")
+    if means.ndim == 3:  # (S, n, P): per-point P x P covariances
+        return mean, spreads.mean(axis=0) + np.einsum("snp,snq->npq", dev, dev) / S
+    return mean, spreads.mean(axis=0) + dev.T @ dev / S  # (S, n): joint covariance across points
+
+
+def _batched_gram(kernel, D2, T):
+    """Gram matrices of ``kernel`` at a batch of thetas, (S, n, n), or None.
+
+    ``D2`` is the (n, n, d) array of squared coordinate differences of the
+    training inputs; ``T`` the (S, len(kernel.theta)) thetas. Covers sums and
+    products of ConstantKernel, WhiteKernel, RBF and Matern (nu in 0.5, 1.5,
+    2.5, inf; isotropic or ARD): the formulas of sklearn's ``__call__``
+    (K(X) with Y=None), vectorised over the batch so the sampler does not pay
+    sklearn's per-call overhead. None for any other kernel (the caller then
+    evaluates theta by theta).
+    """
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, Product, Sum, WhiteKernel
+
+    S, n = T.shape[0], D2.shape[0]
+    if isinstance(kernel, (Sum, Product)):
+        k1 = len(kernel.k1.theta)
+        a = _batched_gram(kernel.k1, D2, T[:, :k1])
+        b = None if a is None else _batched_gram(kernel.k2, D2, T[:, k1:])
+        if b is None:
+            return None
+        return a + b if isinstance(kernel, Sum) else a * b
+    if isinstance(kernel, ConstantKernel):
+        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.constant_value))
+        return np.broadcast_to(v[:, None, None], (S, n, n))
+    if isinstance(kernel, WhiteKernel):
+        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.noise_level))
+        return v[:, None, None] * np.eye(n)[None]
+    if isinstance(kernel, RBF):  # Matern is a subclass of RBF
+        nu = float(kernel.nu) if isinstance(kernel, Matern) else np.inf
+        if nu not in (0.5, 1.5, 2.5, np.inf):
+            return None
+        d = D2.shape[2]
+        if T.shape[1]:
+            ls = np.exp(T)
+        else:
+            ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (S, np.size(kernel.length_scale)))
+        ls = np.broadcast_to(ls, (S, d)) if ls.shape[1] == 1 else ls
+        n2 = D2.shape[0] * D2.shape[1]
+        r2 = (D2.reshape(n2, d) @ (1.0 / (ls * ls)).T).T.reshape(S, D2.shape[0], D2.shape[1])
+        if nu == np.inf:
+            return np.exp(-0.5 * r2)
+        r = np.sqrt(r2)
+        if nu == 0.5:
+            return np.exp(-r)
+        if nu == 1.5:
+            r = np.sqrt(3.0) * r
+            return (1.0 + r) * np.exp(-r)
+        r = np.sqrt(5.0) * r
+        return (1.0 + r + r * r / 3.0) * np.exp(-r)
+    return None
+
+
+def _batched_cholesky_logdet_quad(K, y):
+    """(-0.5 y^T K^-1 y - 0.5 log det K) per matrix of the batch K (S, N, N);
+    -inf where K is not positive definite."""
+    out = np.full(K.shape[0], -np.inf)
+    try:
+        Lc = np.linalg.cholesky(K)
+        ok = np.arange(K.shape[0])
+    except np.linalg.LinAlgError:
+        Lc, ok = [], []
+        for i, Ki in enumerate(K):
+            try:
+                Lc.append(np.linalg.cholesky(Ki))
+                ok.append(i)
+            except np.linalg.LinAlgError:
+                pass
+        if not ok:
+            return out
+        Lc, ok = np.array(Lc), np.array(ok)
+    z = np.linalg.solve(Lc, np.broadcast_to(y[:, None], (len(Lc), len(y), 1)))[..., 0]  # L^-1 y, batched
+    diag = np.diagonal(Lc, axis1=1, axis2=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = -0.5 * np.einsum("si,si->s", z, z) - np.log(diag).sum(axis=1)
+    out[ok] = np.where(np.isfinite(val), val, -np.inf)
+    return out
+
+
+def _sq_diffs(X):
+    X = np.asarray(X, dtype=np.float64)
+    return (X[:, None, :] - X[None, :, :]) ** 2
+
+
+class _GPRAdapter:
+    """theta, bounds, prior layout, log marginal likelihood and per-theta
+    models of a fitted single-output sklearn GP regressor."""
+
+    def __init__(self, fitted):
+        self.fitted = fitted
+        # sklearn's log_marginal_likelihood(theta, clone_kernel=False) sets the
+        # kernel's theta in place: evaluate on a scratch copy, never on the model.
+        self._scratch = copy.deepcopy(fitted)
+        self.theta = np.asarray(fitted.kernel_.theta, dtype=np.float64)
+        self.bounds = np.asarray(fitted.kernel_.bounds, dtype=np.float64).reshape(-1, 2)
+
+    def layout(self, priors):
+        return kernel_prior_layout(self.fitted.kernel_, priors)
+
+    def lml(self, theta):
+        return float(self._scratch.log_marginal_likelihood(theta, clone_kernel=False))
+
+    def lml_batch(self, T):
+        """Log marginal likelihoods (S,) at the thetas T (S, dim): sklearn's
+        formula (targets as stored, normalised when ``normalize_y``; ``alpha``
+        on the diagonal), batched; falls back to :meth:`lml` per theta."""
+        f = self.fitted
+        y = np.asarray(f.y_train_, dtype=np.float64)
+        K = None
+        if y.ndim == 1:
+            if not hasattr(self, "_D2"):
+                self._D2 = _sq_diffs(f.X_train_)
+            K = _batched_gram(f.kernel_, self._D2, T)
+        if K is None:
+            return np.array([self.lml(t) for t in T])
+        K = np.array(K)
+        idx = np.arange(K.shape[1])
+        K[:, idx, idx] += f.alpha
+        return _batched_cholesky_logdet_quad(K, y) - 0.5 * len(y) * np.log(2 * np.pi)
+
+    def model(self, template, theta, X, y):
+        k = self.fitted.kernel_.clone_with_theta(theta)
+        return clone(template).set_params(kernel=k, optimizer=None).fit(X, y)
+
+    @staticmethod
+    def refit(template, previous_theta, previous_fitted, X, y):
+        """A fitted template on new data at the previous theta (no optimisation)."""
+        k = previous_fitted.kernel_.clone_with_theta(previous_theta)
+        return clone(template).set_params(kernel=k, optimizer=None).fit(X, y)
+
+
+class _LMCAdapter:
+    """The same for :class:`~skgprobust.MultiOutputGaussianProcessRegressor`."""
+
+    def __init__(self, fitted):
+        self.fitted = fitted
+        self.problem = fitted._problem()
+        self.theta = np.asarray(fitted.theta_, dtype=np.float64)
+        self.bounds = np.asarray(self.problem.bounds(), dtype=np.float64).reshape(-1, 2)
+
+    def layout(self, priors):
+        p = self.problem
+        return lmc_prior_layout(p.kernels, p.P, p.L, W_fixed=p.W_fixed, noise_fixed=p.noise_fixed, priors=priors)
+
+    def lml(self, theta):
+        return float(self.problem.lml(theta, False))
+
+    def lml_batch(self, T):
+        """Log marginal likelihoods (S,) of the LMC at the parameter vectors T
+        (the layout of :meth:`_Problem.unpack`), batched over T."""
+        p = self.problem
+        if not hasattr(self, "_D2"):
+            self._D2 = _sq_diffs(p.X[p.rows])  # the Gram of the observed pairs directly
+        S, i = T.shape[0], 0
+        grams = []
+        for k, size in zip(p.kernels, p.sizes):
+            Kl = _batched_gram(k, self._D2, T[:, i:i + size])
+            if Kl is None:
+                return np.array([self.lml(t) for t in T])
+            grams.append(Kl)
+            i += size
+        if p.W_fixed:
+            W = np.broadcast_to(p.W, (S,) + p.W.shape)
+        else:
+            W = T[:, i:i + p.P * p.L].reshape(S, p.P, p.L)
+            i += p.P * p.L
+        noise = np.broadcast_to(p.noise, (S, p.P)) if p.noise_fixed else np.exp(T[:, i:i + p.P])
+        K = np.zeros((S, p.N, p.N))
+        for l, Kl in enumerate(grams):
+            w = W[:, p.outs, l]
+            K += w[:, :, None] * w[:, None, :] * Kl
+        idx = np.arange(p.N)
+        K[:, idx, idx] += noise[:, p.outs] + p.jitter
+        return _batched_cholesky_logdet_quad(K, p.y) - 0.5 * p.N * np.log(2 * np.pi)
+
+    def model(self, template, theta, X, y):
+        return self._at(self.fitted, self.problem, theta, X, y)
+
+    @staticmethod
+    def _at(fitted, problem, theta, X, y):
+        kernels, W, noise = problem.unpack(theta)
+        m = copy.copy(fitted)  # shares nothing mutable: fit() rebinds every fitted attribute
+        m.kernels_, m.W_, m.noise_level_ = [copy.deepcopy(k) for k in kernels], np.array(W), np.array(noise)
+        return m.set_params(optimizer=None, warm_start=True).fit(X, y)
+
+    @staticmethod
+    def refit(template, previous_theta, previous_fitted, X, y):
+        return _LMCAdapter._at(previous_fitted, previous_fitted._problem(), previous_theta, X, y)
+
+
+def _adapter(fitted):
+    from .._multioutput import MultiOutputGaussianProcessRegressor
+
+    if isinstance(fitted, MultiOutputGaussianProcessRegressor):
+        return _LMCAdapter(fitted)
+    if hasattr(fitted, "kernel_") and hasattr(fitted, "log_marginal_likelihood"):
+        return _GPRAdapter(fitted)
+    raise ValueError(
+        "HyperparameterPosteriorRegressor needs a GaussianProcessRegressor-like estimator (kernel_, "
+        "log_marginal_likelihood(theta)) or a MultiOutputGaussianProcessRegressor, got "
+        f"{type(fitted).__name__}."
+    )
+
+
+class HyperparameterPosteriorRegressor(RegressorMixin, BaseEstimator):
+    """GP regression averaged over posterior samples of its hyperparameters.
+
+    The Bayesian treatment of the seed (appendix I): hyperparameter vectors
+    drawn from ``p(theta | D) ~ exp(lml(theta)) p(theta)`` by emcee's
+    ensemble sampler (optional dependency), predictions by the first two
+    moments of the mixture of the per-sample GP posteriors (appendix I.2,
+    :func:`mixture_moments`). See the module documentation for the target
+    density and the cost controls.
+
+    Parameters
+    ----------
+    estimator : regressor
+        A single-output sklearn ``GaussianProcessRegressor`` (or
+        :class:`~skgprobust.RobustGaussianProcessRegressor`) or a
+        :class:`~skgprobust.MultiOutputGaussianProcessRegressor`; cloned and
+        fitted first (its own ``optimizer``, e.g. a
+        :class:`~skgprobust.active.MAPOptimizer`, gives the chain's start).
+    n_samples : int, default=32
+        Hyperparameter vectors averaged in predictions (distinct walkers of
+        the final ensemble; at most ``n_walkers``).
+    n_walkers : int or None, default=None
+        Walkers of the ensemble; None: ``max(2 dim + 2, n_samples)`` for
+        ``dim`` free hyperparameters (rounded up to even).
+    n_burn : int, default=300
+        Ensemble steps of a cold fit (the seed's HMC drops its first 300).
+    n_steps : int, default=20
+        Ensemble steps of a warm-started fit (``warm_start=True`` after a
+        first fit): the chain continues from the previous ensemble, its
+        start moved into the new posterior by these steps.
+    priors : dict or None, default=None
+        Role -> prior overrides of :data:`~skgprobust.active.SEED_PRIORS`
+        (``variance``, ``length_scale``, ``noise``, ``weight``); Gamma priors
+        are applied as densities of log(value) (with the Jacobian), see the
+        module documentation. When ``estimator.optimizer`` is a
+        :class:`~skgprobust.active.MAPOptimizer` its layout is used instead
+        (Gamma entries turned into densities of the log).
+    init_scale : float, default=1e-2
+        Standard deviation of the initial walkers around the estimator's fit
+        (in theta's coordinates).
+    warm_start : bool, default=False
+        Continue the previous chain at the next :meth:`fit` (the safe
+        active learner turns this on between iterations).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the walkers' start, the sampler and the choice of samples.
+
+    Attributes
+    ----------
+    estimator_ : regressor
+        The estimator fitted at the start of the chain (cold fit) or at the
+        previous sample's hyperparameters (warm fit) on the current data.
+    samples_ : ndarray of shape (n_samples, dim)
+        The hyperparameter vectors (theta coordinates) averaged in predictions.
+    estimators_ : list of regressors
+        One fitted model per sample.
+    acceptance_fraction_ : float
+        Mean acceptance fraction of the last run of the sampler.
+    log_posterior_ : ndarray of shape (n_samples,)
+        Log posterior (up to a constant) at each sample.
+    chain_state_ : ndarray of shape (n_walkers, dim)
+        The final ensemble (the start of a warm fit).
+    n_evaluations_ : int
+        Log posterior evaluations of the last fit.
+    """
+
+    def __init__(self, estimator, *, n_samples=32, n_walkers=None, n_burn=300, n_steps=20, priors=None,
+                 init_scale=1e-2, warm_start=False, random_state=None):
+        self.estimator = estimator
+        self.n_samples = n_samples
+        self.n_walkers = n_walkers
+        self.n_burn = n_burn
+        self.n_steps = n_steps
+        self.priors = priors
+        self.init_scale = init_scale
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        try:
+            inner = self.estimator.__sklearn_tags__()
+            tags.target_tags.multi_output = inner.target_tags.multi_output
+            tags.target_tags.single_output = inner.target_tags.single_output
+            tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        except AttributeError:  # pragma: no cover
+            pass
+        return tags
+
+    def _check_params(self):
+        for name, low in (("n_samples", 1), ("n_burn", 0), ("n_steps", 0)):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
+        if self.n_walkers is not None and (not isinstance(self.n_walkers, numbers.Integral)
+                                           or isinstance(self.n_walkers, bool) or self.n_walkers < 2):
+            raise ValueError(f"n_walkers must be an integer >= 2 or None, got {self.n_walkers!r}.")
+        if not isinstance(self.init_scale, numbers.Real) or not np.isfinite(self.init_scale) or self.init_scale <= 0:
+            raise ValueError(f"init_scale must be a positive number, got {self.init_scale!r}.")
+        if self.priors is not None and not isinstance(self.priors, dict):
+            raise ValueError(f"priors must be a dict or None, got {self.priors!r}.")
+
+    def _layout(self, adapter):
+        opt = getattr(self.estimator, "optimizer", None)
+        if isinstance(opt, MAPOptimizer) and len(opt.layout) == len(adapter.theta):
+            layout = opt.layout
+        else:
+            layout = adapter.layout(self.priors)
+        return [None if p is None else _with_jacobian(p) for p in layout]
+
+    def fit(self, X, y):
+        """Fit the estimator, then sample its hyperparameters' posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            As the wrapped estimator accepts (NaN = unobserved output for the
+            multi-output GP).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        emcee = _require_emcee()
+        warm = self.warm_start and hasattr(self, "chain_state_")
+        if not warm:
+            self._rng = check_random_state(self.random_state)
+        if warm:
+            fitted = self._adapter_cls.refit(self.estimator, self.samples_[0], self.estimator_, X, y)
+        else:
+            fitted = clone(self.estimator).fit(X, y)
+        adapter = _adapter(fitted)
+        dim = len(adapter.theta)
+        if warm and self.chain_state_.shape[1] != dim:
+            raise ValueError("warm_start: the number of hyperparameters changed since the previous fit.")
+        layout = self._layout(adapter)
+        lo, hi = adapter.bounds[:, 0], adapter.bounds[:, 1]
+        counter = [0]
+
+        def log_prob(T):
+            T = np.atleast_2d(np.asarray(T, dtype=np.float64))
+            counter[0] += len(T)
+            out = np.full(len(T), -np.inf)
+            inside = np.flatnonzero(np.all((T >= lo) & (T <= hi), axis=1))
+            if inside.size:
+                v = adapter.lml_batch(T[inside])
+                lp = np.zeros(inside.size)
+                for j, pr in enumerate(layout):  # each prior is elementwise in its coordinate
+                    if pr is not None:
+                        lp += pr(T[inside, j])[0]
+                out[inside] = np.where(np.isfinite(v), v + lp, -np.inf)
+            return out
+
+        if dim == 0:
+            samples = np.zeros((1, 0))
+            self.chain_state_ = samples
+            self.acceptance_fraction_ = np.nan
+            lp = log_prob(np.zeros((1, 0)))
+        else:
+            nw = self.n_walkers if self.n_walkers is not None else max(2 * dim + 2, self.n_samples)
+            nw += nw % 2
+            if nw < dim + 1:
+                raise ValueError(f"n_walkers ({nw}) must exceed the number of hyperparameters ({dim}).")
+            if warm and len(self.chain_state_) == nw:
+                start, steps = self.chain_state_.copy(), self.n_steps
+            else:
+                # A ball around the estimator's fit; a coordinate at a bound is
+                # pushed inwards (clipping would put every walker on the same
+                # value, which the stretch move can never leave).
+                eps = self.init_scale * self._rng.standard_normal((nw, dim))
+                start = adapter.theta + eps
+                out = (start < lo) | (start > hi)
+                start[out] = (adapter.theta - eps)[out]
+                start, steps = np.clip(start, lo, hi), self.n_burn
+            sampler = emcee.EnsembleSampler(nw, dim, log_prob, vectorize=True)
+            state = emcee.State(start, random_state=self._rng.get_state())
+            if steps:
+                state = sampler.run_mcmc(state, steps, skip_initial_state_check=True)
+                self.acceptance_fraction_ = float(np.mean(sampler.acceptance_fraction))
+                coords, lps = state.coords, state.log_prob
+                self._rng.set_state(sampler.random_state)
+            else:
+                self.acceptance_fraction_ = np.nan
+                coords, lps = start, log_prob(start)
+            self.chain_state_ = np.array(coords)
+            ok = np.flatnonzero(np.isfinite(lps))
+            if ok.size == 0:
+                raise ValueError("Every walker has zero posterior density: check the hyperparameter bounds and priors.")
+            pick = self._rng.choice(ok, size=min(self.n_samples, ok.size), replace=False)
+            samples, lp = self.chain_state_[pick], np.asarray(lps)[pick]
+        self.estimator_ = fitted
+        self._adapter_cls = type(adapter)
+        self.samples_ = samples
+        self.log_posterior_ = np.asarray(lp, dtype=np.float64)
+        self.estimators_ = [adapter.model(self.estimator, t, X, y) for t in samples]
+        self.n_evaluations_ = counter[0]
+        for attr in ("n_features_in_", "feature_names_in_", "n_outputs_"):
+            if hasattr(fitted, attr):
+                setattr(self, attr, getattr(fitted, attr))
+        return self
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Mean (and std or covariance) of the moment-matched mixture.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+        return_std : bool, default=False
+        return_cov : bool, default=False
+            The covariance as the wrapped estimator returns it: (n, n) across
+            points for a single-output GPR, (n, P, P) per point for the
+            multi-output GP.
+
+        Returns
+        -------
+        mean : ndarray
+        std or cov : ndarray, only when requested
+        """
+        check_is_fitted(self, "estimators_")
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if not (return_std or return_cov):
+            return np.mean([m.predict(X) for m in self.estimators_], axis=0)
+        kind = "std" if return_std else "cov"
+        outs = [m.predict(X, return_std=return_std, return_cov=return_cov) for m in self.estimators_]
+        return mixture_moments(np.array([o[0] for o in outs]), np.array([o[1] for o in outs]), kind)
