@@ -175,8 +175,7 @@ def test_allocator_tuning_only_in_worker_processes():
 # -- the shared method docstrings (skgprobust/_engine/_api.py) -----------------
 
 #: Estimators whose certify / prediction_range / explain docstrings come from
-#: the shared fragments (their own or inherited methods). Softmax and
-#: multi-output join the list when they adopt ``fill_doc``.
+#: the shared fragments (their own, inherited or generated methods).
 _DOC_FILLED = (
     "RobustGaussianProcessClassifier",
     "RobustGaussianProcessRegressor",

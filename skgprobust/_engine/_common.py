@@ -3,6 +3,7 @@
 import ctypes
 import multiprocessing
 import numbers
+import os
 import sys
 import threading
 import time
@@ -15,6 +16,22 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._perturbation import make_boxes
+
+
+_PACKAGE_FILES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, "<skgprobust:")
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that makes ``warnings.warn`` (called by the
+    function that calls this) point at the first frame outside the package:
+    the user's call of ``certify`` etc., however many of the package's own
+    frames (public method, shared body, driver) lie between. Frames of the
+    generated public methods (:mod:`._api`) count as the package's. (Python
+    3.12's ``skip_file_prefixes`` does the same.)"""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FILES):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_budget(max_iter, time_limit):
