@@ -664,3 +664,42 @@ def test_latent_margin_bound_is_sound_and_never_looser(data, m):
         R = node_rule_value(mu, var)
         margin = R[:, c] - np.delete(R, c, axis=1).max(axis=1)
         assert split[b] <= margin.min() + 1e-12
+
+
+@pytest.mark.parametrize(
+    "m,seed,step", [(3, 22, 6), pytest.param(2, 21, 3, marks=pytest.mark.slow), pytest.param(5, 23, 3, marks=pytest.mark.slow)]
+)
+def test_margin_bound_with_latent_branch_and_bound_survives_attack(m, seed, step):
+    """certify's margin bound, latent branch and bound included (boxes whose
+    plain bound is just below 0), against dense samples plus L-BFGS-B on the
+    model's own predict_proba margin, random models with 2, 3 and 5 classes
+    and box sizes around the decision boundary."""
+    X, y = _data(m=m, n_per=6, d=3, seed=seed, spread=1.0)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
+    probs = clf._bound_model().probabilities()
+    rng = np.random.default_rng(seed)
+    used = 0
+    for x0 in X[::step]:
+        c = int(np.argmax(clf.predict_proba(x0[None])[0]))
+        for g in (0.1, 0.3, 0.6):
+            lo, hi = (x0 - g)[None], (x0 + g)[None]
+            d_lo, d_hi, v_lo, v_hi, ok, _, _ = probs.certify_latent(lo, hi, c)
+            plain = sm_margin_plain(d_lo, d_hi, v_lo, v_hi, c)
+            low = probs.margin_lower(lo, hi, c)[0][0]
+            assert low >= plain - 1e-12
+            used += bool(low > plain + 1e-9)
+
+            def margin(P, c=c):
+                pp = clf.predict_proba(P)
+                return pp[:, c] - np.delete(pp, c, axis=1).max(axis=1)
+
+            if low > -0.2:  # (far below 0 the bound is not in question)
+                a = attack(margin, lo[0], hi[0], rng, n_samples=300, n_starts=2)
+                assert low <= a.min + TOL, (m, g, low, a.min)
+    assert used > 0  # the latent branch and bound did tighten some boxes
+
+
+def sm_margin_plain(d_lo, d_hi, v_lo, v_hi, c):
+    from skgprobust._bounds._softmax import node_rule_margin_lower
+
+    return node_rule_margin_lower(d_lo, d_hi, v_lo, v_hi, c)[0]
