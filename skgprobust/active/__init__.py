@@ -29,4 +29,6 @@ __all__ = [
     "map_optimizer",
     "lmc_map_optimizer",
     "SEED_PRIORS",
+    "HyperparameterPosteriorRegressor",
+    "mixture_moments",
 ]
