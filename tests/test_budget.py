@@ -227,3 +227,26 @@ def test_regressor_std_range_rows_hold_time_limit():
     _, std = reg.predict(np.vstack([Xt, rng.uniform(Xt[0] - 0.2, Xt[0] + 0.2, size=(200, d))]), return_std=True)
     assert r.min_lower[0, 0] <= std[[0] + list(range(3, 203))].min() + 1e-9
     assert r.max_upper[0, 0] >= std[[0] + list(range(3, 203))].max() - 1e-9
+
+
+def test_budget_warning_points_at_the_callers_line():
+    """BudgetExhaustedWarning names the user's file (the first frame outside
+    the package), for ranges and certify, regressor and classifier alike."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20, 2))
+    y = np.sin(3 * X[:, 0])
+    reg = RobustGaussianProcessRegressor(RBF(0.3), optimizer=None).fit(X, y)
+    clf = RobustGaussianProcessClassifier(RBF(0.3), optimizer=None).fit(X, y > 0)
+    calls = [
+        lambda: reg.prediction_range(X[:1], 0.5, epsilon=1e-9, max_iter=1),
+        lambda: clf.prediction_range(X[:1], 0.5, epsilon=1e-9, max_iter=1),
+        lambda: clf.certify(X[:4], 0.3, max_iter=1),
+    ]
+    for call in calls:
+        with pytest.warns(BudgetExhaustedWarning) as record:
+            call()
+        assert {w.filename for w in record if w.category is BudgetExhaustedWarning} == {__file__}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import BudgetExhaustedWarning
-from ._common import map_rows, row_seeds
+from ._common import map_rows, row_seeds, user_stacklevel
 from ._results import CertificationResult, RangeResult
 from ._search import local_search, random_starts
 from ._solve import Budget, RangeOutcome, solve_range
@@ -190,7 +190,7 @@ def range_result(min_lower, min_upper, argmin, max_lower, max_upper, argmax, eps
             f"{n_open} of {res.converged.size} ranges did not reach epsilon={epsilon} within the budget; "
             "their bounds are valid but wider.",
             BudgetExhaustedWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     return res
 
@@ -245,6 +245,6 @@ def certification_result(status, counterexample, bound, n_iter, times, *, warn=T
             f"{n_unknown} of {len(res)} rows are 'unknown': the budget (max_iter/time_limit) ran out "
             "before a proof or a counterexample was found.",
             BudgetExhaustedWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     return res
