@@ -137,8 +137,9 @@ Over a box T:
   _ReducedSoftmaxProbabilities.certify_latent`, in one batch with the
   reduced variances' linear parts), which keeps the correlation of the two
   means at the same x. Boxes whose bound is within 0.15 below 0 also get a
-  best-first branch and bound in the latent box (at most 48 leaves, 96 near
-  0, 0.3 s per call; :func:`_latent_margin_lower`), which limits the
+  best-first branch and bound in the latent box (48 leaves, up to 384 while
+  within 0.05 of 0; at most half the time_limit for a row's root box, a
+  tenth for the children of a split; :func:`_latent_margin_lower`), which limits the
   per-node freedom of the interval bound (the worst end of each sigma
   interval chosen node by node).
 
@@ -169,9 +170,10 @@ and incumbent checks inside a row are cheap, and every row ends within
 ``time_limit`` plus the engine's grace for a last split plus one bounding
 step: the root bounds of a row (for ``prediction_range``, of its 2 m
 objectives, sharing one latent box) are computed before the first budget
-check. The latent branch and bound inside a margin bound stops after
-``_LATENT_SECONDS = 0.3`` s (plus one round of 8 leaves), so it adds at
-most that to the root step. Measured on 10-class digits (d = 64, N = 500)
+check. The latent branch and bound inside certify's margin bound stops
+after half the time_limit at the root and a tenth of it in later splits
+(plus one round of 8 leaves; 0.3 s without a time_limit), so the root step
+cannot overrun by itself and a late split by little more than a tenth. Measured on 10-class digits (d = 64, N = 500)
 under load ~10: rows end by ``time_limit + 0.2 s`` (certify) and
 ``time_limit + 0.8 s`` (prediction_range with ``time_limit`` near 0);
 tested with ``time_limit + 1 s``. The results on that exit path are the
@@ -764,6 +766,10 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._latent_cache = None
         self._certify_cache = None
         self._p_cache = {}
+        #: Time caps of the latent branch and bound per margin bound, for one
+        #: box (a row's root) and for several (the children of splits); None:
+        #: _LATENT_SECONDS. certify sets them from its time_limit.
+        self.latent_seconds = None
 
     #: Evaluations of ``proba`` kept (keyed by the exact input bytes): the
     #: 2 m range objectives of a row ask for the same candidates.
@@ -947,7 +953,8 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             near = (low <= 0.0) & (low > -_SPLIT_WITHIN)
             if near.any():
                 low[near] = _latent_margin_lower(
-                    dl[near], dh[near], vl[near], vh[near], cls, low[near], pairs[near], _latent_evals(m)
+                    dl[near], dh[near], vl[near], vh[near], cls, low[near], pairs[near], _latent_evals(m),
+                    None if self.latent_seconds is None else self.latent_seconds[0 if len(lo) == 1 else 1],
                 )
             out[ok] = low
         return out - 2.0 * self.tolerance, arg, score
@@ -970,9 +977,13 @@ def _latent_evals(m):
     return 48
 
 
-#: Latent branch and bound: leaves' minimum above -_EXTEND_WITHIN after the
-#: budget earns a second budget.
-_EXTEND_WITHIN = 0.01
+#: Latent branch and bound: leaves' minimum above -_EXTEND_WITHIN after a
+#: budget earns another one (up to _EXTEND_TIMES budgets).
+_EXTEND_WITHIN = 0.05
+
+#: At most this many budgets per box (each extension needs the bound within
+#: _EXTEND_WITHIN of 0 at its start).
+_EXTEND_TIMES = 8
 
 #: Wall-clock cap (seconds) of the latent branch and bound per call (all its
 #: boxes): under heavy load the root bound of a row, made before the
@@ -980,8 +991,15 @@ _EXTEND_WITHIN = 0.01
 #: returns the leaves' current minimum, as sound as any).
 _LATENT_SECONDS = 0.3
 
+#: With a time_limit, the caps are these shares of it instead (certify):
+#: for a row's root box (made before the engine's first budget check: half
+#: the limit, so it cannot overrun by itself) and for the children of a split
+#: (the engine predicts a split's cost from the earlier ones; a small cap
+#: keeps a late split from overrunning by much).
+_LATENT_SHARE = (0.5, 0.1)
 
-def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget):
+
+def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seconds=None):
     """A sharper lower bound (B,) of ``min_{k != c} (R_c - R_k)`` over latent
     boxes (d in [d_lo, d_hi], var in [v_lo, v_hi]; c = cls) by a best-first
     branch and bound in the latent box, ``budget`` sub-box evaluations each.
@@ -996,8 +1014,8 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget):
     with the largest width times sensitivity (the node average of |dg/df_j|,
     times |z_j| for sigma_j, at the box centre; g = softmax_c - softmax_k, k
     the leaf's weakest competitor), until every leaf is > 0, the budget is
-    spent (twice the budget when within _EXTEND_WITHIN of 0) or
-    _LATENT_SECONDS have passed. Measured on three-class digits (64 pixels,
+    spent (extended while within _EXTEND_WITHIN of 0, up to _EXTEND_TIMES
+    budgets) or ``seconds`` (default _LATENT_SECONDS) have passed. Measured on three-class digits (64 pixels,
     gamma = 0.05), the root bound of the three rows that stayed unknown:
     -0.051 / -0.054 / -0.038 (plain) and -0.027 / -0.027 / -0.011 (the
     former 8 halved sub-boxes) against -0.006 / 0.000 / +0.001 (48 leaves).
@@ -1015,7 +1033,7 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget):
     others = np.array([k for k in range(m) if k != cls])
     out = np.array(low0, dtype=np.float64, copy=True)
     Zn, Wn = node_rule(m)
-    stop = time.perf_counter() + _LATENT_SECONDS
+    stop = time.perf_counter() + (_LATENT_SECONDS if seconds is None else seconds)
     for b in range(B):
         if time.perf_counter() >= stop:
             break
@@ -1047,8 +1065,8 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget):
         limit = budget
         while low.min() <= 0.0 and time.perf_counter() < stop:
             if evals >= limit:
-                if limit == budget and low.min() > -_EXTEND_WITHIN:
-                    limit = 2 * budget
+                if limit < _EXTEND_TIMES * budget and low.min() > -_EXTEND_WITHIN:
+                    limit += budget
                 else:
                     break
             n_pick = max(1, min(_LATENT_BATCH // 2, (limit - evals) // 2, int(np.sum(low <= 0.0))))
@@ -1583,6 +1601,16 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             means, reduced, self.classes_, self._proba_rule, 0.0, self._surrogate_grad
         )
 
+    def _certify_model(self, time_limit):
+        """The bound model, its latent branch and bound capped at
+        ``_LATENT_SHARE`` of ``time_limit`` per margin bound (time_limit
+        already validated; None: _LATENT_SECONDS). Only a performance
+        setting: any cap gives sound bounds."""
+        bm = self._bound_model()
+        t = None if time_limit is None else float(time_limit)
+        bm.probabilities().latent_seconds = None if t is None else (_LATENT_SHARE[0] * t, _LATENT_SHARE[1] * t)
+        return bm
+
     def _proba_problem(self):
         probs = self._bound_model().probabilities()
         pairs = [
@@ -1623,13 +1651,14 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             argmax margin of ``predict_proba``); robust iff > 0. A row may
             run past ``time_limit`` by the engine's grace for a last split
             plus one bounding step (its root bounds, made before the first
-            check, its latent branch and bound capped at 0.3 s; ~0.2-0.5 s at
-            ten classes, 64 features, N = 500); the result is then 'unknown'
+            check; its latent branch and bound stops after half the limit
+            there, a tenth in later splits; ~0.4 s measured at ten classes,
+            64 features, N = 500, load ~11); the result is then 'unknown'
             with a sound bound.
         """
         return certify_classes(
             self, X, gamma, delta=delta, norm=norm, predict=self.predict,
-            solver=lambda X: (_certify_row, (self._bound_model(), self.predict, max_iter, time_limit)),
+            solver=lambda X: (_certify_row, (self._certify_model(time_limit), self.predict, max_iter, time_limit)),
             features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose,
         )

@@ -291,7 +291,8 @@ def test_softmax_hessian_norm_is_at_most_8_27():
         S = np.exp(F - logsumexp(F, axis=1, keepdims=True))
         for c in range(m):
             E = np.eye(m)[c] - S
-            H = S[:, c, None, None] * (E[:, :, None] * E[:, None, :] - (np.eye(m) * S[:, None, :] - S[:, :, None] * S[:, None, :]))
+            cov = np.eye(m) * S[:, None, :] - S[:, :, None] * S[:, None, :]
+            H = S[:, c, None, None] * (E[:, :, None] * E[:, None, :] - cov)
             worst = max(worst, np.abs(np.linalg.eigvalsh(H)).max())
     assert 0.15 < worst <= 8.0 / 27.0
 
