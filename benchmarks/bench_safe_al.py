@@ -35,7 +35,11 @@ Models (the seed's appendix I, defaults of this script)
   length scales, Gamma(1.5, 3) noise variances, N(0, 2^2) entries of W; see
   :mod:`skgprobust.active._priors`), refitted (warm-started) every
   iteration. The seed averages over 100 HMC samples of the posterior
-  instead; that is not done here. ``--hyper ml`` is type-II maximum
+  instead: ``--samples S`` does that with S samples (the learner's
+  ``hyperparameter_posterior``, :class:`skgprobust.active.HyperparameterPosteriorRegressor`:
+  emcee ensemble started at the MAP estimate, ``--n-burn`` steps at the
+  first fit, ``--n-steps`` per later refit, moment-matched predictions of
+  both models). ``--hyper ml`` is type-II maximum
   likelihood with the output noise kept above 1% of each output's variance
   (the setting before the priors); ``--kernel rbf`` and
   ``--safety-normalize`` restore the other earlier choices.

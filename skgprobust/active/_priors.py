@@ -16,7 +16,9 @@ priors are
 * ``Normal(0, 2^2)`` on the LMC mixing weights W.
 
 This module gives the *maximum a posteriori* point estimate under those
-priors (not the seed's Bayesian average): :class:`MAPOptimizer` is an
+priors (the seed's Bayesian average over posterior samples is
+:class:`~skgprobust.active.HyperparameterPosteriorRegressor`, which starts
+its chains at this estimate): :class:`MAPOptimizer` is an
 sklearn-style ``optimizer`` callable that maximises ``log marginal
 likelihood + log prior`` with L-BFGS-B, so it plugs into
 ``GaussianProcessRegressor(optimizer=...)``,
