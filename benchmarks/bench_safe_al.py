@@ -262,7 +262,7 @@ DATASETS = {"toy": toy, "mogp": mogp, "enge": enge}
 
 #: Model settings (``--hyper``, ``--kernel``, ``--safety-normalize``); set by main().
 CONFIG = dict(hyper="map", hyper_output="map", kernel="matern", safety_normalize=False, output_normalize=True,
-              restarts=0, prior_jacobian=False, init="safe", samples=None, warm_start=True)
+              restarts=0, prior_jacobian=False, init="safe", samples=None, warm_start=True, normalize_entropy=False)
 
 #: Noise-variance bounds of the output model (normalised units). With
 #: ``--hyper ml`` (type-II maximum likelihood) a per-output noise collapses to
@@ -343,7 +343,8 @@ def run_one(name, rep, pipeline, gamma=None, config=None):
         opts["hyperparameter_posterior"] = dict(CONFIG["samples"])
     learner = SafeActiveLearner(output_model(P, d, independent), safety_model(d), threshold=data["threshold"],
                                 safe_side=data["side"], delta=0.05, random_state=rep,
-                                warm_start=CONFIG.get("warm_start", True), **opts)
+                                warm_start=CONFIG.get("warm_start", True),
+                                normalize_entropy=CONFIG.get("normalize_entropy", False), **opts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         learner.fit(data["X0"], data["Y0"], data["z0"])
@@ -416,6 +417,8 @@ def main():
                          "(emcee, warm-started; 0: point estimates)")
     ap.add_argument("--n-burn", type=int, default=300, help="ensemble steps of the first (cold) chain")
     ap.add_argument("--n-steps", type=int, default=20, help="ensemble steps per refit (warm-started chain)")
+    ap.add_argument("--normalize-entropy", action="store_true",
+                    help="compare outputs' entropies relative to each output's observed variance (not in the seed)")
     ap.add_argument("--cold-refit", action="store_true",
                     help="refit both models from their initial hyperparameters every iteration (no warm start)")
     ap.add_argument("--restarts", type=int, default=0, help="random restarts of the output model's fit")
@@ -424,7 +427,7 @@ def main():
     CONFIG.update(hyper=args.hyper, hyper_output=args.hyper_output or args.hyper,
                   output_normalize=not args.no_output_normalize, restarts=args.restarts,
                   prior_jacobian=args.prior_jacobian, init=args.init, kernel=args.kernel, safety_normalize=args.safety_normalize,
-                  enge_pool=args.enge_pool, warm_start=not args.cold_refit,
+                  enge_pool=args.enge_pool, warm_start=not args.cold_refit, normalize_entropy=args.normalize_entropy,
                   samples=dict(n_samples=args.samples, n_burn=args.n_burn, n_steps=args.n_steps) if args.samples else None)
     if args.quick:
         args.reps, args.datasets = 2, [d for d in args.datasets if d != "enge"]

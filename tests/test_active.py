@@ -741,3 +741,20 @@ def test_learner_with_hyperparameter_posterior_and_errors(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "emcee", None)
     with pytest.raises(ImportError, match=r"skgprobust\[bayes\]"):
         HyperparameterPosteriorRegressor(GaussianProcessRegressor()).fit(X, y)
+
+
+def test_normalize_entropy_compares_outputs_in_units_of_their_observed_variance():
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(1)
+    Y0 = Y0 * np.array([1.0, 10.0])  # output 1 on a 10x larger scale
+    raw = learner().fit(X0, Y0, z0)
+    nrm = learner(normalize_entropy=True).fit(X0, Y0, z0)
+    a, b = raw.acquisition(pool[:20]), nrm.acquisition(pool[:20])
+    logvar = np.log([np.nanvar(Y0[:, 0]), np.nanvar(Y0[:, 1])])
+    np.testing.assert_allclose(b, a - logvar, rtol=1e-12, atol=1e-12)
+    assert np.all(np.argmax(a, axis=1) == 1)  # raw units: the large-scale output always wins
+    full = SafeActiveLearner(IndependentGPs(RBF(0.5)), raw.safety_model, threshold=0.7, safe_side="above",
+                             observe="full", normalize_entropy=True).fit(X0, f_true(X0[:, 0]) * [1.0, 10.0], z0)
+    c = full.acquisition(pool[:5])
+    ref = np.linalg.slogdet(full.model_.predict(pool[:5], return_cov=True)[1])[1]
+    v = np.var(f_true(X0[:, 0]) * [1.0, 10.0], axis=0)
+    np.testing.assert_allclose(c, ref - np.log(v).sum(), rtol=1e-10, atol=1e-10)

@@ -163,6 +163,14 @@ class SafeActiveLearner(BaseEstimator):
         ``warm_start`` parameter (e.g. the multi-output GP) refit themselves
         with it on; others are cloned with ``kernel`` set to the previously
         fitted ``kernel_``.
+    normalize_entropy : bool, default=False
+        False: the seed's entropy, in the outputs' own units. True: each
+        output's predictive variance is divided by the variance of its
+        observed values before outputs are compared (partial observation:
+        ``log var_p(x) - log var(Y_p)``; full: the log-determinant minus
+        ``sum_p log var(Y_p)``). Not in the seed: with raw units an output
+        that varies little over the initial (safe) data is never queried
+        (measured on EngE: the HC output took up to 100% of the queries).
     hyperparameter_posterior : dict or None, default=None
         None: each model predicts with its own fitted hyperparameters (point
         estimates, e.g. by a :class:`~skgprobust.active.MAPOptimizer`). A
@@ -198,7 +206,7 @@ class SafeActiveLearner(BaseEstimator):
 
     def __init__(self, model, safety_model, *, threshold=0.0, safe_side="below", delta=0.05, observe="partial",
                  strategy="entropy", safety=True, certify_gamma=None, certify_options=None, warm_start=True,
-                 hyperparameter_posterior=None, random_state=None):
+                 normalize_entropy=False, hyperparameter_posterior=None, random_state=None):
         self.model = model
         self.safety_model = safety_model
         self.threshold = threshold
@@ -210,6 +218,7 @@ class SafeActiveLearner(BaseEstimator):
         self.certify_gamma = certify_gamma
         self.certify_options = certify_options
         self.warm_start = warm_start
+        self.normalize_entropy = normalize_entropy
         self.hyperparameter_posterior = hyperparameter_posterior
         self.random_state = random_state
 
@@ -336,11 +345,17 @@ class SafeActiveLearner(BaseEstimator):
         check_is_fitted(self, "model_")
         X = self._check_X(X)
         _, std, cov = _predict_moments(self.model_, X, self.observe == "full")
+        log_scale = np.zeros(self.n_outputs_)
+        if self.normalize_entropy:
+            for p in range(self.n_outputs_):
+                y = self.Y_[~np.isnan(self.Y_[:, p]), p]
+                v = float(np.var(y)) if len(y) > 1 else 0.0
+                log_scale[p] = np.log(v) if v > 0 else 0.0
         with np.errstate(divide="ignore"):
             if cov is None:
-                return 2.0 * np.log(std)
+                return 2.0 * np.log(std) - log_scale
             sign, logdet = np.linalg.slogdet(cov)
-            return np.where(sign > 0, logdet, -np.inf)
+            return np.where(sign > 0, logdet - log_scale.sum(), -np.inf)
 
     def certify_safe(self, X, gamma, **kwargs):
         """Prove the safety model calls every point of the box around each
