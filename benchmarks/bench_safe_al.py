@@ -62,6 +62,20 @@ the closing note of issue 14 for the full table):
   the RMSE gap.
 * Pool of 20000 instead of 3000 EngE points (4 repetitions): RMSE 1.19,
   95.8% safe: not the cause either.
+* Bayesian treatment (``--samples 20``, n_burn 300, n_steps 20; 10
+  repetitions, load 11-16): toy AL_MOGP final RMSE 0.238 +- 0.013, N_sum 28
+  to RMSE 0.4, 98.25 +- 0.53% safe; RS_MOGP 0.284 +- 0.021 (N_sum 33);
+  AL_indGPs 0.314 +- 0.017 (38): AL now beats RS on the toy (MAP: 0.337 vs
+  0.316). EngE AL_MOGP 1.212 +- 0.052 (MAP 1.245), 98.64 +- 0.55% safe,
+  precision 0.994, 12.1 s per iteration (MAP 1.5). ``--normalize-entropy``
+  (MAP, EngE): 1.243 +- 0.042, no effect.
+* EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
+  is 1.256 +- 0.047 and after the 59th 1.212 (samples). Random safe
+  training points, independent Matern GPs (MAP), 2 draws: 54 / 200 / 500 per
+  output give RMSE 1.24 / 1.04 / 0.98 on our test measurements (53-64) but
+  0.94 / 0.82 (54 / 200) on held-out rows of the training measurements. The
+  seed's 0.85 at N_sum = 107 is below what 1000 random points reach on our
+  test set: its test set (or preprocessing) must differ from ours.
 
 Pipelines (the seed's): AL_MOGP (entropy, safety), RS_MOGP (random safe
 candidate), AL_indGPs (independent outputs: W = I, L = P), AL_MOGP_nosafe
