@@ -367,7 +367,6 @@ class _SharedFactor:
     def __init__(self, L):
         self.L = L
         self._base = None
-        self._solve_ready = False
 
     def variance(self, adapter, n_extra, smooth=None):
         if self._base is None:
@@ -378,10 +377,9 @@ class _SharedFactor:
             self._base = _OutputVariance(adapter, self.L, None, smooth=None)
             if self._base.smooth is not None or self._base.poly is not None:  # pragma: no cover
                 raise RuntimeError("The composite LMC kernel must not parse as a special covariance form.")
-        if smooth is not None and not self._solve_ready:
+        if smooth is not None:
             # Per-factor constants of the componentwise margins (gam, ||L||abs, ||L^-1||).
-            self._base._solve_setup(self._base._norm_Linv)
-            self._solve_ready = True
+            self._base.ensure_solve_setup()
         var = copy.copy(self._base)
         var.adapter = adapter
         var.n_extra = n_extra

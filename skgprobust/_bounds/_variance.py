@@ -579,6 +579,20 @@ class LatentVariance:
         """The leading eigenvectors the spectral split may use, descending."""
         return self._V_tail[:, ::-1]
 
+    def ensure_solve_setup(self):
+        """Compute the per-fit constants of the componentwise solve margins
+        (gam, ||L||abs, ||L^-1||; :meth:`_solve_setup`) unless they are
+        already there; idempotent.
+
+        The set-up does this itself when the local RKHS bound is on
+        (``smooth``); a caller that switches it on later, on copies of one
+        base (the multi-output model, one ``smooth`` per output), calls this
+        once on the base. With ``col_scale`` (Laplace GPC) it needs
+        ``smooth``.
+        """
+        if "_gam" not in self.__dict__:
+            self._solve_setup(self._norm_Linv)
+
     def _solve_setup(self, norm_Linv):
         """Per-fit constants of the componentwise solve margins (module doc,
         "Rounding of the local bound"): gam, ||L||abs >= || |L| ||_2 and
