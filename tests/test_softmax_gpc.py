@@ -704,3 +704,46 @@ def sm_margin_plain(d_lo, d_hi, v_lo, v_hi, c):
     from skgprobust._bounds._softmax import node_rule_margin_lower
 
     return node_rule_margin_lower(d_lo, d_hi, v_lo, v_hi, c)[0]
+
+
+def test_per_class_setup_structured_sound_and_before_rows(monkeypatch):
+    """D2 regression (per-class kernels): the reduced-variance set-up uses the
+    block structure (no dense eigendecomposition of the (m N)^2 T_j where the
+    RKHS bound applies), its rho_j and ||T_j||_2 bounds are at least the dense
+    reference values (and rho_j within 1% of it), and certify builds it
+    before the rows (outside their time_limit)."""
+    import skgprobust._softmax_gpc as mod
+
+    X, y = _data(m=3, n_per=8, d=3, seed=4)
+    kernel = ConstantKernel(2.0) * RBF(1.0)
+    clf = _fit(X, y, kernel, shared_kernel=False, random_state=0)
+    # distinct fitted class kernels (the block route must not assume one kernel)
+    assert len({str(k) for k in clf.kernels_}) == 3
+    seen = {}
+    orig = mod.certify_classes
+
+    def spy(est, *a, **k):
+        seen["built_before_rows"] = "_skgp_bound_model" in est.__dict__
+        return orig(est, *a, **k)
+
+    monkeypatch.setattr(mod, "certify_classes", spy)
+    res = clf.certify(X[:2], 0.05, time_limit=1.0, random_state=0)
+    assert seen["built_before_rows"] and len(res.status) == 2
+    red = clf._bound_model().probabilities().reduced
+    assert red.rkhs is not None and not hasattr(red, "top")
+    Xs = clf.X_train_
+    blocks = [k(Xs) for k in clf.kernels_]
+    from scipy.linalg import block_diag
+
+    K = block_diag(*blocks)
+    e, V = np.linalg.eigh(K)
+    Kh = (V * np.sqrt(np.maximum(e, 0.0))) @ V.T
+    normK = np.linalg.norm(K)
+    dK = (1e-10 + 16 * len(K) * 2.0**-53) * normK
+    for j in range(3):
+        T = red.T[j]
+        ref = np.abs(np.linalg.eigvalsh(Kh @ T @ Kh)).max()
+        # the dense route's own rounding allowance (as before the block route)
+        allowance = (2.0 * np.sqrt(dK * normK) + dK) * red.norm2[j]
+        assert ref <= red.rkhs[0][j] <= 1.01 * (ref + allowance) + 1e-9
+        assert np.abs(np.linalg.eigvalsh(T)).max() <= red.norm2[j]
