@@ -18,7 +18,10 @@ pipeline's **own** ``transform`` (so the model sees exactly these numbers), and
 the estimator certifies a box in its input space that contains every
 ``[T(lo_i), T(hi_i)]`` (per-feature half-widths and a shared ``domain``,
 widened by a few ulps and checked). A proof for that box is a proof for the
-raw box. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
+raw box. sklearn's scalers transform float32 input in float32, so for float32
+queries the model sees numbers up to half a float32 ulp outside that image;
+the box is widened to cover them too (:func:`_float32_hull`), so certificates
+hold for float64 and float32 raw queries alike. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
 raise :class:`UnsupportedStepError`.
 
 Points found in the model's input space are mapped back with the exact
@@ -314,18 +317,20 @@ class _Preprocessing:
         out_names = getattr(final, "feature_names_in_", None)
         self.out_names = None if out_names is None else list(out_names)
 
-    def raw_frame(self, A):
+    def raw_frame(self, A, dtype=np.float64):
         """A raw (m, d) float array in the form the pipeline was fitted on."""
-        A = np.array(A, dtype=np.float64)  # a fresh copy: steps may transform in place
+        A = np.array(A, dtype=dtype)  # a fresh copy: steps may transform in place
         if self.feature_names is None:
             return A
         import pandas as pd
 
         return pd.DataFrame(A, columns=list(self.feature_names))
 
-    def transform(self, A):
-        """The model inputs, as float64 (m, n_out), from raw rows (m, d)."""
-        Z = self.raw_frame(A)
+    def transform(self, A, dtype=np.float64):
+        """The model inputs, as float64 (m, n_out), from raw rows (m, d)
+        given to the steps as ``dtype`` (float32: what the steps compute for
+        float32 queries)."""
+        Z = self.raw_frame(A, dtype)
         for _, step in self.steps:
             Z = step.transform(Z)
         if hasattr(Z, "toarray"):
@@ -423,8 +428,52 @@ def _push_boxes(pre, X, lo, hi):
     Z0, ZL, ZH = Z[:n], Z[n : 2 * n], Z[2 * n :]
     if np.any(ZL > Z0) or np.any(Z0 > ZH):  # pragma: no cover - every supported step is monotone
         raise RuntimeError("skgprobust.pipeline: the preprocessing is not monotone on these boxes.")
+    if pre.steps:
+        ZL, ZH = _float32_hull(pre, lo, hi, ZL, ZH)
     low, high = ZL.min(axis=0), ZH.max(axis=0)
     return _Pushed(X, lo, hi, Z0, _group_rows(Z0, ZL, ZH, low, high), (low, high))
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _float32_hull(pre, lo, hi, ZL, ZH):
+    """Widen the model-space boxes ``[ZL, ZH]`` to what the steps compute
+    for **float32** queries inside the raw boxes.
+
+    sklearn's scalers keep float32 input and transform it in float32, so a
+    float32 raw point x in ``[lo, hi]`` reaches the estimator as fl32(T(x)),
+    which may lie up to half a float32 ulp outside the float64 image
+    ``[T(lo), T(hi)]`` (the estimator itself then works in float64, exactly
+    on these numbers). Such an x satisfies ``rd32(lo) <= x <= ru32(hi)``
+    (lo rounded down, hi rounded up to float32, clipped to the float32
+    range); every supported step is a composition of monotone
+    non-decreasing rounded float32 operations per column (subtract,
+    multiply or divide by a positive scale, add, clip), so fl32(T(x)) lies
+    in ``[fl32(T(rd32(lo))), fl32(T(ru32(hi)))]``. Every box is widened per
+    feature by the largest excess of that interval over the float64 image
+    (over all rows), so it covers float64 and float32 queries alike;
+    columns whose float32 corners do not map to finite values add nothing
+    (no float32 point there reaches a finite model input).
+    """
+    lo32 = np.clip(lo, -_F32_MAX, _F32_MAX).astype(np.float32)
+    hi32 = np.clip(hi, -_F32_MAX, _F32_MAX).astype(np.float32)
+    lo32 = np.where(lo32.astype(np.float64) > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32)
+    hi32 = np.where(hi32.astype(np.float64) < hi, np.nextafter(hi32, np.float32(np.inf)), hi32)
+    lo32 = np.clip(lo32, -_F32_MAX, _F32_MAX).astype(np.float32)
+    hi32 = np.clip(hi32, -_F32_MAX, _F32_MAX).astype(np.float32)
+    with np.errstate(all="ignore"):
+        Z32 = pre.transform(np.vstack([lo32, hi32]), dtype=np.float32)
+    n = len(lo)
+    ZL32, ZH32 = Z32[:n], Z32[n:]
+    ok = np.isfinite(ZL32) & np.isfinite(ZH32)
+    # One widening per feature for all rows (the largest excess), so that rows
+    # keep sharing one half-width vector (_group_rows); nextafter covers the
+    # rounding of the subtraction / addition.
+    w = np.where(ok, np.maximum(np.maximum(ZL - ZL32, ZH32 - ZH), 0.0), 0.0).max(axis=0)
+    if not np.any(w > 0):
+        return ZL, ZH
+    return np.nextafter(ZL - w, -np.inf), np.nextafter(ZH + w, np.inf)
 
 
 def _group_rows(Z0, ZL, ZH, low, high):
