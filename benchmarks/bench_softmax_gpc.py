@@ -45,6 +45,13 @@ row; after 0% / 88%, max 0.26 s (gamma 0.02: 0% unknown both). The 10-class unkn
 0, 11, 17, 19) have root margin bounds -0.17, -0.16, -0.10 and -0.007:
 latent intervals near exact, the loss is correlation between classes
 (see the module docstring of ``skgprobust._softmax_gpc``).
+
+After 016fd7f (local search values from a 512-node rule at the surrogate's
+mu and a; per-class set-up structured), 10 classes, 20 rows, load 5-6: same
+statuses (g.02 0 / 90, g.05 20 / 70; s/row 0.15, max 0.34 / 1.92), range
+width 0.200 (0.202 before), range s/row 1.91, max 2.60 (not comparable with
+the load-12 numbers above; at load 5.6 a range row's B&B steps cost
+0.55-0.70 s each, 3-4 steps, rows end in 1.8-2.2 s at time_limit=2).
 """
 
 import os
