@@ -628,8 +628,9 @@ class _ReducedVariance:
         delta_K = (1e-10 + 16 n u) ||K_c||_F (the kernel's own rounding, far
         below 1e-10 relative for these kernels, plus eigh's backward error),
         ||Kh - K_c^1/2|| <= sqrt(delta_K) (the square root is operator
-        monotone: Hoelder-1/2), hence rho_j <= rho^ + (2 sqrt(delta_K)
-        ||K_c||^1/2 + delta_K) ||T_j||_2 + 8 n u ||Kh T_j Kh||_F, times
+        monotone: Hoelder-1/2), hence with K_c^1/2 = Kh + E, ||E|| <= eps =
+        sqrt(delta_K), ||Kh|| <= ||K_c||^1/2 + eps: rho_j <= rho^ + (2 eps
+        ||K_c||^1/2 + 3 delta_K) ||T_j||_2 + 8 n u ||Kh T_j Kh||_F, times
         (1 + 1e-6). K_c is block diagonal (per-class kernels: one block per
         class), so its eigh is made per block; for per-class kernels Kh T_j
         Kh comes from one structured product (:meth:`_rkhs_rho_blocks`), and
@@ -668,7 +669,7 @@ class _ReducedVariance:
                 A = 0.5 * (A + A.T)
                 r = np.abs(np.linalg.eigvalsh(A)).max()
                 tn = self.norm2[j]
-                r += (2.0 * np.sqrt(dK * normK) + dK) * tn + 8 * n * _U * np.linalg.norm(A)
+                r += (2.0 * np.sqrt(dK * normK) + 3.0 * dK) * tn + 8 * n * _U * np.linalg.norm(A)
                 rho[j] = r * (1.0 + 1e-6)
         else:
             rho = self._rkhs_rho_blocks(khs, Es, Hs, n, normK, dK, kmax)
@@ -687,7 +688,7 @@ class _ReducedVariance:
         blocks. The stored T_j differs from T'_j by rounding only;
         ||Kh T_j Kh|| <= ||Kh T'_j Kh|| + ||Kh||^2 ||T_j - T'_j||_F, the
         latter computed against fl(T'_j) plus u ||fl(T'_j)||_F (one
-        rounding per entry), ||Kh||^2 <= max eig(K_c) + dK. The product B
+        rounding per entry), ||Kh||^2 <= (max eig(K_c)^1/2 + dK^1/2)^2. The product B
         is within gamma_{2N} |Kh| |Ssym| |Kh| of the computed one, in
         Frobenius norm <= gamma_{2N} ||Kh||_F^2 ||Ssym||_F, ||Kh||_F^2 <=
         tr K_c (1 + 1e-6) + n dK; scaling by Q_j multiplies it by at most
@@ -723,10 +724,10 @@ class _ReducedVariance:
             r = np.abs(np.linalg.eigvalsh(A)).max()
             tn = self.norm2[j]
             r += (
-                (2.0 * np.sqrt(dK * normK) + dK) * tn
+                (2.0 * np.sqrt(dK * normK) + 3.0 * dK) * tn
                 + 8 * n * _U * np.linalg.norm(A)
                 + np.max(np.abs(self._Q[j])) * eB
-                + (kmax + dK) * (1.0 + 1e-6) * diff
+                + (np.sqrt(kmax) + np.sqrt(dK)) ** 2 * (1.0 + 1e-6) * diff
             )
             rho[j] = r * (1.0 + 1e-6)
         return rho
