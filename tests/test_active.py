@@ -720,6 +720,33 @@ def test_learner_with_hyperparameter_posterior_and_errors(monkeypatch):
     assert isinstance(L.safety_model_, HyperparameterPosteriorRegressor) and L.safety_model_.warm_start
     assert isinstance(L.model_, HyperparameterPosteriorRegressor) and L.model_.warm_start
     assert len(L.safety_model_.estimators_) == 4 and len(L.model_.estimators_) == 4 and np.all(np.isfinite(hist.rmse))
+    # P(safe) under the hyperparameter posterior is the mixture's (mean of the
+    # samples' Gaussian probabilities, computed here from each sample GP), not
+    # the moment-matched Gaussian's (review F1); is_safe thresholds it.
+    Xq = np.linspace(-2, 2, 41)[:, None]
+    per_sample = []
+    for est in L.safety_model_.estimators_:
+        m, s = est.predict(Xq, return_std=True)
+        diff = (L.threshold - m) if L.safe_side == "below" else (m - L.threshold)
+        per_sample.append(norm.cdf(diff / s))
+    p_mix = np.mean(per_sample, axis=0)
+    np.testing.assert_allclose(L.safety_probability(Xq), p_mix, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(L.is_safe(Xq), p_mix > 1 - L.delta)
+    # The review's counterexample: samples N(0, 1) and N(0, 3^2), threshold 3.7 (safe
+    # below), delta 0.05: the matched Gaussian says safe (0.951), the mixture unsafe (0.946).
+
+    class _TwoSamples:
+        def predict_components(self, X):
+            return np.zeros((2, len(X))), np.array([[1.0] * len(X), [3.0] * len(X)])
+
+    saved = (L.safety_model_, L.threshold, L.safe_side, L.delta)
+    L.safety_model_, L.threshold, L.safe_side, L.delta = _TwoSamples(), 3.7, "below", 0.05
+    try:
+        assert L.safety_probability(Xq[:1])[0] == pytest.approx(0.5 * (norm.cdf(3.7) + norm.cdf(3.7 / 3)), abs=1e-15)
+        assert L.safety_probability(Xq[:1])[0] < 0.95 < norm.cdf(3.7 / np.sqrt(5.0))
+        assert not L.is_safe(Xq[:1])[0]
+    finally:
+        L.safety_model_, L.threshold, L.safe_side, L.delta = saved
     _, hist2 = run()
     np.testing.assert_array_equal(hist.X, hist2.X)
     pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(2)

@@ -316,19 +316,39 @@ class SafeActiveLearner(BaseEstimator):
         return X
 
     # -- scores ----------------------------------------------------------------
+    def _mixture_safety(self, X):
+        """P(safe) under a hyperparameter-posterior safety model: the mean
+        of the samples' Gaussian probabilities (exact for the mixture, the
+        seed's Eq. 30); None for a single GP."""
+        components = getattr(self.safety_model_, "predict_components", None)
+        if components is None:
+            return None
+        means, stds = components(X)
+        probs = [safety_probability(np.ravel(m), np.ravel(s), float(self.threshold), self.safe_side)
+                 for m, s in zip(means, stds)]
+        return np.mean(probs, axis=0)
+
     def safety_probability(self, X):
-        """P(safe at x) under the safety model, shape (n,)."""
+        """P(safe at x) under the safety model, shape (n,) (under a
+        hyperparameter posterior: the mixture's, the mean over the samples)."""
         check_is_fitted(self, "safety_model_")
         X = self._check_X(X)
+        p = self._mixture_safety(X)
+        if p is not None:
+            return p
         mean, std = self.safety_model_.predict(X, return_std=True)
         return safety_probability(np.ravel(mean), np.ravel(std), float(self.threshold), self.safe_side)
 
     def is_safe(self, X):
         """The safety decision P(safe at x) > 1 - delta (bool, shape (n,)),
         evaluated as mean +- z std against the threshold (see
-        :mod:`skgprobust.active`)."""
+        :mod:`skgprobust.active`); under a hyperparameter posterior, the
+        mixture's probability against 1 - delta (delta = 1: every point)."""
         check_is_fitted(self, "safety_model_")
         X = self._check_X(X)
+        p = self._mixture_safety(X)
+        if p is not None:
+            return np.ones(len(X), dtype=bool) if float(self.delta) >= 1.0 else p > 1.0 - float(self.delta)
         mean, std = self.safety_model_.predict(X, return_std=True)
         return is_safe(np.ravel(mean), np.ravel(std), float(self.threshold), self.safe_side,
                        safety_quantile(float(self.delta)))
