@@ -173,13 +173,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
 from ._bounds._variance import LatentVariance, SmoothCovariance
-from ._engine._api import fill_doc
-from ._engine._common import BoundModelMixin
+from ._engine._api import RegressorBoundsMixin
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
 from ._fp import margin_rtol
-from ._gpr import RobustGaussianProcessRegressor
 from ._hyperopt import run_optimizer
 from .kernels import make_adapter
 from .kernels._base import KernelAdapter, Relaxation, TaylorModel
@@ -550,7 +548,7 @@ def _check_bounds_param(value, name, positive):
     return (low, high)
 
 
-class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
+class MultiOutputGaussianProcessRegressor(RegressorBoundsMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Multi-output GP regression (linear model of coregionalisation) with
     partially observed outputs and certified robustness bounds.
 
@@ -659,6 +657,34 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
     """
 
     _fitted_attributes = ("X_train_", "alpha_")
+
+    # certify / prediction_range / explain: RegressorBoundsMixin's
+    # (skgprobust/_engine/_api.py), with these docstring parts; its hooks are
+    # _predict_values and _range_problem below.
+    _method_docs = {
+        "certify": """\
+Prove ``||mean(x) - mean(x*)||_norm <= delta`` over the box around each row.
+
+delta-robustness of the predictive mean vector across the outputs
+(paper Prop. 13). Each output's worst deviation is bounded
+separately, so with norm 1 or 2 the proof is sufficient, not
+necessary (such rows may stay "unknown").""",
+        "certify_result": "``bound`` is a proven upper bound of the worst deviation.",
+        "prediction_range": """\
+Certified range of each output's predictive mean or std over the
+box around each row.""",
+        "statistic": """\
+statistic : {"mean", "std"}, default="mean"
+    The predictive mean per output, as :meth:`predict` returns it, or
+    the predictive std, as ``predict(return_std=True)`` returns it.""",
+        "range_result": "Arrays of shape (n_samples, n_outputs).",
+        "explain": """\
+Per-feature sensitivity of one output's predictive mean, with certified bounds.
+
+The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
+(about ``2 gamma d mean_target / d x_i`` for small gamma): exactly
+:meth:`RobustGaussianProcessRegressor.explain <skgprobust.RobustGaussianProcessRegressor.explain>`.""",
+    }
 
     def __init__(
         self,
@@ -1116,129 +1142,9 @@ class MultiOutputGaussianProcessRegressor(BoundModelMixin, MultiOutputMixin, Reg
 
     def _range_problem(self, statistic="mean", variance_bound="default"):
         """The :class:`RangeProblem` of a statistic: one column per output
-        (the hook :meth:`RobustGaussianProcessRegressor.prediction_range` calls)."""
+        (a hook of RegressorBoundsMixin)."""
         bm = self._bound_model()
         if statistic == "mean":
             return RangeProblem(bm.mean_pairs(), self._predict_values)
         pairs = [(StdObjective(v, 1.0), StdObjective(v, -1.0)) for v in bm.variances(variance_bound)]
         return RangeProblem(pairs, self._predict_std_values, scale=self._y_train_std)
-
-    @fill_doc
-    def prediction_range(
-        self,
-        X,
-        gamma,
-        *,
-        epsilon=1e-2,
-        statistic="mean",
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Certified range of each output's predictive mean or std over the
-        box around each row.
-
-        Parameters
-        ----------
-        %(box)s
-        %(epsilon_range)s
-        statistic : {"mean", "std"}, default="mean"
-            The predictive mean per output, as :meth:`predict` returns it, or
-            the predictive std, as ``predict(return_std=True)`` returns it.
-        %(run_range)s
-
-        Returns
-        -------
-        %(range_returns)s
-            Arrays of shape (n_samples, n_outputs).
-        """
-        # One implementation: the single-output regressor's, on this model's
-        # bound model, predict and range problems.
-        return RobustGaussianProcessRegressor.prediction_range(
-            self, X, gamma, epsilon=epsilon, statistic=statistic, features=features, domain=domain,
-            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )
-
-    @fill_doc
-    def certify(
-        self,
-        X,
-        gamma,
-        *,
-        delta=None,
-        norm=np.inf,
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Prove ``||mean(x) - mean(x*)||_norm <= delta`` over the box around each row.
-
-        delta-robustness of the predictive mean vector across the outputs
-        (paper Prop. 13). Each output's worst deviation is bounded
-        separately, so with norm 1 or 2 the proof is sufficient, not
-        necessary (such rows may stay "unknown").
-
-        Parameters
-        ----------
-        %(box)s
-        %(delta_regressor)s
-        %(norm_regressor)s
-        %(run)s
-
-        Returns
-        -------
-        %(certify_returns)s
-            ``bound`` is a proven upper bound of the worst deviation.
-        """
-        return RobustGaussianProcessRegressor.certify(
-            self, X, gamma, delta=delta, norm=norm, features=features, domain=domain, max_iter=max_iter,
-            time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )
-
-    @fill_doc
-    def explain(
-        self,
-        X,
-        gamma,
-        *,
-        features=None,
-        target=0,
-        epsilon=1e-2,
-        method="bounds",
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Per-feature sensitivity of one output's predictive mean, with certified bounds.
-
-        The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
-        (about ``2 gamma d mean_target / d x_i`` for small gamma): exactly
-        :meth:`RobustGaussianProcessRegressor.explain <skgprobust.RobustGaussianProcessRegressor.explain>`.
-
-        Parameters
-        ----------
-        %(box_explain)s
-        %(target_output)s
-        %(epsilon_explain)s
-        %(method)s
-        %(run_explain)s
-
-        Returns
-        -------
-        %(explain_returns)s
-        """
-        return RobustGaussianProcessRegressor.explain(
-            self, X, gamma, features=features, target=target, epsilon=epsilon, method=method, domain=domain,
-            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )

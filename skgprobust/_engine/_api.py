@@ -493,6 +493,7 @@ def _regressor_explain(est, X, gamma, *, features, target, epsilon, method, doma
 
 def _classifier_certify(est, X, gamma, *, delta, norm, features, domain, max_iter, time_limit, n_jobs, random_state,
                         verbose, variance_bound="default"):
+    est._before_certify()
     return certify_classes(
         est, X, gamma, delta=delta, norm=norm, predict=est._predict_labels,
         solver=lambda X: est._row_solver(X, variance_bound, max_iter, time_limit), features=features,
@@ -598,3 +599,7 @@ class ClassifierBoundsMixin(_BoundsMixin):
         """The :class:`RangeResult` of ``prediction_range`` from that of the
         range problem (by default the same)."""
         return result
+
+    def _before_certify(self):
+        """Runs first in ``certify``, before the arguments are checked (by
+        default nothing)."""
