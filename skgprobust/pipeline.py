@@ -21,7 +21,10 @@ widened by a few ulps and checked). A proof for that box is a proof for the
 raw box. sklearn's scalers transform float32 input in float32, so for float32
 queries the model sees numbers up to half a float32 ulp outside that image;
 the box is widened to cover them too (:func:`_float32_hull`), so certificates
-hold for float64 and float32 raw queries alike. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
+hold for float64 and float32 raw queries alike. float16 queries (rounded to
+about 1e-3 by the scalers) are not covered by that widening: this module's
+:class:`Pipeline` gives float16 input to its steps as float64; a plain
+scikit-learn Pipeline queried with float16 data is outside the certificates. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
 raise :class:`UnsupportedStepError`.
 
 Points found in the model's input space are mapped back with the exact
@@ -776,6 +779,32 @@ def _final_has(attr):
     return check
 
 
+def _estimator_has(attr):
+    """Available when the final estimator has ``attr`` (as sklearn's Pipeline)."""
+
+    def check(self):
+        getattr(self._final_estimator, attr)
+        return True
+
+    return check
+
+
+def _no_float16(X):
+    """X with float16 data as float64 (arrays and DataFrame columns); other
+    input unchanged. The certified boxes cover float64 and float32 raw
+    queries (:func:`_float32_hull`), not the coarser float16 rounding of
+    the scalers (up to 1e-3 relative)."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and dtype == np.float16:
+        return np.asarray(X, dtype=np.float64)
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "astype"):
+        f16 = [c for c, t in zip(X.columns, dtypes) if t == np.float16]
+        if f16:
+            return X.astype({c: np.float64 for c in f16})
+    return X
+
+
 class Pipeline(_SkPipeline):
     """A :class:`sklearn.pipeline.Pipeline` with ``certify``, ``prediction_range`` and ``explain``.
 
@@ -796,6 +825,18 @@ class Pipeline(_SkPipeline):
     >>> pipe.certify(X[:3], gamma=0.01, random_state=0).status.shape
     (3,)
     """
+
+    @available_if(_estimator_has("predict"))
+    def predict(self, X, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.predict`; float16 input is
+        given to the steps as float64 (what the certificates cover)."""
+        return super().predict(_no_float16(X), **params)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.predict_proba`; float16 input
+        is given to the steps as float64 (what the certificates cover)."""
+        return super().predict_proba(_no_float16(X), **params)
 
     @available_if(_final_has("certify"))
     def certify(self, X, gamma, **kwargs):

@@ -607,3 +607,28 @@ def test_ranges_hold_for_float32_queries(scaler):
     v = np.asarray(pipe.predict(P), dtype=np.float64)
     assert res.min_lower[0, 0] <= v.min() and v.max() <= res.max_upper[0, 0]
     assert np.all(res.min_lower <= res.min_upper) and np.all(res.max_lower <= res.max_upper)
+
+
+def test_float16_queries_are_evaluated_in_float64():
+    """float16 raw queries (rounded to ~1e-3 by sklearn's scalers, which keep
+    float16) are given to the steps as float64 by skgprobust's Pipeline, so
+    the certified range holds for them (hunt 2, V2: 0.045 outside before),
+    for arrays and DataFrame columns alike."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(20, 2)).astype(np.float16).astype(np.float64) * 4
+    y = np.sin(X.sum(1)) * 10 + X.sum(1)
+    gpr = RobustGaussianProcessRegressor(ConstantKernel(100.0) * RBF(0.3), alpha=1e-8, optimizer=None)
+    pipe = make_pipeline(MinMaxScaler(), gpr).fit(X, y)
+    x0, g = X[2:3], 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        res = pipe.prediction_range(x0, g, epsilon=1e-9, max_iter=300, random_state=0)
+    lo, hi = x0[0] - g, x0[0] + g
+    P = (lo + (hi - lo) * rng.random((20000, 2))).astype(np.float16)
+    P = P[np.all((P >= lo) & (P <= hi), axis=1)]
+    v = np.asarray(pipe.predict(P), dtype=np.float64)
+    np.testing.assert_array_equal(v, pipe.predict(P.astype(np.float64)))
+    assert res.min_lower[0, 0] <= v.min() and v.max() <= res.max_upper[0, 0]
+    frame = pd.DataFrame(P[:50])
+    np.testing.assert_array_equal(pipe.predict(frame), pipe.predict(P[:50].astype(np.float64)))
