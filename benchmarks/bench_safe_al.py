@@ -69,8 +69,9 @@ the closing note of issue 14 for the full table):
   0.316). EngE AL_MOGP 1.212 +- 0.052 (MAP 1.245), 98.64 +- 0.55% safe,
   precision 0.994, 12.1 s per iteration (MAP 1.5). ``--normalize-entropy``
   (MAP, EngE): 1.243 +- 0.042, no effect. MOGP samples AL_MOGP: 0.761 +-
-  0.045 (MAP 0.810; RS_MOGP with MAP 0.783), 97.83 +- 0.56% safe, 2.69 s
-  per iteration.
+  0.045 (MAP 0.810), 97.83 +- 0.56% safe, 2.69 s per iteration; RS_MOGP
+  (samples) 0.785 +- 0.043 (paired AL - RS: -0.024 +- 0.018; toy -0.046 +-
+  0.021).
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
   is 1.256 +- 0.047 and after the 59th 1.212 (samples). Random safe
   training points, independent Matern GPs (MAP), 2 draws: 54 / 200 / 500 per
