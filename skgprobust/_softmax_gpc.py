@@ -891,10 +891,6 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._latent_cache = None
         self._certify_cache = None
         self._p_cache = {}
-        #: Time caps of the latent branch and bound per margin bound, for one
-        #: box (a row's root) and for several (the children of splits); None:
-        #: _LATENT_SECONDS. certify sets them from its time_limit.
-        self.latent_seconds = None
 
     #: Evaluations of ``proba`` kept (keyed by the exact input bytes): the
     #: 2 m range objectives of a row ask for the same candidates.
@@ -1062,11 +1058,19 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._certify_cache = (key, result)
         return result
 
-    def margin_lower(self, lo, hi, cls):
+    def margin_lower(self, lo, hi, cls, latent_seconds=None):
         """Lower bound (B,) of ``R_cls - max_{k != cls} R_k`` over each box
         (pairwise over the rule's nodes, :func:`node_rule_margin_lower`,
         sharpened by :func:`_latent_margin_lower` near 0); -1 for boxes
         beyond the rule's numeric range. Also a search hint and a score.
+
+        ``latent_seconds``: the time caps of the latent branch and bound for
+        one box (a row's root) and for several (the children of splits), or
+        None (:data:`_LATENT_SECONDS`). Passed per call (certify's
+        :func:`_certify_row` makes them from its own ``time_limit``), never
+        stored on this shared, cached object: later calls without a limit
+        and concurrent certify calls each use their own. Run time only: any
+        cap gives a sound bound.
 
         The rule is shift invariant (softmax(f) = softmax(f - f_c 1) node by
         node), so R(mu, a) = R(mu - mu_c 1, a): the bound runs on the mean
@@ -1082,7 +1086,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             if near.any():
                 low[near] = _latent_margin_lower(
                     dl[near], dh[near], vl[near], vh[near], cls, low[near], pairs[near], _latent_evals(m),
-                    None if self.latent_seconds is None else self.latent_seconds[0 if len(lo) == 1 else 1],
+                    None if latent_seconds is None else latent_seconds[0 if len(lo) == 1 else 1],
                 )
             out[ok] = low
         return out - 2.0 * self.tolerance, arg, score
@@ -1238,10 +1242,16 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
 
 class _PairwiseMarginObjective(SoftmaxMarginObjective):
     """``p_c - max_{k != c} p_k`` of ``predict_proba``, bounded pairwise
-    through the rule's nodes (tighter than ``p_lo_c - max_k p_hi_k``)."""
+    through the rule's nodes (tighter than ``p_lo_c - max_k p_hi_k``).
+    ``latent_seconds``: see :meth:`_ReducedSoftmaxProbabilities.margin_lower`
+    (certify makes one objective per row with its own caps)."""
+
+    def __init__(self, probs, cls, latent_seconds=None):
+        super().__init__(probs, cls)
+        self.latent_seconds = latent_seconds
 
     def bound(self, lo, hi):
-        low, arg, score = self.probs.margin_lower(lo, hi, self.cls)
+        low, arg, score = self.probs.margin_lower(lo, hi, self.cls, self.latent_seconds)
         return BoxBound(low, arg, score)
 
 
@@ -1277,6 +1287,16 @@ class _SoftmaxBoundModel(BoundModel):
         return self._cached(("margin", idx), lambda: _PairwiseMarginObjective(self.probabilities(), idx))
 
 
+def _latent_caps(time_limit):
+    """The latent branch and bound's time caps (root box, split children)
+    for a certify call: ``_LATENT_SHARE`` of ``time_limit``; None without a
+    limit (:data:`_LATENT_SECONDS`). Only a performance setting."""
+    if time_limit is None:
+        return None
+    t = float(time_limit)
+    return (_LATENT_SHARE[0] * t, _LATENT_SHARE[1] * t)
+
+
 def _certify_row(shared, x0, lo, hi, label, rng):
     bm, predict, max_iter, time_limit = shared
     budget = Budget(max_iter, time_limit)
@@ -1284,7 +1304,11 @@ def _certify_row(shared, x0, lo, hi, label, rng):
     def changes_decision(x):
         return predict(x[None])[0] != label
 
-    return solve_sign(bm.margin(label), lo, hi, x0, budget, rng, changes_decision)
+    # a per-row objective carrying this call's caps (nothing stored on the
+    # cached bound model, which other calls and threads share)
+    probs = bm.probabilities()
+    objective = _PairwiseMarginObjective(probs, bm.class_index(label), _latent_caps(time_limit))
+    return solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
 
 
 # ---------------------------------------------------------------------------
@@ -1734,16 +1758,6 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
             means, reduced, self.classes_, self._proba_rule, 0.0, self._surrogate_grad
         )
 
-    def _certify_model(self, time_limit):
-        """The bound model, its latent branch and bound capped at
-        ``_LATENT_SHARE`` of ``time_limit`` per margin bound (time_limit
-        already validated; None: _LATENT_SECONDS). Only a performance
-        setting: any cap gives sound bounds."""
-        bm = self._bound_model()
-        t = None if time_limit is None else float(time_limit)
-        bm.probabilities().latent_seconds = None if t is None else (_LATENT_SHARE[0] * t, _LATENT_SHARE[1] * t)
-        return bm
-
     def _proba_problem(self):
         probs = self._bound_model().probabilities()
         pairs = [
@@ -1796,7 +1810,7 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         self._bound_model()  # the one-off set-up, before the rows' clocks start
         return certify_classes(
             self, X, gamma, delta=delta, norm=norm, predict=self.predict,
-            solver=lambda X: (_certify_row, (self._certify_model(time_limit), self.predict, max_iter, time_limit)),
+            solver=lambda X: (_certify_row, (self._bound_model(), self.predict, max_iter, time_limit)),
             features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose,
         )

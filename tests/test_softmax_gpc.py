@@ -747,3 +747,34 @@ def test_per_class_setup_structured_sound_and_before_rows(monkeypatch):
         allowance = (2.0 * np.sqrt(dK * normK) + dK) * red.norm2[j]
         assert ref <= red.rkhs[0][j] <= 1.01 * (ref + allowance) + 1e-9
         assert np.abs(np.linalg.eigvalsh(T)).max() <= red.norm2[j]
+
+
+@pytest.mark.filterwarnings("ignore::skgprobust.BudgetExhaustedWarning")
+def test_certify_time_caps_are_per_call(monkeypatch):
+    """Review F6 regression: certify's latent branch-and-bound time caps
+    (from its time_limit) are per call, not state on the cached bound model:
+    a certify with time_limit followed by one without gives the same result
+    as a fresh model's call without, and the later call runs with the
+    default caps (seconds=None)."""
+    import skgprobust._softmax_gpc as mod
+
+    X, y = _data(m=3, n_per=6, d=3, seed=22, spread=1.0)
+    kw = dict(max_iter=4, random_state=0)
+    seen = []
+    orig = mod._latent_margin_lower
+
+    def spy(*a, **k):
+        seen.append(a[8] if len(a) > 8 else k.get("seconds"))
+        return orig(*a, **k)
+
+    monkeypatch.setattr(mod, "_latent_margin_lower", spy)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
+    clf.certify(X[:4], 0.3, time_limit=0.8, **kw)
+    assert seen and all(s == pytest.approx(0.4) or s == pytest.approx(0.08) for s in seen)
+    assert not hasattr(clf._bound_model().probabilities(), "latent_seconds")
+    del seen[:]
+    after = clf.certify(X[:4], 0.3, **kw)
+    assert seen and all(s is None for s in seen)
+    fresh = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None).certify(X[:4], 0.3, **kw)
+    assert np.array_equal(after.status, fresh.status)
+    assert np.array_equal(after.bound, fresh.bound)
