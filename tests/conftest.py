@@ -5,11 +5,25 @@ sklearn-side reference numbers) live in ``tests/_helpers.py``; import them
 with ``from ._helpers import ...``.
 """
 
-import numpy as np
-import pytest
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+import os
 
-from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+# One BLAS / OpenMP thread per test process. The problems here are small, so
+# threads buy little, and on a loaded 2-core machine OpenBLAS's spinning
+# threads made single tests 10-30x slower (sklearn's check_classifiers_train
+# on the EP classifier: 3 s pinned, 104 s unpinned at load ~4). The
+# environment variables reach worker processes (Dask tests); threadpoolctl
+# covers libraries already loaded.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor  # noqa: E402
+
+_BLAS_THREADS = threadpool_limits(limits=1)
 
 
 # --------------------------------------------------------------------------
