@@ -390,17 +390,45 @@ _REMAINDER_CONST = (4.0 / 27.0) * (1.0 + 4 * _U)
 
 def _reduce(Sigma, Q, remainder=True):
     """a (n, m) >= 0 and the proven remainder r (n,) of the reduction (None
-    without ``remainder``: predict_proba does not need it)."""
+    without ``remainder``: predict_proba does not need it).
+
+    r = C ||R||_* with R = P (Sigma - diag a) P (P the centring projector,
+    C = _REMAINDER_CONST), Sigma and a the values the model uses. Floating
+    point, three terms:
+
+    * eigvalsh of the computed R: a few ulps of ||R||, sums of m terms
+      (``C m (4 m u) sum|R|``).
+    * Forming R (review F2): with S = Sigma - diag a, the computed S~ has
+      |S~ - S| <= u |S| entrywise, the computed P~ |P~ - P| <= 2 u |P|
+      (1/m, then 1 - 1/m), and each of the two products errs by
+      gamma_m |A| |B| entrywise (any summation order, FMA included), so
+      |R~ - R| <= ((1 + 2u)^2 (1 + u) (1 + gamma_m)^2 - 1) |P| |S| |P|
+      <= (2 m + 6) u |P| |S| |P| entrywise (m u < 1e-6). Each row of |P|
+      sums to 2 (1 - 1/m) < 2, so every entry of |R~ - R| (and of its
+      symmetric part) is <= 4 (2 m + 6) u max|S|, and ||E||_* <= m ||E||_F
+      <= m^2 max|E_ij|. This error is relative to max|S| (which keeps
+      Sigma's common-shift direction k(x, x) 1 1^T that P removes), not to
+      ||R||: ``C m^2 4 (2 m + 8) u max|S~|`` covers it (the extra 2 u m^2
+      absorb max|S| <= max|S~| / (1 - u) and the rounding of the term).
+    * The sums forming r: far inside the first term's allowance.
+
+    By the triangle inequality of the nuclear norm,
+    ||R||_* <= ||sym(R~)||_* + ||sym(R~ - R)||_* (R is symmetric), and the
+    eigvalsh of sym(R~) is covered by the first term.
+    """
     m = Sigma.shape[-1]
     a = np.einsum("jab,nab->nj", Q, Sigma)
     a = np.maximum(a, 0.0)
     if not remainder:
         return a, None
     Pm = np.eye(m) - 1.0 / m
-    R = Pm @ (Sigma - np.einsum("nj,jk->njk", a, np.eye(m))) @ Pm
+    S = Sigma - np.einsum("nj,jk->njk", a, np.eye(m))
+    R = Pm @ S @ Pm
     r = _REMAINDER_CONST * np.abs(np.linalg.eigvalsh(0.5 * (R + np.transpose(R, (0, 2, 1))))).sum(axis=1)
     # eigvalsh error: a few ulps of ||R||; sums of m terms.
     r = r + _REMAINDER_CONST * m * (4 * m * _U) * np.abs(R).sum(axis=(1, 2))
+    # forming R: relative to max|S|, not to ||R|| (see the docstring)
+    r = r + _REMAINDER_CONST * m * m * 4.0 * (2 * m + 8) * _U * np.abs(S).max(axis=(1, 2))
     return a, r
 
 
@@ -988,6 +1016,13 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         exact value; that allowance for both (k_i <= the kernel's interval
         upper end over the box in absolute value) and one snapping quantum
         (each mean moves by <= half a quantum) widen the affine bound.
+        The combined weights W = w_j - w_c are rounded (review F3):
+        |fl(W_i) - W_i| <= u |W_i| <= u (|w_ji| + |w_ci|), so
+        |k^T fl(W) - k^T W| <= u (mags_j + mags_c) over the box (k_i within
+        kabs_i); the bound is of k^T fl(W), hence a further 2 u (mags_j +
+        mags_c) (u for this, u for the rounding of mags itself relative to
+        its exact value, (N - 1) u at most, i.e. within rtol's factor-8
+        headroom, plus one u of slack) widens it.
         Per-class kernels: the intervals of the means (:meth:`latent_box`)
         give ``[mu_lo_j - mu_hi_c, mu_hi_j - mu_lo_c]``.
 
@@ -1026,7 +1061,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             mags = np.column_stack([kabs @ np.abs(lm.weights[:, 0]) for lm in self.means])  # (B, m)
             d_lo, d_hi = np.zeros((B, m)), np.zeros((B, m))
             for i, j in enumerate(others):
-                slack = rtol * (mags[:, j] + mags[:, cls]) + _QUANTUM
+                slack = (rtol + 2.0 * _U) * (mags[:, j] + mags[:, cls]) + _QUANTUM  # + fl(W) (F3)
                 d_lo[:, j] = e_lo[:, i] - slack
                 d_hi[:, j] = e_hi[:, i] + slack
             mu_abs = mags.max(axis=1) * (1.0 + 1e-10) + _QUANTUM
