@@ -223,9 +223,8 @@ from ._bounds._softmax import (
     node_rule_value,
     softmax_gaussian_bounds,
 )
-from ._engine._api import certify_classes, explain_classes, fill_doc
-from ._engine._common import BoundModelMixin, check_epsilon, check_statistic, prepare
-from ._engine._driver import RangeProblem, range_rows
+from ._engine._api import ClassifierBoundsMixin
+from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel
 from ._engine._softmax_objectives import (
     SoftmaxMarginObjective,
@@ -1359,7 +1358,7 @@ def _check_tol(tol, m=3):
     return float(tol)
 
 
-class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEstimator):
+class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, BaseEstimator):
     """Multi-class Gaussian process classifier with a softmax likelihood
     (Laplace approximation) and certified robustness bounds.
 
@@ -1801,143 +1800,57 @@ class SoftmaxGaussianProcessClassifier(BoundModelMixin, ClassifierMixin, BaseEst
         ]
         return RangeProblem(pairs, self._proba_rule)
 
-    @fill_doc
-    def certify(
-        self,
-        X,
-        gamma,
-        *,
-        delta=None,
-        norm=np.inf,
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Prove that ``predict`` gives the same class everywhere in the box.
+    # -- certify / prediction_range / explain: ClassifierBoundsMixin's --------
+    # (skgprobust/_engine/_api.py), with these docstring parts and hooks.
+    _method_docs = {
+        "certify": "Prove that ``predict`` gives the same class everywhere in the box.",
+        "certify_result": """\
+``bound`` is a proven lower bound of ``p_c* - max_k p_k`` (the
+argmax margin of ``predict_proba``); robust iff > 0. A row may
+run past ``time_limit`` by the engine's grace for a last split
+plus one bounding step (its root bounds, made before the first
+check; its latent branch and bound stops after half the limit
+there, a tenth in later splits; ~0.4 s measured at ten classes,
+64 features, N = 500, load ~11); the result is then 'unknown'
+with a sound bound. The one-off set-up of the box bounds (cached
+per fit; per-class kernels, N = 150: 0.06 s at three classes,
+3 s at ten, load ~5) is made before the rows, outside their
+``time_limit``.""",
+        "prediction_range": "Certified range of ``predict_proba`` over the box around each row.",
+        "statistic": """\
+statistic : {"proba", "latent_mean"}, default="proba"
+    "proba": ``predict_proba`` (columns as ``classes_``);
+    "latent_mean": the latent mean of each class.""",
+        "range_result": """\
+Arrays of shape (n_samples, n_classes). The one-off set-up of the
+box bounds (cached per fit) is made before the rows, outside
+their ``time_limit``.""",
+        "explain": """\
+Per-feature sensitivity of ``predict_proba`` with certified bounds
+(the paper's Delta metric, Sec. 7.4), as
+:meth:`RobustGaussianProcessClassifier.explain`.""",
+    }
 
-        Parameters
-        ----------
-        %(box)s
-        %(delta_classifier)s
-        %(norm_classifier)s
-        %(run)s
+    def _predict_labels(self, X):
+        return self.predict(X)
 
-        Returns
-        -------
-        %(certify_returns)s
-            ``bound`` is a proven lower bound of ``p_c* - max_k p_k`` (the
-            argmax margin of ``predict_proba``); robust iff > 0. A row may
-            run past ``time_limit`` by the engine's grace for a last split
-            plus one bounding step (its root bounds, made before the first
-            check; its latent branch and bound stops after half the limit
-            there, a tenth in later splits; ~0.4 s measured at ten classes,
-            64 features, N = 500, load ~11); the result is then 'unknown'
-            with a sound bound. The one-off set-up of the box bounds (cached
-            per fit; per-class kernels, N = 150: 0.06 s at three classes,
-            3 s at ten, load ~5) is made before the rows, outside their
-            ``time_limit``.
-        """
+    def _proba_reference(self, X):
+        return self._proba_rule(X)
+
+    def _proba_pairs(self, variance_bound="default"):
+        """``c -> (objective, negated objective)`` of ``predict_proba[:, c]``."""
+        probs = self._bound_model().probabilities()
+        return lambda c: (SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))
+
+    def _before_certify(self):
         check_is_fitted(self)
         self._bound_model()  # the one-off set-up, before the rows' clocks start
-        return certify_classes(
-            self, X, gamma, delta=delta, norm=norm, predict=self.predict,
-            solver=lambda X: (_certify_row, (self._bound_model(), self.predict, max_iter, time_limit)),
-            features=features, domain=domain, max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs,
-            random_state=random_state, verbose=verbose,
-        )
 
-    @fill_doc
-    def prediction_range(
-        self,
-        X,
-        gamma,
-        *,
-        epsilon=1e-2,
-        statistic="proba",
-        features=None,
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Certified range of ``predict_proba`` over the box around each row.
+    def _row_solver(self, X, variance_bound, max_iter, time_limit):
+        return _certify_row, (self._bound_model(), self.predict, max_iter, time_limit)
 
-        Parameters
-        ----------
-        %(box)s
-        %(epsilon_range)s
-        statistic : {"proba", "latent_mean"}, default="proba"
-            "proba": ``predict_proba`` (columns as ``classes_``);
-            "latent_mean": the latent mean of each class.
-        %(run_range)s
-
-        Returns
-        -------
-        %(range_returns)s
-            Arrays of shape (n_samples, n_classes). The one-off set-up of the
-            box bounds (cached per fit) is made before the rows, outside
-            their ``time_limit``.
-        """
-        check_statistic(statistic, ("proba", "latent_mean"))
-        check_epsilon(epsilon)
-        X, lo, hi = prepare(self, X, gamma, features, domain, max_iter, time_limit)
-        bm = self._bound_model()
-        if statistic == "latent_mean":
-            pairs = [(f, f.negated()) for f in (lm.mean_objective(0) for lm in bm.latents)]
-            problem = RangeProblem(pairs, lambda P: self._moments(P)[0])
-        else:
-            problem = self._proba_problem()
-        return range_rows(
-            {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
-            n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )
-
-    @fill_doc
-    def explain(
-        self,
-        X,
-        gamma,
-        *,
-        features=None,
-        target=None,
-        epsilon=1e-2,
-        method="bounds",
-        domain=None,
-        max_iter=None,
-        time_limit=None,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        """Per-feature sensitivity of ``predict_proba`` with certified bounds
-        (the paper's Delta metric, Sec. 7.4), as
-        :meth:`RobustGaussianProcessClassifier.explain`.
-
-        Parameters
-        ----------
-        %(box_explain)s
-        %(target_class)s
-        %(epsilon_explain)s
-        %(method)s
-        %(run_explain)s
-
-        Returns
-        -------
-        %(explain_returns)s
-        """
-
-        def proba_pairs():
-            probs = self._bound_model().probabilities()
-            return lambda c: (SoftmaxProbaObjective(probs, c, 1.0), SoftmaxProbaObjective(probs, c, -1.0))
-
-        return explain_classes(
-            self, X, gamma, features=features, target=target, domain=domain, predict=self.predict,
-            proba_pairs=proba_pairs, reference=self._proba_rule, epsilon=epsilon, method=method,
-            max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
-        )
+    def _range_problem(self, statistic="proba", variance_bound="default"):
+        if statistic == "proba":
+            return self._proba_problem()
+        pairs = [(f, f.negated()) for f in (lm.mean_objective(0) for lm in self._bound_model().latents)]
+        return RangeProblem(pairs, lambda P: self._moments(P)[0])
