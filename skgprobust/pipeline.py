@@ -54,6 +54,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .exceptions import BudgetExhaustedWarning, RoundTripWarning, UnsupportedStepError
 from ._engine._delta import Explanation, class_targets, delta_from_ranges
+from ._engine._common import user_stacklevel
 from ._engine._perturbation import make_boxes, resolve_features
 from ._engine._driver import certification_result, range_result, recheck
 
@@ -455,25 +456,35 @@ def _float32_hull(pre, lo, hi, ZL, ZH):
     multiply or divide by a positive scale, add, clip), so fl32(T(x)) lies
     in ``[fl32(T(rd32(lo))), fl32(T(ru32(hi)))]``. Every box is widened per
     feature by the largest excess of that interval over the float64 image
-    (over all rows), so it covers float64 and float32 queries alike;
-    columns whose float32 corners do not map to finite values add nothing
-    (no float32 point there reaches a finite model input).
+    (over all rows), so it covers float64 and float32 queries alike.
+    A corner whose float32 image overflows (raw values or scalings near the
+    float32 range, 3.4e38) cannot be covered: it adds nothing on its side
+    and a warning says that float32 queries of those boxes are outside the
+    certificates.
     """
-    lo32 = np.clip(lo, -_F32_MAX, _F32_MAX).astype(np.float32)
-    hi32 = np.clip(hi, -_F32_MAX, _F32_MAX).astype(np.float32)
-    lo32 = np.where(lo32.astype(np.float64) > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32)
-    hi32 = np.where(hi32.astype(np.float64) < hi, np.nextafter(hi32, np.float32(np.inf)), hi32)
-    lo32 = np.clip(lo32, -_F32_MAX, _F32_MAX).astype(np.float32)
-    hi32 = np.clip(hi32, -_F32_MAX, _F32_MAX).astype(np.float32)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # overflow to +-inf is clipped back just below
+        lo32 = np.clip(lo, -_F32_MAX, _F32_MAX).astype(np.float32)
+        hi32 = np.clip(hi, -_F32_MAX, _F32_MAX).astype(np.float32)
+        lo32 = np.where(lo32.astype(np.float64) > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32)
+        hi32 = np.where(hi32.astype(np.float64) < hi, np.nextafter(hi32, np.float32(np.inf)), hi32)
+        lo32 = np.clip(lo32, -_F32_MAX, _F32_MAX).astype(np.float32)
+        hi32 = np.clip(hi32, -_F32_MAX, _F32_MAX).astype(np.float32)
         Z32 = pre.transform(np.vstack([lo32, hi32]), dtype=np.float32)
     n = len(lo)
     ZL32, ZH32 = Z32[:n], Z32[n:]
-    ok = np.isfinite(ZL32) & np.isfinite(ZH32)
+    ok_lo, ok_hi = np.isfinite(ZL32), np.isfinite(ZH32)
+    if not (ok_lo.all() and ok_hi.all()):
+        warnings.warn(
+            "skgprobust.pipeline: the preprocessing overflows in float32 at some box corners; the certificates "
+            "cover float64 queries of these boxes, not float32 ones.",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
+        )
     # One widening per feature for all rows (the largest excess), so that rows
     # keep sharing one half-width vector (_group_rows); nextafter covers the
     # rounding of the subtraction / addition.
-    w = np.where(ok, np.maximum(np.maximum(ZL - ZL32, ZH32 - ZH), 0.0), 0.0).max(axis=0)
+    excess = np.maximum(np.where(ok_lo, ZL - ZL32, 0.0), np.where(ok_hi, ZH32 - ZH, 0.0))
+    w = np.maximum(excess, 0.0).max(axis=0)
     if not np.any(w > 0):
         return ZL, ZH
     return np.nextafter(ZL - w, -np.inf), np.nextafter(ZH + w, np.inf)

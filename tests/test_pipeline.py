@@ -632,3 +632,25 @@ def test_float16_queries_are_evaluated_in_float64():
     assert res.min_lower[0, 0] <= v.min() and v.max() <= res.max_upper[0, 0]
     frame = pd.DataFrame(P[:50])
     np.testing.assert_array_equal(pipe.predict(frame), pipe.predict(P[:50].astype(np.float64)))
+
+
+def test_float32_overflow_of_the_preprocessing_warns():
+    """A box corner whose float32 image overflows cannot be covered by the
+    float32 hull: a warning at the caller's line says float32 queries of
+    those boxes are outside the certificates (float64 ones stay covered)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(15, 2))
+    X[:, 0] = X[:, 0] * 1e37 + 1e38
+    y = rng.normal(size=15)
+    pipe = make_pipeline(StandardScaler(), RobustGaussianProcessRegressor(RBF(1.0), optimizer=None)).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        with warnings.catch_warnings(record=True) as quiet_record:
+            warnings.simplefilter("always", RuntimeWarning)
+            pipe.prediction_range(X[:1], [3.3e38, 0.1], max_iter=5)  # float32 corners stay finite
+        assert not [w for w in quiet_record if "overflows in float32" in str(w.message)]
+        with pytest.warns(RuntimeWarning, match="overflows in float32") as record:
+            res = pipe.prediction_range(X[:1], [4.3e38, 0.1], max_iter=5)
+    assert any(w.filename == __file__ for w in record if "overflows in float32" in str(w.message))
+    v = pipe.predict(np.array([X[0] - [4.3e38, 0.0], X[0]]))
+    assert res.min_lower[0, 0] <= v.min() and v.max() <= res.max_upper[0, 0]
