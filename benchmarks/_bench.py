@@ -3,8 +3,21 @@ so this folder is on ``sys.path``)."""
 
 import os
 import subprocess
+import sys
 
 import skgprobust
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))
+if os.path.realpath(_HERE) != os.path.realpath(_ROOT) and not os.environ.get("SKGPROBUST_BENCH_OTHER_PACKAGE"):
+    # A stale non-editable install in site-packages once made benchmark runs
+    # measure old code silently; say so loudly (set the variable to silence it
+    # when measuring another checkout on purpose, as the ``--before`` runs do).
+    print(
+        f"WARNING: benchmarks of the checkout {_HERE} are importing skgprobust from {_ROOT}; "
+        f"run with PYTHONPATH={_HERE} or `pip install -e {_HERE}` to measure this checkout",
+        file=sys.stderr,
+    )
 
 
 def table(headers, rows):
