@@ -165,10 +165,10 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
+from scipy.linalg import cho_solve, lapack, solve_triangular
 from scipy.sparse import csr_matrix
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
-from sklearn.gaussian_process.kernels import RBF, Kernel
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel, Matern, Product, Sum, WhiteKernel
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, validate_data
 
@@ -419,6 +419,171 @@ class _MultiOutputBoundModel(BoundModel):
 # ---------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------
+# Batched Gram matrices and Gaussian log likelihoods (the likelihood at many
+# hyperparameter vectors in one call: log_marginal_likelihood with a 2-D
+# theta, and the hyperparameter sampler of skgprobust.active, which also uses
+# them for sklearn's single-output GaussianProcessRegressor). An ensemble
+# sampler evaluates dozens of vectors per step; one sklearn kernel call per
+# vector costs more in Python overhead than the linear algebra at the sizes
+# of active learning. Nothing certified depends on these: likelihoods only
+# choose hyperparameters.
+# ---------------------------------------------------------------------------
+
+
+def sq_diffs(X):
+    """Squared coordinate differences ``(X_i - X_j)^2`` of the rows of X, shape (n, n, d)."""
+    X = np.asarray(X, dtype=np.float64)
+    return (X[:, None, :] - X[None, :, :]) ** 2
+
+
+def _formula_gram(kernel, D2, T):
+    """Batched K(X) by the kernels' formulas, or None when a part is not covered."""
+    S, n = T.shape[0], D2.shape[0]
+    if type(kernel) in (Sum, Product):
+        k1 = len(kernel.k1.theta)
+        a = _formula_gram(kernel.k1, D2, T[:, :k1])
+        b = None if a is None else _formula_gram(kernel.k2, D2, T[:, k1:])
+        if b is None:
+            return None
+        return a + b if type(kernel) is Sum else a * b
+    if type(kernel) is ConstantKernel:
+        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.constant_value))
+        return np.broadcast_to(v[:, None, None], (S, n, n))
+    if type(kernel) is WhiteKernel:
+        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.noise_level))
+        return v[:, None, None] * np.eye(n)[None]
+    if type(kernel) in (RBF, Matern):
+        nu = float(kernel.nu) if type(kernel) is Matern else np.inf
+        if nu not in (0.5, 1.5, 2.5, np.inf):
+            return None
+        d = D2.shape[2]
+        if T.shape[1]:
+            ls = np.exp(T)
+        else:
+            ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (S, np.size(kernel.length_scale)))
+        ls = np.broadcast_to(ls, (S, d)) if ls.shape[1] == 1 else ls
+        r = np.dot(1.0 / (ls * ls), D2.reshape(n * n, d).T).reshape(S, n, n)  # squared scaled distances
+        if nu == np.inf:
+            r *= -0.5
+            return np.exp(r, out=r)
+        np.sqrt(r, out=r)
+        if nu != 0.5:
+            r *= np.sqrt(3.0) if nu == 1.5 else np.sqrt(5.0)
+        e = np.negative(r)
+        np.exp(e, out=e)
+        if nu == 0.5:
+            return e
+        if nu == 1.5:
+            r += 1.0
+        else:  # 1 + r + r^2 / 3 = 1 + r (1 + r / 3)
+            t = r * (1.0 / 3.0)
+            t += 1.0
+            r *= t
+            r += 1.0
+        r *= e
+        return r
+    return None
+
+
+def batched_gram(kernel, X, T, D2=None):
+    """``kernel.clone_with_theta(t)(X)`` for every row t of T, shape (S, n, n).
+
+    Sums and products of ConstantKernel, WhiteKernel, RBF and Matern (nu in
+    0.5, 1.5, 2.5, inf; isotropic or ARD) are evaluated by their formulas
+    (sklearn's ``__call__`` with ``Y=None``), vectorised over the batch; any
+    other kernel theta by theta through sklearn.
+    Both agree to rounding (~1e-15 relative). Only these exact classes
+    take the formula route; a subclass may change the formula.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel
+    X : ndarray of shape (n, d)
+    T : ndarray of shape (S, len(kernel.theta))
+        Hyperparameter vectors in sklearn's coordinates (``kernel.theta``).
+    D2 : ndarray of shape (n, n, d), optional
+        :func:`sq_diffs` of X, when the caller caches it.
+
+    Returns
+    -------
+    K : ndarray of shape (S, n, n)
+    """
+    T = np.asarray(T, dtype=np.float64).reshape(len(T), -1)
+    K = _formula_gram(kernel, sq_diffs(X) if D2 is None else D2, T)
+    if K is None:
+        return np.array([np.asarray(kernel.clone_with_theta(t)(X), dtype=np.float64) for t in T]).reshape(
+            len(T), len(X), len(X))
+    return np.array(K)
+
+
+def cholesky_batch(K):
+    """Lower Cholesky factors of a batch of matrices.
+
+    Parameters
+    ----------
+    K : ndarray of shape (S, N, N)
+
+    Returns
+    -------
+    Lc : ndarray of shape (S, N, N)
+        Lower factors (zeros where ``ok`` is False).
+    ok : ndarray of bool, shape (S,)
+        Whether ``K[s]`` was numerically positive definite (a finite factor).
+    """
+    S, N = K.shape[0], K.shape[1]
+    try:
+        Lc = np.linalg.cholesky(K)
+        ok = np.ones(S, dtype=bool)
+    except np.linalg.LinAlgError:
+        Lc, ok = np.zeros((S, N, N)), np.zeros(S, dtype=bool)
+        for s in range(S):
+            try:
+                Lc[s] = np.linalg.cholesky(K[s])
+                ok[s] = True
+            except np.linalg.LinAlgError:
+                pass
+    bad = ~np.isfinite(Lc).reshape(S, -1).all(axis=1)
+    if bad.any():
+        ok &= ~bad
+        Lc[bad] = 0.0
+    return Lc, ok
+
+
+def gaussian_lml_from_cholesky(Lc, ok, y):
+    """``log N(y | 0, K_s)`` from the factors of :func:`cholesky_batch`.
+
+    ``-1/2 ||L^-1 y||^2 - sum log diag L - N/2 log(2 pi)`` per matrix; ``-inf``
+    where ``ok`` is False or the value is not finite.
+
+    Parameters
+    ----------
+    Lc : ndarray of shape (S, N, N)
+    ok : ndarray of bool, shape (S,)
+    y : ndarray of shape (N,)
+
+    Returns
+    -------
+    lml : ndarray of shape (S,)
+    """
+    out = np.full(len(Lc), -np.inf)
+    N = len(y)
+    for s in np.flatnonzero(ok):
+        z = solve_triangular(Lc[s], y, lower=True, check_finite=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = -0.5 * (z @ z) - np.log(np.diagonal(Lc[s])).sum() - 0.5 * N * _LOG_2PI
+        if np.isfinite(v):
+            out[s] = v
+    return out
+
+
+def gaussian_lml_batch(K, y):
+    """``log N(y | 0, K_s)`` for each matrix of the batch K (S, N, N); ``-inf``
+    where ``K_s`` is not numerically positive definite."""
+    Lc, ok = cholesky_batch(K)
+    return gaussian_lml_from_cholesky(Lc, ok, y)
+
+
 def _selection(rows, n):
     """Sparse (N, n) matrix E with E[i, rows[i]] = 1."""
     N = len(rows)
@@ -455,19 +620,10 @@ class _Problem:
         return np.concatenate(parts) if parts else np.empty(0)
 
     def unpack(self, theta):
-        theta = np.asarray(theta, dtype=np.float64)
-        kernels, i = [], 0
-        for k, s in zip(self.kernels, self.sizes):
-            kernels.append(k.clone_with_theta(theta[i : i + s]) if s else k)
-            i += s
-        W = self.W
-        if not self.W_fixed:
-            W = theta[i : i + self.P * self.L].reshape(self.P, self.L)
-            i += self.P * self.L
-        noise = self.noise
-        if not self.noise_fixed:
-            noise = np.exp(theta[i : i + self.P])
-        return kernels, W, noise
+        """(kernels, W, noise) at one parameter vector."""
+        blocks, W, noise = self.split(np.asarray(theta, dtype=np.float64)[None])
+        kernels = [k.clone_with_theta(b[0]) if s else k for k, b, s in zip(self.kernels, blocks, self.sizes)]
+        return kernels, np.array(W[0]), np.array(noise[0])
 
     def bounds(self):
         parts = [k.bounds for k in self.kernels if len(k.theta)]
@@ -477,41 +633,100 @@ class _Problem:
             parts.append(np.tile(np.log(np.asarray(self.noise_bounds, float)), (self.P, 1)))
         return np.vstack(parts) if parts else np.empty((0, 2))
 
-    # -- the model ---------------------------------------------------------
-    def gram(self, kernels, W, noise, eval_gradient=False):
-        """K (N, N) and, with eval_gradient, the per-latent (K_l on rows, dK_l)."""
-        K = np.zeros((self.N, self.N))
-        parts = []
-        for l, k in enumerate(kernels):
-            if eval_gradient:
-                Kl, dKl = k(self.X, eval_gradient=True)
-            else:
-                Kl, dKl = k(self.X), None
-            Kr = Kl[np.ix_(self.rows, self.rows)]
-            w = W[self.outs, l]
-            K += np.outer(w, w) * Kr
-            parts.append((Kr, dKl))
-        K[np.diag_indices_from(K)] += noise[self.outs] + self.jitter
-        return K, parts
+    def split(self, T):
+        """Per-latent kernel thetas (S, size_l), W (S, P, L) and noise (S, P)
+        of a batch of parameter vectors T (S, dim)."""
+        S, i = T.shape[0], 0
+        blocks = []
+        for s in self.sizes:
+            blocks.append(T[:, i:i + s])
+            i += s
+        if self.W_fixed:
+            W = np.broadcast_to(self.W, (S,) + self.W.shape)
+        else:
+            W = T[:, i:i + self.P * self.L].reshape(S, self.P, self.L)
+            i += self.P * self.L
+        noise = np.broadcast_to(self.noise, (S, self.P)) if self.noise_fixed else np.exp(T[:, i:i + self.P])
+        return blocks, W, noise
+
+    # -- the model: ONE implementation of the LMC likelihood ------------------
+    def _assemble(self, grams, W, noise):
+        """K (S, N, N) of the observed pairs from the latent Grams on the
+        pairs (S, N, N) each, W (S, P, L) and noise (S, P)."""
+        S = W.shape[0]
+        K = np.zeros((S, self.N, self.N))
+        tmp = np.empty_like(K)
+        for l, Kr in enumerate(grams):
+            w = W[:, self.outs, l]
+            np.multiply(Kr, w[:, :, None], out=tmp)
+            tmp *= w[:, None, :]
+            K += tmp
+        idx = np.arange(self.N)
+        K[:, idx, idx] += noise[:, self.outs] + self.jitter
+        return K
+
+    def _pair_grams(self, kernel, T):
+        """The latent Gram ``kernel(X)`` on the observed pairs, (S, N, N), at
+        the kernel thetas T (S, size). When every training row is observed
+        once (N = n) the pairs are a permutation of the rows and the Gram is
+        evaluated on them directly; otherwise on the rows, then gathered."""
+        if self.N == self.n:
+            if not hasattr(self, "_D2"):
+                self._Xp = self.X[self.rows]
+                self._D2 = sq_diffs(self._Xp)
+            return batched_gram(kernel, self._Xp, T, self._D2)
+        if not hasattr(self, "_D2"):
+            self._D2 = sq_diffs(self.X)
+            self._flat = (self.rows[:, None] * self.n + self.rows[None, :]).ravel()
+        G = batched_gram(kernel, self.X, T, self._D2)
+        return G.reshape(len(G), -1)[:, self._flat].reshape(len(G), self.N, self.N)
+
+    def gram_batch(self, T):
+        """K (S, N, N) at a batch of parameter vectors T (S, dim)."""
+        blocks, W, noise = self.split(T)
+        return self._assemble([self._pair_grams(k, b) for k, b in zip(self.kernels, blocks)], W, noise)
+
+    #: Matrix entries per chunk of :meth:`lml_batch` (cache-sized pieces of the batch).
+    _CHUNK = 1 << 17
+
+    def lml_batch(self, T):
+        """Log marginal likelihoods (S,) at the parameter vectors T (S, dim);
+        -inf where K is not positive definite. Evaluated in chunks of
+        parameter vectors (one chunk's matrices fit in cache)."""
+        T = np.asarray(T, dtype=np.float64)
+        c = max(1, self._CHUNK // max(self.N * self.N, 1))
+        return np.concatenate([gaussian_lml_batch(self.gram_batch(T[i:i + c]), self.y)
+                               for i in range(0, len(T), c)]) if len(T) else np.empty(0)
 
     def lml(self, theta, eval_gradient=False):
-        kernels, W, noise = self.unpack(theta)
-        K, parts = self.gram(kernels, W, noise, eval_gradient)
-        try:
-            Lc = cholesky(K, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            return (-np.inf, np.zeros_like(theta)) if eval_gradient else -np.inf
-        beta = cho_solve((Lc, True), self.y, check_finite=False)
-        value = -0.5 * self.y @ beta - np.log(np.diag(Lc)).sum() - 0.5 * self.N * _LOG_2PI
+        """Log marginal likelihood at one theta (the batched computation with
+        S = 1) and, with ``eval_gradient``, its analytic gradient (the Gram
+        and its derivatives from sklearn's kernels, assembled and factorised
+        by the same code as :meth:`lml_batch`)."""
+        theta = np.asarray(theta, dtype=np.float64)
         if not eval_gradient:
-            return value
+            return float(self.lml_batch(theta[None])[0])
+        kernels, W, noise = self.unpack(theta)
+        grams, dgrams = [], []
+        for k in kernels:
+            Kl, dKl = k(self.X, eval_gradient=True)
+            Kl = np.asarray(Kl, dtype=np.float64)
+            grams.append((Kl if self.E is None else Kl[np.ix_(self.rows, self.rows)])[None])
+            dgrams.append(dKl)
+        K = self._assemble(grams, W[None], noise[None])
+        Lc, ok = cholesky_batch(K)
+        value = gaussian_lml_from_cholesky(Lc, ok, self.y)[0]
+        if not np.isfinite(value):
+            return -np.inf, np.zeros_like(theta)
+        Lc = Lc[0]
+        beta = cho_solve((Lc, True), self.y, check_finite=False)
         Kinv, info = lapack.dpotri(Lc, lower=1)
         if info != 0:
             return -np.inf, np.zeros_like(theta)
         Kinv = np.tril(Kinv)
         M = np.outer(beta, beta) - (Kinv + np.tril(Kinv, -1).T)
         grads = []
-        for l, (Kr, dKl) in enumerate(parts):
+        for l, dKl in enumerate(dgrams):
             if dKl.shape[2] == 0:
                 continue
             w = W[self.outs, l]
@@ -520,13 +735,13 @@ class _Problem:
             grads.append(0.5 * np.einsum("ij,ijk->k", G, dKl))
         if not self.W_fixed:
             gW = np.empty((self.P, self.L))
-            for l, (Kr, _) in enumerate(parts):
-                T = (M * Kr) @ W[self.outs, l]
+            for l, Kr in enumerate(grams):
+                T = (M * Kr[0]) @ W[self.outs, l]
                 gW[:, l] = np.bincount(self.outs, T, minlength=self.P)
             grads.append(gW.ravel())
         if not self.noise_fixed:
             grads.append(0.5 * noise * np.bincount(self.outs, np.diag(M), minlength=self.P))
-        return value, (np.concatenate(grads) if grads else np.empty(0))
+        return float(value), (np.concatenate(grads) if grads else np.empty(0))
 
 
 # ---------------------------------------------------------------------------
@@ -898,17 +1113,14 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         else:
             theta = theta0
         kernels, W, noise = prob.unpack(theta)
-        self.log_marginal_likelihood_value_ = float(prob.lml(theta, False))
-
-        K, _ = prob.gram(kernels, W, noise)
-        try:
-            Lc = cholesky(K, lower=True, check_finite=False)
-        except np.linalg.LinAlgError as exc:
-            exc.args = (
-                f"The covariance of the observed pairs is not positive definite ({exc}). "
-                "Try a larger alpha or noise_level_bounds with a larger lower bound.",
-            ) + exc.args
-            raise
+        Lc, ok = cholesky_batch(prob.gram_batch(np.asarray(theta, dtype=np.float64)[None]))
+        if not ok[0]:
+            raise np.linalg.LinAlgError(
+                "The covariance of the observed pairs is not positive definite. "
+                "Try a larger alpha or noise_level_bounds with a larger lower bound."
+            )
+        self.log_marginal_likelihood_value_ = float(gaussian_lml_from_cholesky(Lc, ok, yv)[0])
+        Lc = Lc[0]
         self.kernels_ = [copy.deepcopy(k) for k in kernels]
         self.W_ = np.array(W, dtype=np.float64)
         self.noise_level_ = np.array(noise, dtype=np.float64)
@@ -957,33 +1169,112 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
 
     @property
     def theta_(self):
-        """The fitted parameter vector (the layout of :meth:`log_marginal_likelihood`)."""
+        """The fitted parameter vector, ndarray of shape (n_params,).
+
+        ``[theta of latent kernel 0, ..., theta of latent kernel L-1,
+        W.ravel() (unless W is fixed: W="identity" or W_bounds="fixed"), log
+        noise variances (unless noise_level_bounds="fixed")]``; kernel thetas
+        are sklearn's (``kernels_[l].theta``: logarithms of the free
+        hyperparameters). The layout of :meth:`log_marginal_likelihood`,
+        :attr:`bounds_` and :meth:`clone_with_theta`.
+        """
         check_is_fitted(self, self._fitted_attributes)
         return self._problem().pack(self.kernels_, self.W_, self.noise_level_)
+
+    @property
+    def bounds_(self):
+        """Bounds of :attr:`theta_`, ndarray of shape (n_params, 2).
+
+        The latent kernels' ``bounds`` (log scale, as sklearn's
+        ``kernel.bounds``), ``W_bounds`` for each free entry of W and the
+        logarithms of ``noise_level_bounds`` for each free noise variance:
+        the box the optimiser searches.
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        return self._problem().bounds()
+
+    def _check_theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        dim = len(self.theta_)
+        if theta.ndim not in (1, 2) or theta.shape[-1] != dim:
+            raise ValueError(f"theta must have shape ({dim},) or (n_thetas, {dim}), got {theta.shape}.")
+        return theta
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Log marginal likelihood of the observed pairs (normalised targets).
 
+        sklearn's ``GaussianProcessRegressor.log_marginal_likelihood``,
+        extended to a batch: a 2-D ``theta`` evaluates every row in one
+        computation (each latent kernel's Gram for the whole batch at once,
+        then one batched Cholesky factorisation), e.g. for the walkers of an
+        ensemble sampler. A single theta is the same computation with one
+        row.
+
         Parameters
         ----------
-        theta : array-like, default=None
-            ``[theta of each latent kernel, W.ravel() (unless fixed), log noise
-            variances (unless fixed)]``; None: :attr:`theta_` (returns
-            ``log_marginal_likelihood_value_``).
+        theta : array-like of shape (n_params,) or (n_thetas, n_params), default=None
+            Parameter vector(s) in the layout of :attr:`theta_`; None:
+            :attr:`theta_` (returns ``log_marginal_likelihood_value_``). The
+            values are not restricted to :attr:`bounds_`.
         eval_gradient : bool, default=False
-            Also return the gradient with respect to theta.
+            Also return the gradient with respect to theta (analytic; for a
+            2-D theta evaluated row by row).
 
         Returns
         -------
-        lml : float
-        grad : ndarray, only with ``eval_gradient=True``
+        lml : float, or ndarray of shape (n_thetas,) for a 2-D theta
+            ``-inf`` where the covariance of the observed pairs is not
+            numerically positive definite.
+        grad : ndarray of shape (n_params,) or (n_thetas, n_params)
+            Only with ``eval_gradient=True``.
         """
         check_is_fitted(self, self._fitted_attributes)
         if theta is None:
             if eval_gradient:
                 return self._problem().lml(self.theta_, True)
             return self.log_marginal_likelihood_value_
-        return self._problem().lml(np.asarray(theta, dtype=np.float64), eval_gradient)
+        theta = self._check_theta(theta)
+        prob = self._problem()
+        if theta.ndim == 1:
+            return prob.lml(theta, eval_gradient)
+        if eval_gradient:
+            out = [prob.lml(t, True) for t in theta]
+            return np.array([o[0] for o in out]), np.array([o[1] for o in out]).reshape(theta.shape)
+        return prob.lml_batch(theta)
+
+    def clone_with_theta(self, theta):
+        """An unfitted copy whose initial parameters are ``theta``.
+
+        The analogue of sklearn's ``Kernel.clone_with_theta`` for the whole
+        model: the same constructor parameters, except ``kernels`` (the
+        fitted latent kernels at theta's kernel part; ``kernel=None``),
+        ``W`` (theta's W, or ``W_`` when W is fixed; ``"identity"`` stays)
+        and ``noise_level`` (theta's noise variances, or ``noise_level_``
+        when fixed). The parameter layout (:attr:`theta_`, :attr:`bounds_`)
+        is unchanged. ``clone_with_theta(t).set_params(optimizer=None)
+        .fit(X, y)`` is the model with the hyperparameters t on (X, y)
+        (with ``normalize_y``, W and the noise variances are in the units
+        of the normalised targets of the data it is fitted on).
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_params,)
+            In the layout of :attr:`theta_`.
+
+        Returns
+        -------
+        estimator : MultiOutputGaussianProcessRegressor
+            Not fitted.
+        """
+        check_is_fitted(self, self._fitted_attributes)
+        theta = self._check_theta(theta)
+        if theta.ndim != 1:
+            raise ValueError(f"theta must be one parameter vector, got shape {theta.shape}.")
+        kernels, W, noise = self._problem().unpack(theta)
+        params = dict(kernel=None, kernels=[copy.deepcopy(k) for k in kernels], noise_level=np.array(noise))
+        if not isinstance(self.W, str):
+            params["W"] = np.array(W)
+        return clone(self).set_params(**params)
 
     # -- prediction ------------------------------------------------------------
     def _cross(self, X):

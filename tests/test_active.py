@@ -658,6 +658,20 @@ def test_posterior_regressor_predicts_the_moments_of_its_samples():
     np.testing.assert_allclose(h.estimator_.predict(Xs), ref.predict(Xs))
 
 
+def _unpack_lmc(mo, t):
+    """Latent kernels, W and noise variances at theta t (W and noise free), decoded here from
+    theta_'s documented layout."""
+    kernels, i = [], 0
+    for k in mo.kernels_:
+        kernels.append(k.clone_with_theta(t[i:i + len(k.theta)]))
+        i += len(k.theta)
+    P, L = mo.n_outputs_, mo.n_latent_
+    W = t[i:i + P * L].reshape(P, L)
+    noise = np.exp(t[i + P * L:])
+    assert len(noise) == P
+    return kernels, W, noise
+
+
 def test_posterior_regressor_multioutput_and_warm_start():
     pytest.importorskip("emcee")
     from skgprobust._multioutput import MultiOutputGaussianProcessRegressor
@@ -675,7 +689,7 @@ def test_posterior_regressor_multioutput_and_warm_start():
     mean, cov = h.predict(Xs, return_cov=True)
     means, covs = [], []
     for t in h.samples_:  # the LMC at each sample from its public parameters
-        kernels, W, noise = h.estimator_._problem().unpack(t)
+        kernels, W, noise = _unpack_lmc(h.estimator_, t)
         m = MultiOutputGaussianProcessRegressor(kernels=kernels, W=W, noise_level=noise, normalize_y=True,
                                                 optimizer=None).fit(X, Y)
         mu, C = m.predict(Xs, return_cov=True)

@@ -181,6 +181,115 @@ def test_gradient_matches_finite_differences(params):
         np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-5 * max(1.0, np.abs(fd).max()))
 
 
+def _decode(mo, t):
+    """Latent kernels, W and noise at theta t, from theta_'s documented layout (decoded here)."""
+    kernels, i = [], 0
+    for k in mo.kernels_:
+        kernels.append(k.clone_with_theta(t[i:i + len(k.theta)]))
+        i += len(k.theta)
+    P, L = mo.n_outputs_, mo.n_latent_
+    W_fixed = isinstance(mo.W, str) or isinstance(mo.W_bounds, str)
+    W = mo.W_ if W_fixed else t[i:i + P * L].reshape(P, L)
+    i += 0 if W_fixed else P * L
+    noise = mo.noise_level_ if isinstance(mo.noise_level_bounds, str) else np.exp(t[i:i + P])
+    i += 0 if isinstance(mo.noise_level_bounds, str) else P
+    assert i == len(t)
+    return kernels, W, noise
+
+
+def _dense_lml(mo, t):
+    """The LMC log marginal likelihood (the seed's Eqs. 5-6) at theta t, pair by pair with a dense
+    log-determinant and solve."""
+    kernels, W, noise = _decode(mo, t)
+    X, Y = mo.X_train_, mo.Y_train_
+    P = Y.shape[1]
+    m, s = np.zeros(P), np.ones(P)
+    if mo.normalize_y:
+        m = np.array([np.nanmean(Y[:, p]) for p in range(P)])
+        s = np.array([np.nanstd(Y[:, p]) for p in range(P)])
+    pairs = [(n, p) for p in range(P) for n in range(len(X)) if not np.isnan(Y[n, p])]
+    grams = [k(X) for k in kernels]  # K_l(X) (a WhiteKernel: one value per training row)
+    N = len(pairs)
+    K = np.empty((N, N))
+    for a, (na, pa) in enumerate(pairs):
+        for b, (nb, pb) in enumerate(pairs):
+            K[a, b] = sum(W[pa, l] * W[pb, l] * grams[l][na, nb] for l in range(len(kernels)))
+        K[a, a] += noise[pa] + mo.alpha
+    y = np.array([(Y[n, p] - m[p]) / s[p] for n, p in pairs])
+    sign, logdet = np.linalg.slogdet(K)
+    if sign <= 0:
+        return -np.inf
+    return -0.5 * y @ np.linalg.solve(K, y) - 0.5 * logdet - 0.5 * N * np.log(2 * np.pi)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(kernels=[Matern([0.7, 1.3], nu=2.5), ConstantKernel(0.5) * RBF(2.0) + WhiteKernel(0.05)], normalize_y=True),
+        dict(kernels=[Matern(1.0, nu=0.5), RationalQuadratic(1.0, 1.0)], n_latent=2),  # RQ: sklearn fallback
+        dict(kernel=Matern([1.0, 1.0], nu=1.5), n_latent=3, W="identity"),
+        dict(kernel=RBF(1.0), n_latent=2, W_bounds="fixed", noise_level_bounds="fixed"),
+        dict(kernels=[RBF([1.0, 2.0]) + WhiteKernel(0.1), Matern(1.0, nu=1.5)], one_per_row=True),
+    ],
+)
+def test_batched_log_marginal_likelihood_agrees(params):
+    """A 2-D theta (batched) == theta by theta == the value of the gradient path == a dense direct
+    computation, partially observed outputs (some rows with several outputs, or every row with
+    exactly one: the pairs are then a permutation of the rows), rtol 1e-8."""
+    X, Y = _data(seed=11, n=14)
+    params = dict(params)
+    if params.pop("one_per_row", False):
+        keep = np.random.default_rng(2).integers(3, size=len(Y))
+        Y = np.where(np.arange(3)[None] == keep[:, None], np.where(np.isnan(Y), 0.5, Y), np.nan)
+    mo = MO(optimizer=None, **params).fit(X, Y)
+    rng = np.random.default_rng(1)
+    T = mo.theta_ + 0.4 * rng.normal(size=(5, len(mo.theta_)))
+    T[0] = mo.theta_
+    batch = mo.log_marginal_likelihood(T)
+    assert batch.shape == (5,)
+    assert batch[0] == pytest.approx(mo.log_marginal_likelihood_value_, rel=1e-12)
+    for t, v in zip(T, batch):
+        assert np.isfinite(v)
+        assert v == pytest.approx(mo.log_marginal_likelihood(t), rel=1e-8)
+        assert v == pytest.approx(mo.log_marginal_likelihood(t, eval_gradient=True)[0], rel=1e-8)
+        assert v == pytest.approx(_dense_lml(mo, t), rel=1e-8)
+    values, grads = mo.log_marginal_likelihood(T[:2], eval_gradient=True)
+    np.testing.assert_allclose(values, batch[:2], rtol=1e-8)
+    np.testing.assert_array_equal(grads[1], mo.log_marginal_likelihood(T[1], eval_gradient=True)[1])
+    # bounds_: one row per entry of theta_, the box the optimiser searched
+    b = mo.bounds_
+    assert b.shape == (len(mo.theta_), 2) and np.all(b[:, 0] < b[:, 1])
+    assert np.all((mo.theta_ >= b[:, 0]) & (mo.theta_ <= b[:, 1]))
+    # clone_with_theta(t) fitted without optimiser is the model at t (same layout)
+    for t, v in zip(T[:2], batch[:2]):
+        m2 = mo.clone_with_theta(t).set_params(optimizer=None).fit(X, Y)
+        np.testing.assert_allclose(m2.theta_, t, rtol=1e-12, atol=1e-12)
+        assert m2.log_marginal_likelihood_value_ == pytest.approx(v, rel=1e-10)
+        np.testing.assert_array_equal(m2.bounds_, b)
+    assert not hasattr(mo.clone_with_theta(T[1]), "theta_")  # unfitted
+
+
+def test_batched_log_marginal_likelihood_edge_cases():
+    X, Y = _data(seed=12, n=10)
+    mo = MO(kernel=RBF(1.0), n_latent=2, noise_level_bounds=(1e-12, 1.0), alpha=0.0, optimizer=None).fit(X, Y)
+    t = mo.theta_.copy()
+    bad = t.copy()
+    bad[-mo.n_outputs_:] = -60.0  # noise ~1e-26 and length scales e^10: K numerically of rank 2
+    bad[:2] = 10.0
+    out = mo.log_marginal_likelihood(np.array([t, bad, t]))
+    assert np.isneginf(out[1]) and np.isfinite(out[[0, 2]]).all()
+    assert np.isneginf(mo.log_marginal_likelihood(bad))
+    assert out[0] == out[2]
+    with pytest.raises(ValueError, match="theta must have shape"):
+        mo.log_marginal_likelihood(t[:-1])
+    with pytest.raises(ValueError, match="theta must have shape"):
+        mo.log_marginal_likelihood(t[None, None])
+    with pytest.raises(ValueError, match="one parameter vector"):
+        mo.clone_with_theta(t[None])
+    with pytest.raises(NotFittedError):
+        MO().log_marginal_likelihood(t)
+
+
 def test_optimizer_improves_likelihood_and_restarts_are_deterministic():
     X, Y = _data(seed=7)
     base = MO(kernel=RBF(1.0), n_latent=2, optimizer=None).fit(X, Y)

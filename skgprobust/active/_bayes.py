@@ -58,6 +58,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._multioutput import batched_gram, gaussian_lml_batch, sq_diffs
 from ._priors import GammaPrior, MAPOptimizer, kernel_prior_layout, lmc_prior_layout
 
 
@@ -116,89 +117,6 @@ def mixture_moments(means, spreads, kind="std"):
     return mean, spreads.mean(axis=0) + dev.T @ dev / S  # (S, n): joint covariance across points
 
 
-def _batched_gram(kernel, D2, T):
-    """Gram matrices of ``kernel`` at a batch of thetas, (S, n, n), or None.
-
-    ``D2`` is the (n, n, d) array of squared coordinate differences of the
-    training inputs; ``T`` the (S, len(kernel.theta)) thetas. Covers sums and
-    products of ConstantKernel, WhiteKernel, RBF and Matern (nu in 0.5, 1.5,
-    2.5, inf; isotropic or ARD): the formulas of sklearn's ``__call__``
-    (K(X) with Y=None), vectorised over the batch so the sampler does not pay
-    sklearn's per-call overhead. None for any other kernel (the caller then
-    evaluates theta by theta).
-    """
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, Product, Sum, WhiteKernel
-
-    S, n = T.shape[0], D2.shape[0]
-    if isinstance(kernel, (Sum, Product)):
-        k1 = len(kernel.k1.theta)
-        a = _batched_gram(kernel.k1, D2, T[:, :k1])
-        b = None if a is None else _batched_gram(kernel.k2, D2, T[:, k1:])
-        if b is None:
-            return None
-        return a + b if isinstance(kernel, Sum) else a * b
-    if isinstance(kernel, ConstantKernel):
-        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.constant_value))
-        return np.broadcast_to(v[:, None, None], (S, n, n))
-    if isinstance(kernel, WhiteKernel):
-        v = np.exp(T[:, 0]) if T.shape[1] else np.full(S, float(kernel.noise_level))
-        return v[:, None, None] * np.eye(n)[None]
-    if isinstance(kernel, RBF):  # Matern is a subclass of RBF
-        nu = float(kernel.nu) if isinstance(kernel, Matern) else np.inf
-        if nu not in (0.5, 1.5, 2.5, np.inf):
-            return None
-        d = D2.shape[2]
-        if T.shape[1]:
-            ls = np.exp(T)
-        else:
-            ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (S, np.size(kernel.length_scale)))
-        ls = np.broadcast_to(ls, (S, d)) if ls.shape[1] == 1 else ls
-        n2 = D2.shape[0] * D2.shape[1]
-        r2 = (D2.reshape(n2, d) @ (1.0 / (ls * ls)).T).T.reshape(S, D2.shape[0], D2.shape[1])
-        if nu == np.inf:
-            return np.exp(-0.5 * r2)
-        r = np.sqrt(r2)
-        if nu == 0.5:
-            return np.exp(-r)
-        if nu == 1.5:
-            r = np.sqrt(3.0) * r
-            return (1.0 + r) * np.exp(-r)
-        r = np.sqrt(5.0) * r
-        return (1.0 + r + r * r / 3.0) * np.exp(-r)
-    return None
-
-
-def _batched_cholesky_logdet_quad(K, y):
-    """(-0.5 y^T K^-1 y - 0.5 log det K) per matrix of the batch K (S, N, N);
-    -inf where K is not positive definite."""
-    out = np.full(K.shape[0], -np.inf)
-    try:
-        Lc = np.linalg.cholesky(K)
-        ok = np.arange(K.shape[0])
-    except np.linalg.LinAlgError:
-        Lc, ok = [], []
-        for i, Ki in enumerate(K):
-            try:
-                Lc.append(np.linalg.cholesky(Ki))
-                ok.append(i)
-            except np.linalg.LinAlgError:
-                pass
-        if not ok:
-            return out
-        Lc, ok = np.array(Lc), np.array(ok)
-    z = np.linalg.solve(Lc, np.broadcast_to(y[:, None], (len(Lc), len(y), 1)))[..., 0]  # L^-1 y, batched
-    diag = np.diagonal(Lc, axis1=1, axis2=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = -0.5 * np.einsum("si,si->s", z, z) - np.log(diag).sum(axis=1)
-    out[ok] = np.where(np.isfinite(val), val, -np.inf)
-    return out
-
-
-def _sq_diffs(X):
-    X = np.asarray(X, dtype=np.float64)
-    return (X[:, None, :] - X[None, :, :]) ** 2
-
-
 class _GPRAdapter:
     """theta, bounds, prior layout, log marginal likelihood and per-theta
     models of a fitted single-output sklearn GP regressor."""
@@ -220,20 +138,18 @@ class _GPRAdapter:
     def lml_batch(self, T):
         """Log marginal likelihoods (S,) at the thetas T (S, dim): sklearn's
         formula (targets as stored, normalised when ``normalize_y``; ``alpha``
-        on the diagonal), batched; falls back to :meth:`lml` per theta."""
+        on the diagonal), batched (single-target models; a multi-target one
+        falls back to :meth:`lml` per theta)."""
         f = self.fitted
         y = np.asarray(f.y_train_, dtype=np.float64)
-        K = None
-        if y.ndim == 1:
-            if not hasattr(self, "_D2"):
-                self._D2 = _sq_diffs(f.X_train_)
-            K = _batched_gram(f.kernel_, self._D2, T)
-        if K is None:
+        if y.ndim != 1:
             return np.array([self.lml(t) for t in T])
-        K = np.array(K)
+        if not hasattr(self, "_D2"):
+            self._D2 = sq_diffs(f.X_train_)
+        K = batched_gram(f.kernel_, f.X_train_, T, self._D2)
         idx = np.arange(K.shape[1])
         K[:, idx, idx] += f.alpha
-        return _batched_cholesky_logdet_quad(K, y) - 0.5 * len(y) * np.log(2 * np.pi)
+        return gaussian_lml_batch(K, y)
 
     def model(self, template, theta, X, y):
         k = self.fitted.kernel_.clone_with_theta(theta)
@@ -247,62 +163,42 @@ class _GPRAdapter:
 
 
 class _LMCAdapter:
-    """The same for :class:`~skgprobust.MultiOutputGaussianProcessRegressor`."""
+    """The same for :class:`~skgprobust.MultiOutputGaussianProcessRegressor`,
+    through its public API: ``theta_``, ``bounds_``, the batched
+    ``log_marginal_likelihood`` and ``clone_with_theta``."""
 
     def __init__(self, fitted):
         self.fitted = fitted
-        self.problem = fitted._problem()
         self.theta = np.asarray(fitted.theta_, dtype=np.float64)
-        self.bounds = np.asarray(self.problem.bounds(), dtype=np.float64).reshape(-1, 2)
+        self.bounds = np.asarray(fitted.bounds_, dtype=np.float64).reshape(-1, 2)
 
     def layout(self, priors):
-        p = self.problem
-        return lmc_prior_layout(p.kernels, p.P, p.L, W_fixed=p.W_fixed, noise_fixed=p.noise_fixed, priors=priors)
+        f = self.fitted
+        # theta_'s documented layout: W is fixed for W="identity" or W_bounds="fixed",
+        # the noise variances for noise_level_bounds="fixed".
+        W_fixed = isinstance(f.W, str) or isinstance(f.W_bounds, str)
+        noise_fixed = isinstance(f.noise_level_bounds, str)
+        layout = lmc_prior_layout(f.kernels_, f.n_outputs_, f.n_latent_, W_fixed=W_fixed, noise_fixed=noise_fixed,
+                                  priors=priors)
+        if len(layout) != len(self.theta):  # pragma: no cover - guards the layout rule above
+            raise ValueError("Could not map the priors onto the parameter vector of the multi-output GP.")
+        return layout
 
     def lml(self, theta):
-        return float(self.problem.lml(theta, False))
+        return float(self.fitted.log_marginal_likelihood(theta))
 
     def lml_batch(self, T):
-        """Log marginal likelihoods (S,) of the LMC at the parameter vectors T
-        (the layout of :meth:`_Problem.unpack`), batched over T."""
-        p = self.problem
-        if not hasattr(self, "_D2"):
-            self._D2 = _sq_diffs(p.X[p.rows])  # the Gram of the observed pairs directly
-        S, i = T.shape[0], 0
-        grams = []
-        for k, size in zip(p.kernels, p.sizes):
-            Kl = _batched_gram(k, self._D2, T[:, i:i + size])
-            if Kl is None:
-                return np.array([self.lml(t) for t in T])
-            grams.append(Kl)
-            i += size
-        if p.W_fixed:
-            W = np.broadcast_to(p.W, (S,) + p.W.shape)
-        else:
-            W = T[:, i:i + p.P * p.L].reshape(S, p.P, p.L)
-            i += p.P * p.L
-        noise = np.broadcast_to(p.noise, (S, p.P)) if p.noise_fixed else np.exp(T[:, i:i + p.P])
-        K = np.zeros((S, p.N, p.N))
-        for l, Kl in enumerate(grams):
-            w = W[:, p.outs, l]
-            K += w[:, :, None] * w[:, None, :] * Kl
-        idx = np.arange(p.N)
-        K[:, idx, idx] += noise[:, p.outs] + p.jitter
-        return _batched_cholesky_logdet_quad(K, p.y) - 0.5 * p.N * np.log(2 * np.pi)
+        """Log marginal likelihoods (S,) at the parameter vectors T (S, dim)."""
+        return self.fitted.log_marginal_likelihood(T)
 
     def model(self, template, theta, X, y):
-        return self._at(self.fitted, self.problem, theta, X, y)
-
-    @staticmethod
-    def _at(fitted, problem, theta, X, y):
-        kernels, W, noise = problem.unpack(theta)
-        m = copy.copy(fitted)  # shares nothing mutable: fit() rebinds every fitted attribute
-        m.kernels_, m.W_, m.noise_level_ = [copy.deepcopy(k) for k in kernels], np.array(W), np.array(noise)
-        return m.set_params(optimizer=None, warm_start=True).fit(X, y)
+        return self.refit(template, theta, self.fitted, X, y)
 
     @staticmethod
     def refit(template, previous_theta, previous_fitted, X, y):
-        return _LMCAdapter._at(previous_fitted, previous_fitted._problem(), previous_theta, X, y)
+        """The model at ``previous_theta`` (the parameter layout of
+        ``previous_fitted``) on (X, y), without optimisation."""
+        return previous_fitted.clone_with_theta(previous_theta).set_params(optimizer=None).fit(X, y)
 
 
 def _adapter(fitted):
