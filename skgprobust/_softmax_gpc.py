@@ -177,7 +177,16 @@ cannot overrun by itself and a late split by little more than a tenth. Measured 
 under load ~10: rows end by ``time_limit + 0.2 s`` (certify) and
 ``time_limit + 0.8 s`` (prediction_range with ``time_limit`` near 0);
 tested with ``time_limit + 1 s``. The results on that exit path are the
-branch and bound's current bounds, sound like any other.
+branch and bound's current bounds, sound like any other. The 2 m range
+objectives of a row split the same boxes (the split coordinate depends on
+the box and its shared score only), so each box's probability bounds are
+computed once for all of them (a per-box cache), and the objectives report
+the measured cost of a fresh split (``split_seconds``): all but the first
+find the row's root bound cached and would otherwise predict their first
+split ~10x too cheap, which was what made range rows overrun (10-class
+digits, time_limit 2, load 4-6: max 2.6-2.9 s per row; 1.99 s with the
+per-box cache and the engine reading the hint; three classes: 85% of the
+ranges converge instead of 80%, median 0.2 s per row instead of 0.48).
 
 What is loose: the bounds are for the returned numbers, i.e. for
 R(mu, a) of the diagonal reduction; for m > 3 the full-covariance
@@ -701,7 +710,15 @@ class _ReducedVariance:
         else:
             rho = self._rkhs_rho_blocks(khs, Es, Hs, n, normK, dK, kmax)
         H0 = np.stack([s.H0 for s in smooth])  # (classes or 1, d)
-        return rho, H0.sum(axis=0)
+        # Per-entry rounding of the computed kernel values, independent of the
+        # distance (proven in skgprobust._bounds._variance, "Rounding of the
+        # local bound": (2 d + 44 + 2 T) u kappa0, T terms, kappa0 = constant
+        # + amplitudes >= |k(x, x_i)|); one value per class kernel (stacked
+        # like kappa), the input rounding is added per box in :meth:`bounds`.
+        cv = np.concatenate([
+            np.full(len(Xs), (2 * d + 44 + 2 * len(s.terms)) * _U * s.kappa0) for s in smooth
+        ])
+        return rho, H0.sum(axis=0), cv
 
     def _rkhs_rho_blocks(self, khs, Es, Hs, n, normK, dK, kmax):
         """rho_j of :meth:`_rkhs_setup` for per-class kernels, from one
@@ -834,15 +851,20 @@ class _ReducedVariance:
         dev2 = np.sum(dev * dev, axis=1)  # (B,)
         if self.rkhs is not None:
             dh2 = (0.5 * (hi - lo)) ** 2 @ self.rkhs[1] * (1.0 + 1e-12)
-            # computed minus exact kernel vectors, at x and at x0: the inputs'
-            # rounding plus 64 u kappa0 per entry (exp and the distance), twice.
-            # Proof gap (review of this stop): for RBF the distance's relative
-            # rounding ~(d + 2) u turns into 0.5 D (d + 2) u k per entry, which
-            # 64 u kmax does not cover for d >~ 30 or far points; it is ~1e5
-            # times below the a-interval's absolute 1e-9 (1 + |a|) widening,
-            # which is what covers it today.
+            # computed minus exact kernel vectors, at x and at x0 (twice): per
+            # entry the inputs' rounding (KernelAdapter.rounding) plus the
+            # rounding of the value itself, cv = (2 d + 44 + 2 T) u kappa0
+            # (self.rkhs[2]; proven in skgprobust._bounds._variance, "Rounding
+            # of the local bound", for any d and any distance: the squared
+            # distance errs by gamma_(d+3) relative, which moves each profile
+            # by <= gamma_(d+3) sup_s s |kappa'(s)| <= 0.74 gamma_(d+3) of its
+            # amplitude, however far the point; a bound relative to the entry
+            # k(x, x_i) itself, as 64 u kmax was, misses 0.5 D (d + 2) u k for
+            # far points or d >~ 30). The former 64 u kmax is kept where larger.
             kmax = np.max(np.abs(kap0), axis=1, initial=0.0) + np.sqrt(np.max(dev * dev, axis=1, initial=0.0))
-            rnd = np.hstack([ad.rounding(lo, hi) for ad in ads]) + 64 * _U * kmax[:, None]
+            rnd = np.hstack([ad.rounding(lo, hi) for ad in ads]) + np.maximum(
+                self.rkhs[2][None, :], 64 * _U * kmax[:, None]
+            )
             e_r = 2.0 * np.sqrt(np.sum(rnd * rnd, axis=1))
         q0 = np.einsum("ba,jac,bc->bj", kap0, self.T, kap0)
         G = 2.0 * np.einsum("jac,bc->bja", self.T, kap0)  # (B, m, n_kappa)
@@ -918,6 +940,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._latent_cache = None
         self._certify_cache = None
         self._p_cache = {}
+        self._box_cache = {}
 
     #: Evaluations of ``proba`` kept (keyed by the exact input bytes): the
     #: 2 m range objectives of a row ask for the same candidates.
@@ -976,18 +999,52 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         self._latent_cache = (key, result)
         return result
 
+    #: Boxes whose probability bounds are kept (per box, keyed by the exact
+    #: bytes of its ends): the 2 m range objectives of a row split the same
+    #: boxes (the split coordinate depends only on the box and its score,
+    #: which they share), so each box is bounded once for all of them.
+    _BOX_CACHE = 512
+
     def p_box(self, lo, hi):
         """Certified (p_lo, p_hi), each (B, m), of the rule (hence of
-        ``predict_proba``) over each box; also the mean boxes."""
+        ``predict_proba``) over each box; also the mean boxes. Each box's
+        result is a function of that box alone (computed for the boxes not in
+        the per-box cache, in one batch), so serving it from the cache
+        changes no number."""
         key = (lo.shape, lo.tobytes(), hi.tobytes())
         cache = self._cache
         if cache is not None and cache[0] == key:
             return cache[1]
-        mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(lo, hi)
-        p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
-        if ok.any():
-            p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
-        result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
+        B, m = len(lo), len(self.means)
+        store = self._box_cache
+        keys = [lo[i].tobytes() + hi[i].tobytes() for i in range(B)]
+        got = [store.get(k) for k in keys]
+        miss = [i for i in range(B) if got[i] is None]
+        if miss:
+            t0 = time.perf_counter()
+            mlo, mhi = np.ascontiguousarray(lo[miss]), np.ascontiguousarray(hi[miss])
+            mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(mlo, mhi)
+            p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
+            if ok.any():
+                p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
+            p_lo, p_hi = p_lo - self.tolerance, p_hi + self.tolerance
+            if len(store) + len(miss) > self._BOX_CACHE:
+                store.clear()  # (no iteration: safe if threads share the cache)
+            for t, i in enumerate(miss):
+                got[i] = (p_lo[t], p_hi[t], [(bx.arg_mu_min[t], bx.arg_mu_max[t], bx.score[t]) for bx in boxes])
+                store[keys[i]] = got[i]
+            # the cost of bounding boxes afresh (the latent box may have come
+            # from its own cache: then this records less than a fresh box)
+            self.note_cost(time.perf_counter() - t0, len(miss))
+        boxes = [
+            _MeanBox(
+                np.array([g[2][c][0] for g in got]).reshape(B, -1),
+                np.array([g[2][c][1] for g in got]).reshape(B, -1),
+                np.array([g[2][c][2] for g in got]).reshape(B, -1),
+            )
+            for c in range(m)
+        ]
+        result = (np.array([g[0] for g in got]).reshape(B, m), np.array([g[1] for g in got]).reshape(B, m), boxes)
         self._cache = (key, result)
         return result
 

@@ -532,6 +532,77 @@ def test_reduced_variance_rkhs_bound_high_dimension():
                 _attack_reduced(red, x0 - g, x0 + g, rng, 2000)
 
 
+def test_kernel_value_rounding_allowance_is_distance_independent():
+    """The per-entry allowance for the kernel vectors' rounding in the RKHS
+    path (``rkhs[2]``) is (2 d + 44 + 2 T) u kappa0 for every entry, near or
+    far (closing the review's gap: 64 u times the entry's own size missed the
+    distance's relative rounding 0.5 D (d + 2) u k of far points and large d),
+    and covers sklearn's computed values against an extended-precision
+    reference at scaled squared distances from 0 to ~700, d = 200."""
+    rng = np.random.default_rng(5)
+    d = 200
+    X, y = _data(m=3, n_per=5, d=d, seed=3, spread=0.3)
+    clf = _fit(X, y, ConstantKernel(3.0) * RBF(4.0), optimizer=None)
+    red = clf._bound_model().reduced
+    cv = red.rkhs[2]
+    U = 2.0**-53
+    assert cv.shape == (len(X),)
+    np.testing.assert_allclose(cv, (2 * d + 44 + 2) * U * 3.0)
+    # the worst case of the distance's rounding, (d + 2) u amp sup_D (D / 2) e^(-D / 2) = (d + 2) u amp / e
+    assert cv.min() >= (d + 2) * U * 3.0 / np.e
+    Xs = clf.X_train_
+    for scale in (0.0, 0.05, 0.3, 1.0, 3.0):
+        Q = Xs[:4] + scale * rng.normal(size=(4, d))
+        k = clf.kernels_[0](Q, Xs)
+        diff = (Q[:, None, :].astype(np.longdouble) - Xs[None].astype(np.longdouble)) / np.longdouble(4.0)
+        ref = np.longdouble(3.0) * np.exp(-0.5 * np.sum(diff * diff, axis=2))
+        err = np.abs(k.astype(np.longdouble) - ref).astype(np.float64)
+        assert np.all(err <= cv[None, :])
+
+
+def test_per_box_probability_cache_changes_no_number_and_reports_cost():
+    """p_box serves boxes from a per-box cache (the range objectives of a row
+    split the same boxes): a batch, its boxes one by one, and a batch mixing
+    cached and new boxes give identical numbers; the objectives report the
+    measured cost of a fresh split (a time hint for the engine)."""
+    from skgprobust._engine._softmax_objectives import SoftmaxProbaObjective
+
+    X, y = _data(m=3, n_per=6, seed=21)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    probs = clf._bound_model().probabilities()
+    rng = np.random.default_rng(3)
+    lo = X[:6] - rng.uniform(0.01, 0.3, size=(6, 2))
+    hi = X[:6] + rng.uniform(0.01, 0.3, size=(6, 2))
+
+    def fresh():
+        probs._box_cache.clear()
+        probs._cache = probs._latent_cache = None
+
+    fresh()
+    p_lo, p_hi, boxes = probs.p_box(lo[:4], hi[:4])
+    assert probs.box_seconds > 0 and SoftmaxProbaObjective(probs, 0, 1.0).split_seconds() == 2 * probs.box_seconds
+    for i in range(4):
+        fresh()
+        a_lo, a_hi, b = probs.p_box(lo[i : i + 1], hi[i : i + 1])
+        np.testing.assert_array_equal(a_lo[0], p_lo[i])
+        np.testing.assert_array_equal(a_hi[0], p_hi[i])
+        for c in range(3):
+            np.testing.assert_array_equal(b[c].score[0], boxes[c].score[i])
+    fresh()
+    probs.p_box(lo[:2], hi[:2])
+    m_lo, m_hi, mb = probs.p_box(lo[[3, 0, 4, 1]], hi[[3, 0, 4, 1]])  # cached and new boxes
+    fresh()
+    r_lo, r_hi, rb = probs.p_box(lo[[3, 0, 4, 1]], hi[[3, 0, 4, 1]])
+    np.testing.assert_array_equal(m_lo, r_lo)
+    np.testing.assert_array_equal(m_hi, r_hi)
+    for c in range(3):
+        np.testing.assert_array_equal(mb[c].arg_mu_min, rb[c].arg_mu_min)
+    # and the bounds hold for predict_proba inside the boxes
+    for j, i in enumerate((3, 0, 4, 1)):
+        P = clf.predict_proba(box_points(lo[i], hi[i], rng, 200))
+        assert np.all(P >= r_lo[j]) and np.all(P <= r_hi[j])
+
+
 # --------------------------------------------------------------------------
 # sklearn conventions and bad input
 # --------------------------------------------------------------------------

@@ -8,10 +8,13 @@ way: latent mean / variance intervals per box (:func:`._objectives.latent_box`)
 -> softmax-Gaussian integral bounds -> the statistic's interval.
 """
 
+import time
+
 import numpy as np
 
 from .._bounds._mean import BoxBound
 from ._objectives import latent_box
+
 
 class SoftmaxProbabilities:
     """Class probabilities ``pi(x) = E[softmax(f(x))]`` of m independent
@@ -47,6 +50,20 @@ class SoftmaxProbabilities:
         self.outputs, self.proba, self.tolerance, self.step = list(outputs), proba, float(tolerance), float(step)
         self.softmax_options = softmax_options
         self._cache = None  # (key, result) of the last box batch: min/max objectives share it
+        self.box_seconds = 0.0  # measured cost of bounding one box afresh (see note_cost)
+
+    def note_cost(self, seconds, n_boxes):
+        """Record what bounding ``n_boxes`` boxes afresh (not from the cache)
+        took: ``box_seconds`` follows an increase at once and decays slowly
+        (0.7 / 0.3), as the engine's own cost per split. It feeds the
+        objectives' ``split_seconds`` (a time prediction only: the objectives
+        of one model share the cache, so all but the first find a row's root
+        bound there and would otherwise predict splits ~10x too cheap)."""
+        if n_boxes <= 0:
+            return
+        per = float(seconds) / n_boxes
+        old = self.box_seconds
+        self.box_seconds = per if per > old else 0.7 * old + 0.3 * per
 
     @property
     def n_classes(self):
@@ -80,6 +97,7 @@ class SoftmaxProbabilities:
         cache = self._cache  # read once: threads may replace it meanwhile
         if cache is not None and cache[0] == key:
             return cache[1]
+        t0 = time.perf_counter()
         boxes = [latent_box(m, v, lo, hi, output=j) for m, j, v in self.outputs]
         mu_lo = np.column_stack([b.mu_lo for b in boxes])
         mu_hi = np.column_stack([b.mu_hi for b in boxes])
@@ -99,7 +117,17 @@ class SoftmaxProbabilities:
             )
         result = (p_lo - self.tolerance, p_hi + self.tolerance, boxes)
         self._cache = (key, result)
+        self.note_cost(time.perf_counter() - t0, len(lo))
         return result
+
+
+def _split_seconds(probs):
+    """Predicted seconds of one split (two children bounded afresh) of an
+    objective over ``probs``: read by the branch and bound, if it asks
+    (``split_seconds``), so that a state whose root bound came from the
+    shared cache does not start from a near-zero cost per split. Time only:
+    no bound depends on it."""
+    return 2.0 * float(getattr(probs, "box_seconds", 0.0))
 
 
 class SoftmaxProbaObjective:
@@ -114,6 +142,9 @@ class SoftmaxProbaObjective:
     def value_and_grad(self, X):
         P, G = self.probs.p_and_grad(X)
         return self.sign * P[:, self.cls], self.sign * G[:, self.cls]
+
+    def split_seconds(self):
+        return _split_seconds(self.probs)
 
     def bound(self, lo, hi):
         p_lo, p_hi, boxes = self.probs.p_box(lo, hi)
@@ -142,6 +173,9 @@ class SoftmaxMarginObjective:
         k = self.others[np.argmax(P[:, self.others], axis=1)]
         n = np.arange(len(P))
         return P[:, self.cls] - P[n, k], G[:, self.cls] - G[n, k]
+
+    def split_seconds(self):
+        return _split_seconds(self.probs)
 
     def bound(self, lo, hi):
         p_lo, p_hi, boxes = self.probs.p_box(lo, hi)
