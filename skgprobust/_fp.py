@@ -1,6 +1,7 @@
 """Floating-point constants shared by every bound (the lowest layer)."""
 
-__all__ = ["UNIT_ROUNDOFF", "margin_rtol", "nonneg_norm2_upper"]
+__all__ = ["UNIT_ROUNDOFF", "margin_rtol", "nonneg_norm2_upper", "psd_lower_certificate",
+           "sym_lambda_max_upper", "tril_inv_norm2_upper"]
 
 import numpy as np
 
@@ -71,3 +72,145 @@ def _scaled_norm2_upper(M, n, iters):
     best = best + n * n * 2.0**-560
     ub = np.sqrt(best * (1.0 + (4 * n + 8) * UNIT_ROUNDOFF)) * (1.0 + 4 * UNIT_ROUNDOFF)
     return float(min(ub, fro)) if np.isfinite(ub) else fro
+
+
+def psd_lower_certificate(H, c):
+    """Rigorous lower bound of ``lambda_min(H)`` for a symmetric float matrix H
+    (its lower triangle is read), or ``-inf`` when the certificate fails.
+
+    Rounding model: IEEE double, u = 2**-53, gamma_n = n u / (1 - n u);
+    LAPACK's Cholesky (``dpotrf``, blocked or not, any thread count, FMA or
+    not) is assumed to satisfy Higham's componentwise backward error bound
+    (Accuracy and Stability of Numerical Algorithms, 2nd ed., Thm 10.3; the
+    blocked form with conventional level-3 BLAS obeys it with gamma_(c n),
+    Sec. 10.1 / 13.3): if it runs to completion on M it returns R with
+    ``R R^T = M + E3``, ``|E3| <= gamma_(n+1) |R| |R^T|``. gamma_(n+1) is
+    replaced by ``margin_rtol(n + 1, 0) = (8 (n + 1) + 256) u`` (8x headroom
+    on the constant).
+
+    Proof. M = fl(H - c I) changes only the diagonal, each entry by at most
+    u |M_ii| (1 + 2u): ``M = H - c I + E2``, ``||E2||_2 <= u max|M_ii| (1 + 2u)``.
+    If the Cholesky of M succeeds, ``H = R R^T - E3 - E2 + c I >= (c -
+    ||E2|| - ||E3||) I`` (R R^T is PSD), with ``||E3||_2 <= || |E3| ||_2 <=
+    gamma || |R| ||_2^2`` and || |R| ||_2 bounded by
+    :func:`nonneg_norm2_upper` (rigorous). Underflow (not in Higham's model):
+    each of the n^2 entries of R R^T loses at most n 2**-1074 to subnormal
+    products, ``n^2 2**-1074`` in 2-norm, added. The final subtraction is
+    rounded down by a relative 1e-12 (>> its own rounding).
+    """
+    H = np.asarray(H, dtype=np.float64)
+    n = H.shape[0]
+    c = float(c)
+    if n == 0:
+        return np.inf
+    if not (np.isfinite(c) and np.all(np.isfinite(np.diag(H)))):
+        return -np.inf
+    M = np.tril(H)
+    M[np.diag_indices(n)] = np.diag(H) - c
+    try:
+        R = np.linalg.cholesky(M + np.tril(M, -1).T)
+    except np.linalg.LinAlgError:
+        return -np.inf
+    if not np.all(np.isfinite(R)):
+        return -np.inf
+    e2 = UNIT_ROUNDOFF * float(np.max(np.abs(np.diag(M)))) * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    e3 = margin_rtol(n + 1, 0) * nonneg_norm2_upper(R) ** 2
+    err = (e2 + e3 + n * n * 2.0**-1074) * (1.0 + 1e-12)
+    lb = c - err
+    return lb - 1e-12 * abs(lb)
+
+
+def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
+    """Rigorous upper bound of ``||L^-1||_2`` for a lower-triangular float L.
+
+    Two proven routes; route 2 is tried first when its inputs are given
+    (tighter at high signal-to-noise: route 1 loses gam ||L||^2 against a
+    lambda_min that can be of that size), route 1 when route 2 does not
+    apply; ``inf`` when neither does. ``estimate`` is any guess of ||L^-1||_2 (e.g. a few
+    power iterations; it only picks the shifts tried, soundness does not
+    depend on it).
+
+    1. *Smallest eigenvalue of L L^T.* ``H = fl(L L^T)`` errs from the exact
+       product by ``|E1| <= gamma_N |L| |L^T|`` (N-term dot products, any
+       summation order, BLAS included: Higham Sec. 3.1), so
+       ``lambda_min(L L^T) >= lambda_min(H) - gam || |L| ||_2^2``
+       (gam = ``margin_rtol(N, 0)`` >= 8 gamma_N), and ``lambda_min(H)`` is
+       bounded below by :func:`psd_lower_certificate` at shifts
+       ``c = f / estimate^2``, f = 0.99, 0.9, 0.5, 0.1, 0.01, until one
+       succeeds. Then ``||L^-1||_2 = lambda_min(L L^T)^-1/2``.
+    2. *Residual of a computed inverse* (when ``X`` = fl(solve(L, I)) and
+       ``G = fl(X^T X)`` are given). ``L^-1 = X (L X)^-1`` and
+       ``||(L X)^-1|| <= 1 / (1 - rho)`` for ``rho >= ||I - L X||_2`` < 1;
+       rho = ||fl(L X - I)||_F + (N + 2) u || |L| |X| ||_F (the residual's
+       own rounding; ``rho`` may be passed in by a caller that computed
+       that bound already). ``||X||_2^2 = lambda_max(X^T X) <= lambda_max(G) +
+       gam || |X| ||_2^2``, and ``lambda_max(G) = -lambda_min(-G)`` is
+       bounded by :func:`sym_lambda_max_upper` (or passed in as ``lam_G``
+       by a caller that certified it already).
+
+    Every float result is rounded up by a relative 1e-12 (>> its own few
+    roundings).
+    """
+    L = np.asarray(L, dtype=np.float64)
+    N = L.shape[0]
+    if N == 0:
+        return 0.0
+    if not np.all(np.isfinite(L)):
+        return np.inf
+    gam = margin_rtol(N, 0)
+    nLabs = nonneg_norm2_upper(L)
+    best = np.inf
+    est = float(estimate) if np.isfinite(estimate) and estimate > 0 else np.inf
+    # Route 2.
+    if X is not None and G is not None:
+        X = np.asarray(X, dtype=np.float64)
+        if rho is None:
+            res = L @ X
+            res[np.diag_indices(N)] -= 1.0
+            rho = float(np.linalg.norm(res)) + (N + 2) * UNIT_ROUNDOFF * float(np.linalg.norm(np.abs(L) @ np.abs(X)))
+        rho = float(rho) * (1.0 + 1e-12)
+        if rho < 1.0:
+            lmG = sym_lambda_max_upper(G, est * est if np.isfinite(est) else 0.0) if lam_G is None else float(lam_G)
+            if np.isfinite(lmG):
+                nX2 = (lmG + gam * nonneg_norm2_upper(X) ** 2) * (1.0 + 1e-12)
+                best = min(best, float(np.sqrt(nX2) / (1.0 - rho)) * (1.0 + 1e-12))
+    # Route 1 (when route 2 was not available or failed).
+    if np.isfinite(best):
+        return best
+    H = L @ L.T
+    e1 = gam * nLabs**2
+    guesses = [f / est**2 for f in (0.99, 0.9, 0.5, 0.1, 0.01)] if np.isfinite(est) else []
+    for c in guesses:
+        if c <= e1:
+            break
+        lb = psd_lower_certificate(H, c)
+        if lb > -np.inf:
+            lam = lb - e1 * (1.0 + 1e-12)
+            if lam > 0:
+                best = min(best, float(1.0 / np.sqrt(lam)) * (1.0 + 1e-12))
+            break
+    return best
+
+
+def sym_lambda_max_upper(G, guess):
+    """Rigorous upper bound of ``lambda_max(G)`` for a symmetric float matrix
+    G (lower triangle read), or ``inf``.
+
+    ``lambda_max(G) = -lambda_min(-G) <= -psd_lower_certificate(-G, -mu)``
+    (:func:`psd_lower_certificate`: a Cholesky of fl(mu I - G)), tried at
+    ``mu = f * mu0`` for f = 1 + 1e-6, 1 + 1e-4, 1.001, 1.01, 1.1, 1.5, 10 until one
+    succeeds; mu0 = max(guess, largest column 2-norm of G) (guess, e.g. an
+    eigenvalue from ``eigh``, only picks the shifts).
+    """
+    G = np.asarray(G, dtype=np.float64)
+    if G.size == 0:
+        return 0.0
+    if not np.all(np.isfinite(G)):
+        return np.inf
+    col = float(np.sqrt(np.max(np.sum(G * G, axis=0))))
+    mu0 = max(float(guess) if np.isfinite(guess) else 0.0, col, 2.0**-1000)
+    for f in (1.0 + 1e-6, 1.0 + 1e-4, 1.001, 1.01, 1.1, 1.5, 10.0):
+        lb = psd_lower_certificate(-G, -f * mu0)
+        if lb > -np.inf:
+            return float(-lb)
+    return np.inf

@@ -1389,7 +1389,13 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
     the regressor's VFE does. F is a lower bound on log p(y) where the EP /
     Laplace value is one on log Z_DTC (not guaranteed for either; EP is
     typically very accurate). ``"dtc"`` and ``"fitc"`` maximise
-    log Z^approx itself.
+    log Z^approx itself. This affects only which hyperparameters and
+    inducing inputs the fit selects: no certificate uses F, every bound is
+    about the fitted model's own ``predict`` / ``predict_proba`` whatever
+    they are. (A guaranteed lower bound would replace log Z_DTC^approx by
+    the Jensen bound E_q[sum_i log Phi(s_i c_i a_i u)] - KL(q || N(0, Kzz))
+    at the approximate posterior q, which needs a certified lower bound of
+    one-dimensional Gaussian expectations of log Phi; not implemented.)
 
     Parameters
     ----------

@@ -121,13 +121,29 @@ Laplace GPC: L L^T = fl(I + D fl(K) D) + dB >= (1 - t) I, t = 2 gam nLabs^2
 kernel matrix's rounding and the products; D K D >= 0));
 gam = ``margin_rtol(N, d)``.
 
-*Solve model.* Each column z~ of a triangular solve (sklearn's
-``solve_triangular(L_, K_trans.T)``, our :meth:`LatentVariance._apply_A`)
-satisfies (L + dL) z~ = r' with ||dL z~|| <= gam nLabs ||z~||: true for
-substitution in any order (|dL| <= gamma_N |L|, Higham Thm 8.5), for blocked
-BLAS trsm with substitution on the diagonal blocks and conventional products
-(componentwise as well, with gamma_cN), and for any normwise backward stable
-solve (||dL|| <= c u ||L||); gam = (8 (N + d) + 256) u is >= 8 gamma_N.
+*Solve model* (the one property of BLAS/LAPACK assumed here, and by the
+kappa-scaled margin below). Each column z~ of a triangular solve
+(sklearn's ``solve_triangular(L_, K_trans.T)``, our
+:meth:`LatentVariance._apply_A`; scipy calls LAPACK ``dtrtrs`` -> BLAS
+``dtrsm``) satisfies (L + dL) z~ = r' with |dL| <= gamma_(N+1) |L|
+componentwise, hence ||dL z~|| <= gamma_(N+1) nLabs ||z~||. This is Higham,
+Accuracy and Stability of Numerical Algorithms (2nd ed.), Thm 8.5 (forward
+substitution: |dL| <= gamma_N |L|), whose proof (Lemma 8.4) holds for *any*
+order of evaluating the inner product sum_j l_ij z_j. That is what makes it
+cover blocked and multithreaded trsm with conventional (not Strassen-like)
+level-3 kernels: a block of rows subtracts the products with the already
+solved blocks by GEMM (partial sums of the same inner product, in another
+order; threads split rows or right-hand sides, not the terms of one sum,
+and even a split sum is a sum in some order) and solves its diagonal block by
+substitution, so every component is one inner product in some order and one
+division. OpenBLAS (the BLAS here) stores the reciprocals of the diagonal and
+multiplies (two roundings instead of one division): gamma_(N+1) instead of
+gamma_N. Not covered: a trsm that multiplies by explicitly inverted diagonal
+*blocks* or uses fast matrix multiplication (only normwise stable, Higham
+Sec. 13.1 / 23); tests/test_proof_gaps.py measures the componentwise
+backward error (Oettli-Prager) of this platform's solve_triangular against
+exact rational residuals. gam = (8 (N + d) + 256) u >= 7.9 gamma_(N+1) for
+every N >= 1.
 
 *Lemma (first-order error).* With z = L^-1 r' exact and z~ computed,
 z~ - z = -L^-1 dL z~, so
@@ -247,8 +263,8 @@ sklearn uses, and H = fl(diag(c) - Z^T Z). Three errors, each bounded:
    ||Z* phi||^2 <= k_c(x, x) (the lemma above: 0 <= P <= I), |q - q*| <=
    2 sqrt(k_c) delta + delta^2, delta = dz ||phi||. Over the box |phi_alpha|
    <= t_alpha := (|T| h^beta)_alpha, so k_c <= kmax := t^T diag(c) t and
-   ||phi|| <= ||t||. (||L^-1|| is the power-iteration estimate, times 1.5,
-   used for ``s_err`` too.)
+   ||phi|| <= ||t||. (||L^-1|| is the proven bound of the set-up,
+   "Soundness margin" below, used for ``s_err`` too.)
 2. Our own evaluation with Z, relative to mag = t^T (diag(c) + |Z|^T |Z|) t
    + sum_gamma |b_gamma| h^gamma, which bounds the sum of the absolute values
    of every product we add up: G = Z^T Z (N terms), H (one subtraction), T
@@ -270,13 +286,91 @@ monomials and n2 = C(d + 2P, 2P) <= 2000; it is taken per box and side when
 tighter than the other bounds (and the spectral split of the other bound is
 skipped where it cannot beat it: the choice does not affect soundness).
 
-Soundness margin: the bounds are exact in real arithmetic for the matrix A;
-rounding in A, in sklearn's own triangular solve and in the sums is covered
-by ``margin_rtol(N, d) * kappa * scale``, kappa an upper estimate of the
-condition number of sklearn's triangular factor (see :meth:`LatentVariance.margin`).
+Soundness margin (the kappa-scaled margin)
+------------------------------------------
+Rounding model: IEEE double, round to nearest, u = 2^-53, gamma_n = n u /
+(1 - n u) (<= 1.01 n u here); dot products of n terms in any order (BLAS
+included) err by <= gamma_n times the sum of the absolute products (Higham
+Sec. 3.1); the solve model above; Cholesky (LAPACK ``dpotrf``): R R^T = M +
+E, |E| <= gamma_(n+1) |R| |R^T| (Higham Thm 10.3, any order, blocked with
+conventional level-3 BLAS); underflow is treated where it can matter.
+The bounds are exact in real arithmetic for A = L^-1 D with the float L and
+D that the model holds; the margin ``margin(scale) = gam kappa scale``
+(``gam = margin_rtol(N, d) = (8 (N + d) + 256) u``) covers the distance
+between that exact value and the number sklearn returns at any x of the box
+(and our own evaluations of q0, g by the same solves), for any ``scale >=
+max(q(x), |k(x, x)|)`` (every caller's scale is: it contains |dhi| >= k(x, x)
+and a bound of q over the box).
+
+*Proven norms of the factor* (:meth:`LatentVariance.__init__`). nLabs >=
+|| |L| ||_2 >= ||L||_2 by :func:`~skgprobust._fp.nonneg_norm2_upper`
+(Collatz-Wielandt). nLinv >= ||L^-1||_2 by
+:func:`~skgprobust._fp.tril_inv_norm2_upper`: for the regressor from the
+residual of the computed inverse X = fl(L^-1) (``||L^-1|| <= ||X|| / (1 -
+||I - L X||)``) and a Cholesky certificate of lambda_max(fl(X^T X)); for the
+classifiers (B = I + W^1/2 K W^1/2 >= I) from a Cholesky certificate of
+lambda_min(fl(L L^T)) minus gamma_N || |L| ||^2. (A power-iteration
+estimate times 1.5 was used before: an estimate, not a bound; on the
+fitted models measured the proven nLinv is within 1e-6 relative of the
+true norm, so the new kappa is ~0.6x the old one.) lam_max >= ||L^-1 D||^2
+is lambda_max(fl(S)) certified the same way plus ``s_err`` (and, regressor,
+<= nLinv^2); eigh's eigenvalues are no longer trusted as bounds.
+
+*The margin.* Let r' = D r(x) (exact kernel values at the float x; input
+rounding is :meth:`LatentVariance.input_rounding`'s, added separately),
+z = L^-1 r', q = ||z||^2; sklearn computes r~' (its kernel values, times D),
+z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
+
+(a) Kernel values: |r~'_i - r'_i| <= Dmax c_val u sqrt(k(x, x) k(x_i, x_i))
+    (c_val = 2d + 44 + 2T proven for :class:`SmoothCovariance` kernels,
+    module doc "Rounding of the local bound"; for other kernels c_val =
+    2d + 64, or (P + 1)(d + 4) + 48 for polynomial kernels of degree P, is an
+    *assumption*: the few-ulps-per-value convention of the adapters, with
+    what exceeds it in :meth:`KernelAdapter.rounding`), so with w =
+    sqrt(N) c_val u sqrt(kii), kii >= max_i D_i^2 k(x_i, x_i) (the larger
+    of Dmax^2 max_i k(x_i, x_i) by the adapter and max_i (L L^T)_ii; the
+    first is valid where the adapter's kernel is the support points' own
+    (regressor, classifiers, the sparse models' inducing points), the second
+    where L L^T = D K D + a non-negative diagonal up to Cholesky's error (the
+    multi-output LMC, whose adapter is one output's)): ||r~' - r'|| <= w sqrt(scale),
+    z1 = L^-1 r~' has ||z1 - z|| <= nLinv w sqrt(scale) and
+    | ||z1||^2 - q | <= Vt scale, Vt = 2 nLinv w + (nLinv w)^2.
+(b) Solve: z~ - z1 = -L^-1 dL z~, ||z~ - z1|| <= beta ||z~||, beta =
+    nLinv gamma_(N+1) nLabs, so with beta' = beta / (1 - beta),
+    | ||z~||^2 - ||z1||^2 | <= beta' (2 + beta') ||z1||^2.
+(c) Sum of squares: |s~ - ||z~||^2| <= gamma_N (1 + beta')^2 ||z1||^2.
+(d) k(x, x) (a few roundings, <= 8 u |k(x, x)|) and the subtraction (u |v~|
+    <= 3 u scale): <= 11 u scale.
+
+With kappa_a = nLinv nLabs (>= 1) and the requirement gam kappa_a <= 1
+(else kappa = inf: the bounds become infinite, never wrong), beta <= 1.01
+(N + 1) u kappa_a <= 0.13, beta' <= 1.15 beta, and (b) + (c) <= 3.9 (N + 1) u
+kappa_a ||z1||^2 with ||z1||^2 <= (1 + Vt) scale. Altogether
+
+    |v~ - v| <= scale ((3.9 N + 15) u kappa_a + Vt (1 + 3.9 (N + 1) u kappa_a))
+             <= scale (gam kappa_a / 2 + 2 Vt),
+
+for every N >= 1 (3.9 N + 15 <= (8 N + 256) / 2; 3.9 (N + 1) u kappa_a <=
+1). The code's ``kappa = nLinv (nLabs + 2 Vt / (gam nLinv))`` gives
+gam kappa scale = (gam kappa_a + 2 Vt) scale, 2x headroom on the solve
+part. (The earlier constant used the 1.5x estimates and no explicit (a):
+with the kernel values' rounding bounded by sqrt(N) c_val u kappa0 in norm,
+2 sqrt(N) (2d + 44) <= 8 N + 256 fails for 5 < N < 200 at d = 11, which
+was the documented "may fall slightly short for N below about 200".)
+Cost on the fitted models measured (Friedman #1, d = 10, N = 250 / 500,
+C * RBF-ARD + White, noise 1e-2 .. 1e-7): kappa 0.57-0.61x the old value
+(the 1.5 x 1.5 of the estimates is gone; Vt adds a few per cent), Laplace
+GPC 0.78x; set-up +0.1 s at N = 500, +0.2 s at N = 1000.
+
 That holds because q(r0), its gradient and point values are computed with
-triangular solves, as sklearn does; the explicit S (condition kappa^2) is used
-only for its spectrum, widened by a computed bound on its error (``s_err``).
+triangular solves, as sklearn does; the explicit S (condition kappa^2) is
+used only for its spectrum, widened by a computed bound on its error
+(``s_err``, with the proven nLinv) and, in the spectral split, by the
+eigen-decomposition's own error (:meth:`LatentVariance._eig_error`: loss of
+orthogonality eta of the computed V and the residual eps of fl(S) - V
+diag(lam) V^T, both computed with their own rounding; the split's remainder
+becomes lam_m (1 + eta) + eps + s_err) and by the rounding of the
+projections z0 = fl(r0 @ V) ((N + 2) u |r0| @ |V|).
 """
 
 from dataclasses import dataclass
@@ -285,7 +379,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
-from .._fp import margin_rtol, nonneg_norm2_upper
+from .._fp import margin_rtol, nonneg_norm2_upper, sym_lambda_max_upper, tril_inv_norm2_upper
 from ..kernels._base import TaylorModel, input_rounding as _input_rounding
 from ._mean import affine_lower, taylor_lower
 
@@ -436,7 +530,9 @@ class VarianceBound:
 
 
 def _norm2_estimate(matvec, rmatvec, n, iters=30):
-    """Upper estimate of the spectral norm (power iteration, times 1.5)."""
+    """Estimate of the spectral norm (power iteration, times 1.5): only used
+    to pick the shifts of :func:`~skgprobust._fp.tril_inv_norm2_upper`, never
+    as a bound."""
     v = np.random.default_rng(0).normal(size=n)
     v /= np.linalg.norm(v)
     s = 0.0
@@ -490,21 +586,45 @@ class LatentVariance:
         self.lam = lam
         if self._KEEP_DENSE:
             self._dense.update(A=A, S=S, V=V[:, ::-1])
-        # Condition estimate of the factor (sklearn's solve errs by ~ kappa u).
-        norm_L = _norm2_estimate(lambda v: L @ v, lambda v: L.T @ v, N)
-        norm_Linv = _norm2_estimate(
-            lambda v: solve_triangular(L, v, lower=True, check_finite=False),
-            lambda v: solve_triangular(L, v, lower=True, trans="T", check_finite=False),
-            N,
-        )
-        self.kappa = max(1.0, norm_L * norm_Linv)
+        # Proven norms of the factor (module doc, "Soundness margin"):
+        # nLabs >= || |L| ||_2 (Collatz-Wielandt) and norm_Linv >= ||L^-1||_2
+        # (tril_inv_norm2_upper: the residual of the computed inverse A with
+        # a Cholesky certificate of lambda_max(fl(S)) for the regressor; a
+        # Cholesky certificate of lambda_min(L L^T) for the classifiers).
+        self._nLabs = nonneg_norm2_upper(L) if N else 0.0
+        D = np.ones(N) if self.col_scale is None else self.col_scale
+        # ||L A - D||_F plus its own rounding: the residual of the computed
+        # inverse factor, shared by s_err and (regressor) the ||L^-1|| bound.
+        res = L @ A
+        res[np.diag_indices(N)] -= D
+        absA = np.abs(A)
+        self._res = float(np.linalg.norm(res)) + (N + 2) * _U * float(np.linalg.norm(np.abs(L) @ absA))
+        # lambda_max(fl(S)) certified (a Cholesky of fl(mu I - S)), not eigh's.
+        self._lam_S = sym_lambda_max_upper(S, float(lam[0])) if N else 0.0
+        if self.col_scale is None:
+            norm_Linv = tril_inv_norm2_upper(L, np.sqrt(lam[0]) if N else 0.0, X=A, G=S, rho=self._res, lam_G=self._lam_S)
+        else:
+            est = _norm2_estimate(
+                lambda v: solve_triangular(L, v, lower=True, check_finite=False),
+                lambda v: solve_triangular(L, v, lower=True, trans="T", check_finite=False),
+                N,
+            )
+            norm_Linv = tril_inv_norm2_upper(L, est)
+        self.kappa = self._kappa(norm_Linv)
         # The explicit S (used only for its spectrum) squares the condition
         # number: it differs from the exact (L^-1 D)^T (L^-1 D) by s_err in
         # norm, which is added to every eigenvalue bound below. Near-noise-free
         # regressors (alpha = 1e-10, lambda_max ~ 1e10) need this; q(r0) and
         # its gradient are computed with triangular solves, as sklearn does.
-        self.s_err = self._s_error(A, norm_Linv) if N else 0.0
-        self.lam_max = (float(lam[0]) + self.s_err) * (1 + 1e-10) if N else 0.0
+        self._dA = 0.0
+        self.s_err = self._s_error(A, norm_Linv, absA) if N else 0.0
+        # ||L^-1 D||^2 <= lambda_max(fl(S)) + s_err, and (regressor) <= ||L^-1||^2.
+        self.lam_max = (self._lam_S + self.s_err) * (1 + 1e-10) if N else 0.0
+        if N and self.col_scale is None:
+            self.lam_max = min(self.lam_max, norm_Linv * norm_Linv * (1 + 1e-12))
+        # Eigen-decomposition error of the spectral split (module doc): only
+        # computed where the split can be used.
+        self._eig_err = (0.0, 0.0)
         # The spectral split uses the leading m = _SPECTRAL_BUDGET // (N d)
         # eigenvectors (_n_top), only where lam[m] + s_err is small enough:
         # m is largest at d = 1 and lam decreasing, so if d = 1 fails the test
@@ -514,6 +634,10 @@ class LatentVariance:
         n_keep = int(min(N, _SPECTRAL_BUDGET // max(1, N)))
         if N == 0 or self.lam_max == 0 or self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
             n_keep = 0
+        if n_keep:
+            self._eig_err = self._eig_error(S, lam, V)
+            if self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
+                n_keep = 0
         self._V_tail = np.ascontiguousarray(V[:, N - n_keep :])
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
@@ -601,7 +725,8 @@ class LatentVariance:
         self._gam = margin_rtol(N, d)
         self._nLabs = nonneg_norm2_upper(self.L)
         if self.col_scale is None:
-            # A = L^-1: lam_max >= ||A||^2 (eigenvalues of fl(S) plus s_err).
+            # A = L^-1: lam_max >= ||A||^2 (certified lambda_max(fl(S)) plus
+            # s_err, and <= the proven ||L^-1||^2 of the set-up).
             self._nLinv = float(np.sqrt(self.lam_max))
         self._Dmax = 1.0 if self.col_scale is None else float(np.max(np.abs(self.col_scale), initial=0.0))
         if self.col_scale is not None:
@@ -615,19 +740,83 @@ class LatentVariance:
             EK = float(np.linalg.norm(self.adapter.rounding(Xs, Xs) + cv)) * (1.0 + N * _U)
             t = 2.0 * self._gam * self._nLabs**2 + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
             self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
+            # The set-up's proven bound (Cholesky certificate of L L^T) is
+            # valid as well; the smaller is used.
+            self._nLinv = min(self._nLinv, float(norm_Linv))
 
-    def _s_error(self, A, norm_Linv):
+    def _s_error(self, A, norm_Linv, absA):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
         N = A.shape[0]
-        D = np.ones(N) if self.col_scale is None else self.col_scale
-        absL, absA = np.abs(self.L), np.abs(A)
         # ||A - L^-1 D|| <= ||L^-1|| ||L A - D||; the residual is computed in
-        # float, so add its own rounding, (N + 2) u || |L| |A| ||.
-        res = np.linalg.norm(self.L @ A - np.diag(D)) + (N + 2) * _U * np.linalg.norm(absL @ absA)
-        dA = norm_Linv * res
+        # float, so add its own rounding, (N + 2) u || |L| |A| || (self._res).
+        dA = norm_Linv * self._res
+        self._dA = float(dA) * (1 + 1e-12)  # >= ||A - L^-1 D||_2 (the paper method uses it)
         nA = np.linalg.norm(A)
         gam = (N + 2) * _U
         return float(2.0 * dA * nA + dA * dA + gam * np.linalg.norm(absA.T @ absA) + 1e-300)
+
+    def _eig_error(self, S, lam, V):
+        """(eta, eps): eta >= ||V^T V - I||_2 and eps >= ||fl(S) - V diag(lam) V^T||_2
+        for the computed eigenvectors V and clipped eigenvalues lam (ascending
+        order of ``eigh``'s V, lam descending: reversed here). Each product
+        is computed in float and its own rounding added, (N + 2) u times the
+        product of the absolute values (Frobenius norms bound the 2-norms)."""
+        N = S.shape[0]
+        g = (N + 2) * _U
+        lam_a = lam[::-1]  # ascending, matching V's columns
+        absV = np.abs(V)
+        E = V.T @ V
+        E[np.diag_indices(N)] -= 1.0
+        eta = float(np.linalg.norm(E)) + g * float(np.linalg.norm(absV.T @ absV))
+        VL = V * lam_a[None, :]
+        R = S - VL @ V.T
+        eps = float(np.linalg.norm(R)) + (g + 2 * _U) * float(np.linalg.norm((absV * lam_a[None, :]) @ absV.T))
+        eps += _U * float(np.linalg.norm(S))
+        return eta * (1 + 1e-10), eps * (1 + 1e-10)
+
+    def _kappa(self, norm_Linv):
+        """The factor of the kappa-scaled margin (module doc, "Soundness
+        margin"): ``nLinv (nLabs + 2 (2 w + nLinv w^2) / gam)`` with w =
+        sqrt(N) c_val u sqrt(kii), kii >= max_i D_i^2 k(x_i, x_i) (the
+        kernel values' own rounding), ``inf`` where the first-order argument needs
+        ``gam nLinv nLabs <= 1`` and that fails."""
+        N = self.n_support
+        if N == 0:
+            return 1.0
+        d = self.adapter.Xs.shape[1]
+        gam = margin_rtol(N, d)
+        Dmax = 1.0 if self.col_scale is None else float(np.max(np.abs(self.col_scale), initial=0.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            # kii >= max_i D_i^2 K(z_i, z_i) for the support points' own kernel:
+            # Dmax^2 max_i k(x_i, x_i) through the adapter (single kernel), or
+            # max_i (L L^T)_ii (any factor of D K D + a PSD diagonal, the
+            # multi-output LMC included; the row norms up to Cholesky's and
+            # their own rounding, (2N + 4) u relative).
+            kad = float(np.max(np.abs(self.adapter.diag(self.adapter.Xs)), initial=0.0)) * Dmax * Dmax
+            krow = float(np.max(np.einsum("ij,ij->i", self.L, self.L), initial=0.0)) * (1.0 + (2 * N + 4) * _U)
+            kii = max(kad, krow)
+            w = np.sqrt(N) * self._value_ulps(d) * _U * np.sqrt(kii) * (1.0 + 1e-12)
+            ka = norm_Linv * self._nLabs
+            kappa = norm_Linv * (self._nLabs + 2.0 * (2.0 * w + norm_Linv * w * w) / gam) * (1.0 + 1e-12)
+        if not (np.isfinite(kappa) and gam * ka <= 1.0):
+            return np.inf
+        return max(1.0, float(kappa))
+
+    def _value_ulps(self, d):
+        """c_val: each kernel value k~(x, x_i) is assumed to err (beyond
+        :meth:`KernelAdapter.rounding`) by <= c_val u sqrt(k(x, x) k(x_i, x_i))
+        (module doc, "Soundness margin"): proven (2d + 44 + 2T) for the
+        :class:`SmoothCovariance` kernels; ``2d + 64`` (and ``(P + 1)(d + 4)
+        + 48`` for polynomial kernels of degree P) otherwise, a stated
+        assumption."""
+        sm = SmoothCovariance.parse(self.adapter.kernel, d)
+        if sm is not None:
+            return 2 * d + 44 + 2 * len(sm.terms) + sm.value_terms
+        from ..kernels.polynomial import PolynomialCovariance
+
+        pc = PolynomialCovariance.parse(self.adapter.kernel, d)
+        base = 2 * d + 64
+        return max(base, (pc.P + 1) * (d + 4) + 48) if pc is not None else base
 
     def _apply_A(self, R):
         """``A R^T`` for rows R (n, N), by a triangular solve as sklearn does."""
@@ -998,8 +1187,14 @@ class LatentVariance:
         return m if self._rest(m) <= _SPECTRAL_MAX_REST * self.lam_max else 0
 
     def _rest(self, m):
-        """Bound on the eigenvalues of the exact S beyond the leading m."""
-        return (self.lam[m] if m < len(self.lam) else 0.0) + self.s_err
+        """Bound on the eigenvalues of the exact S beyond the leading m: with
+        fl(S) = V diag(lam) V^T + E (computed V, clipped lam; ||E|| <= eps,
+        ||V^T V - I|| <= eta, :meth:`_eig_error`), sum_{j >= m} lam_j (v_j . y)^2
+        <= lam_m ||V^T y||^2 <= lam_m (1 + eta) ||y||^2, so y^T S y <=
+        sum_{j<m} lam_j (v_j . y)^2 + (lam_m (1 + eta) + eps + s_err) ||y||^2."""
+        eta, eps = self._eig_err
+        lm = self.lam[m] if m < len(self.lam) else 0.0
+        return (lm * (1.0 + eta) + eps + self.s_err) * (1.0 + 1e-12)
 
     def _spectral(self, lo, hi, r0, dr2, m):
         """sum_{j<m} lam_j max(z_j - z0_j)^2 + lam_m ||dr||^2, z_j = v_j . r(x)."""
@@ -1014,8 +1209,18 @@ class LatentVariance:
         HI = np.repeat(hi, 2 * m, axis=0)
         bb = affine_lower(self.adapter, W, 0.0, LO, HI).lower.reshape(B, 2, m)
         zmin, zmax = bb[:, 0], -bb[:, 1]
+        # z0~ = fl(r0 @ v_j) errs from the exact v_j . r0 by <= gamma_N
+        # (|r0| @ |v_j|) (an N-term dot product in any order, BLAS included;
+        # Higham (3.5)); ez = (N + 2) u (|r0| @ |V|) bounds it (the product of
+        # absolute values has non-negative terms, its own rounding is inside
+        # the (1 + 1e-12) factor below). zmin <= v_j . r(x) <= zmax (mean-type
+        # bounds, rigorous), so |v_j . (r(x) - r0)| <= max(zmax - z0~, z0~ -
+        # zmin) + ez.
+        N = r0.shape[1]
         z0 = r0 @ Vtop
-        dz = np.maximum(np.maximum(zmax - z0, z0 - zmin), 0.0)
-        # ||A dr||^2 <= dr^T fl(S) dr + s_err ||dr||^2, fl(S) = V diag(lam) V^T
-        # up to eigh's backward error (inside s_err's rounding term scale).
+        ez = (N + 2) * _U * (np.abs(r0) @ np.abs(Vtop)) * (1 + 1e-12)
+        dz = np.maximum(np.maximum(zmax - z0, z0 - zmin), 0.0) + ez
+        # ||A dr||^2 <= dr^T fl(S) dr + s_err ||dr||^2 and, with the computed
+        # eigenpairs, dr^T fl(S) dr <= sum_{j<m} lam_j (v_j . dr)^2 + (lam_m
+        # (1 + eta) + eps) ||dr||^2 (:meth:`_rest`, :meth:`_eig_error`).
         return (self.lam[:m] * dz * dz).sum(-1) * (1 + 1e-12) + self._rest(m) * dr2

@@ -393,12 +393,22 @@ class PaperLatentVariance(LatentVariance):
 
     def _model_margin(self, kd, q, r0, rL, rU):
         """sklearn's own rounding and that of A against L^-1, as the default
-        method's margin: kappa-scaled, with the scale of its terms
-        ``|k(x, x)| + |q| + |2 S r0| . (|r0| + max|r|)`` at a point r0."""
+        method's margin: :meth:`LatentVariance.margin` (kappa-scaled, proven
+        for every N in the module doc of :mod:`._variance`, "Soundness
+        margin"), with the scale of its terms ``|k(x, x)| + |q| + |2 S r0| .
+        (|r0| + max|r|)`` at a point r0; plus, explicitly, the distance
+        between the float matrix A the certificates are about and the exact
+        L^-1 D: ``| ||A r||^2 - ||L^-1 D r||^2 | <= 2 ||A|| dA ||r||^2 + dA^2
+        ||r||^2`` with dA >= ||A - L^-1 D||_2 (the set-up's residual bound,
+        also behind ``s_err``), ||A|| <= ||L^-1 D|| + dA <= sqrt(lam_max) + dA,
+        and ||r||^2 <= sum max(rL^2, rU^2)."""
         d = self.Xs_shape[1]
         g0 = np.abs(2.0 * (self.S @ r0))
         scale = abs(kd) + abs(q) + float(g0 @ (np.abs(r0) + np.maximum(np.abs(rL), np.abs(rU))))
-        return self.margin(scale, d)
+        R2 = float(np.maximum(rL * rL, rU * rU).sum())
+        dA = self._dA
+        nA = float(np.sqrt(self.lam_max)) + dA
+        return self.margin(scale, d) + (2.0 * nA * dA + dA * dA) * R2 * (1.0 + 1e-10)
 
     def _qp_lower(self, bd):
         """Certified lower bound of min q over the box; (bound, x incumbent, gap info)."""
