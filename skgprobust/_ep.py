@@ -121,7 +121,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
-from ._engine._latent import BoundModel, LatentModel
+from ._engine._latent import BoundModel, LatentModel, fitted_decision_kind
 from ._gpc import RobustGaussianProcessClassifier
 from ._hyperopt import optimise_hyperparameters
 
@@ -668,5 +668,4 @@ def ep_bound_model(clf):
     positive for class j, as ``OneVsOneClassifier`` trains them)."""
     base = clf.base_estimator_
     ests = base.estimators_ if hasattr(base, "estimators_") else [base]
-    kind = "binary" if len(clf.classes_) == 2 else clf.multi_class  # validated by fit
-    return BoundModel(kind, [_latent_model(e) for e in ests], classes=clf.classes_, link=ProbitLink())
+    return BoundModel(fitted_decision_kind(clf), [_latent_model(e) for e in ests], classes=clf.classes_, link=ProbitLink())

@@ -264,3 +264,84 @@ def test_restricted_margin_drops_losers_and_stays_sound():
             )
             assert g.bound(a[None], b[None]).lower[0] <= m_sub.min() + 1e-9
     assert dropped_any
+
+
+@pytest.mark.parametrize("est", ["laplace", "ep"])
+def test_decision_rule_from_fitted_wrapper_not_parameter(est):
+    # Hunt (this stop): fit one-vs-one, set_params(multi_class="one_vs_rest")
+    # without a refit: predict still uses the fitted one-vs-one wrapper, but
+    # certify read the parameter and proved the one-vs-rest rule ("robust"
+    # rows whose label flips in the box).
+    from skgprobust import EPGaussianProcessClassifier
+
+    Est = RobustGaussianProcessClassifier if est == "laplace" else EPGaussianProcessClassifier
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (40, 2))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.7, 0.7])
+    Xq = rng.uniform(-2, 2, (30, 2))
+    g = 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = Est(C(1.0) * RBF(1.0), multi_class="one_vs_one", random_state=0).fit(X, y)
+    clf.set_params(multi_class="one_vs_rest")
+    assert clf._bound_model().kind == "one_vs_one"
+    r = clf.certify(Xq, g, max_iter=100, random_state=0)
+    y0 = clf.predict(Xq)
+    robust = np.flatnonzero(r.status == "robust")
+    assert robust.size >= 5
+    for i in robust:
+        P = Xq[i] + rng.uniform(-g, g, (4000, 2))
+        assert np.all(clf.predict(P) == y0[i]), i
+    # probabilities: the fitted one-vs-one model has none, whatever the parameter says
+    assert not hasattr(clf, "prediction_range")
+
+
+def test_reassigned_fitted_attribute_invalidates(reg):
+    # Hunt (this stop): a hand-set kernel_ after a first call reused the stale
+    # bound model (certified min 0.049 above predict's 0.0004 in the box).
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (25, 3))
+    y = np.sin(X).sum(1)
+    xq = np.array([[1.0, 1.0, 1.0]])
+    g = 0.3
+    r = RobustGaussianProcessRegressor(C(1.0) * RBF([1.0] * 3), optimizer=None).fit(X, y)
+    r.prediction_range(xq, g, max_iter=200, random_state=0)
+    first = r._bound_model()
+    assert r._bound_model() is first  # reused while nothing changes
+    r.kernel_ = C(1.0) * RBF([0.3] * 3)
+    res = r.prediction_range(xq, g, max_iter=200, random_state=0)
+    assert r._bound_model() is not first
+    m = r.predict(xq + rng.uniform(-g, g, (20000, 3)))
+    assert res.min_lower[0, 0] <= m.min() and m.max() <= res.max_upper[0, 0]
+
+
+@pytest.mark.parametrize("name", ["gpr", "gpc", "ep", "softmax", "sparse", "multioutput"])
+def test_cache_reused_across_calls(name):
+    # The invalidation by fitted-attribute identity must not rebuild the model
+    # on every call (no call may store new attributes on the estimator).
+    import skgprobust as S
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (30, 2))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = {
+            "gpr": lambda: S.RobustGaussianProcessRegressor(RBF(1.0), optimizer=None).fit(X, X[:, 0]),
+            "gpc": lambda: RobustGaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X, y),
+            "ep": lambda: S.EPGaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X, y),
+            "softmax": lambda: S.SoftmaxGaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X, y),
+            "sparse": lambda: S.SparseGaussianProcessRegressor(
+                RBF(1.0) + WhiteKernel(0.1), inducing_points=10, optimizer=None, random_state=0
+            ).fit(X, X[:, 0]),
+            "multioutput": lambda: S.MultiOutputGaussianProcessRegressor(RBF(1.0), optimizer=None).fit(
+                X, np.c_[X[:, 0], X[:, 1]]
+            ),
+        }[name]()
+    kw = {"delta": 0.5} if name in ("gpr", "sparse", "multioutput") else {}
+    est.certify(X[:2], 0.05, max_iter=5, random_state=0, **kw)
+    first = est._bound_model()
+    est.certify(X[:2], 0.05, max_iter=5, random_state=0, **kw)
+    if hasattr(est, "prediction_range"):
+        est.prediction_range(X[:1], 0.05, max_iter=5, random_state=0)
+    assert est._bound_model() is first

@@ -56,7 +56,7 @@ from ._common import (
 )
 from ._delta import Explanation, class_targets, explain_rows, feature_names_of
 from ._driver import RangeProblem, certify_rows, range_rows
-from ._latent import check_variance_bound
+from ._latent import check_variance_bound, fitted_decision_kind
 from ._perturbation import resolve_features
 from ._solve import Budget, solve_deviation
 
@@ -207,7 +207,11 @@ class ProbaOnly:
 
 def proba_available(estimator):
     """predict_proba / prediction_range exist unless the model is a fitted
-    (or to-be-fitted) one-vs-one model of more than two classes."""
+    (or to-be-fitted) one-vs-one model of more than two classes: the fitted
+    wrapper decides once fitted (``set_params`` after a fit does not change
+    what ``predict`` uses), the parameter before."""
+    if hasattr(estimator, "base_estimator_") and hasattr(estimator, "classes_"):
+        return fitted_decision_kind(estimator) != "one_vs_one"
     if estimator.multi_class != "one_vs_one":
         return True
     return getattr(estimator, "n_classes_", None) == 2

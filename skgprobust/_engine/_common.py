@@ -163,16 +163,35 @@ class BoundModelMixin:
 
     Subclasses define ``_build_bound_model()`` and ``_fit_token()``: an object
     that a refit replaces (e.g. ``alpha_``), so a refit invalidates the cache.
+
+    The cache is also invalidated when any fitted attribute (every instance
+    attribute that is not a constructor parameter) is *reassigned*, e.g. a
+    hand-set ``kernel_``: the cached model keeps references to the objects it
+    was built from and is reused only while each of them is still the one
+    the estimator holds (identity, so no id reuse after garbage collection).
+    Fitted arrays modified *in place* cannot be detected; they are read-only
+    by contract, as in scikit-learn (refit instead).
     """
 
+    def _fit_state(self):
+        params = self.get_params(deep=False)
+        state = [(k, v) for k, v in self.__dict__.items() if k not in params and not k.startswith("_skgp")]
+        return (self._fit_token(), state)
+
+    @staticmethod
+    def _same_state(a, b):
+        if a[0] is not b[0] or len(a[1]) != len(b[1]):
+            return False
+        return all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a[1], b[1]))
+
     def _bound_model(self):
-        token = self._fit_token()
+        token = self._fit_state()
         cached = self.__dict__.get("_skgp_bound_model")
-        if cached is not None and cached[0] is token:
+        if cached is not None and self._same_state(cached[0], token):
             return cached[1]
         with _CACHE_LOCK:
             cached = self.__dict__.get("_skgp_bound_model")
-            if cached is not None and cached[0] is token:
+            if cached is not None and self._same_state(cached[0], token):
                 return cached[1]
             model = self._build_bound_model()
             self.__dict__["_skgp_bound_model"] = (token, model)

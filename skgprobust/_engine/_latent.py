@@ -56,6 +56,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 
 from .._bounds._links import FiveErfLink
 from .._bounds._mean import AffineMean
@@ -300,13 +301,28 @@ def regressor_bound_model(gpr):
     return BoundModel("regression", [from_regressor(gpr)])
 
 
+def fitted_decision_kind(clf):
+    """``"binary"``, ``"one_vs_rest"`` or ``"one_vs_one"``: the decision rule
+    of a fitted classifier whose ``base_estimator_`` is its binary model or a
+    one-vs-rest / one-vs-one wrapper of binary models.
+
+    Read from the fitted wrapper, never from the ``multi_class`` parameter:
+    ``predict`` uses ``base_estimator_``, and the parameter may have been
+    changed by ``set_params`` after the fit (certifying the other rule
+    returned "robust" rows whose label flips inside the box).
+    """
+    if len(clf.classes_) == 2:
+        return "binary"
+    if isinstance(clf.base_estimator_, OneVsOneClassifier):
+        return "one_vs_one"
+    if isinstance(clf.base_estimator_, OneVsRestClassifier):
+        return "one_vs_rest"
+    raise TypeError(
+        f"{type(clf).__name__}.base_estimator_ is a {type(clf.base_estimator_).__name__}; expected a "
+        "OneVsRestClassifier or OneVsOneClassifier for more than two classes"
+    )
+
+
 def classifier_bound_model(gpc):
     """The :class:`BoundModel` of a fitted (Laplace) GaussianProcessClassifier."""
-    latents = from_classifier(gpc)
-    if len(gpc.classes_) == 2:
-        kind = "binary"
-    elif gpc.multi_class == "one_vs_rest":
-        kind = "one_vs_rest"
-    else:
-        kind = "one_vs_one"
-    return BoundModel(kind, latents, classes=gpc.classes_)
+    return BoundModel(fitted_decision_kind(gpc), from_classifier(gpc), classes=gpc.classes_)
