@@ -83,6 +83,13 @@ class BranchAndBound:
         self._add(root.lower[0], self.lo, self.hi, root.score[0])
         # A split bounds two boxes: start from twice the root's cost.
         self.split_time = 2.0 * (time.perf_counter() - t0)
+        # Objectives whose bounds share a cache (the 2 m softmax range
+        # objectives of a row: all but the first find the root bound cached)
+        # report what a split (two boxes bounded afresh) costs; never start
+        # below that (time prediction only, no bound depends on it).
+        hint = getattr(objective, "split_seconds", None)
+        if hint is not None:
+            self.split_time = max(self.split_time, float(hint()))
 
     # -- state -------------------------------------------------------------
     @property
