@@ -344,6 +344,20 @@ def test_no_safety_baseline_queries_unsafe_points():
     assert nosafe.safe_query_ratio[-1] < safe.safe_query_ratio[-1]
 
 
+def test_query_is_the_argmax_of_the_acquisition_over_eligible_pairs():
+    """query scores only rows with a candidate; the choice is the argmax of the full acquisition
+    over the available pairs the safety model allows."""
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner().fit(X0, Y0, z0)
+    avail = np.ones((len(pool), 2), dtype=bool)
+    avail[::3, 0] = False
+    avail[1::3] = False
+    x, p = L.query(pool, available=avail)
+    score = np.where(avail & L.is_safe(pool)[:, None], L.acquisition(pool), -np.inf)
+    i, q = np.unravel_index(np.argmax(score), score.shape)
+    assert p == q and np.array_equal(x, pool[i])
+
+
 def test_loop_is_deterministic_for_a_seed():
     outs = []
     for _ in range(2):

@@ -288,6 +288,15 @@ def test_batched_log_marginal_likelihood_edge_cases():
         mo.clone_with_theta(t[None])
     with pytest.raises(NotFittedError):
         MO().log_marginal_likelihood(t)
+    # the cached likelihood problem follows refits and is not pickled
+    T = np.array([t, t + 0.1])
+    before = mo.log_marginal_likelihood(T)
+    clone = pickle.loads(pickle.dumps(mo))
+    assert "_problem_cache" not in pickle.loads(pickle.dumps(mo)).__dict__
+    np.testing.assert_array_equal(clone.log_marginal_likelihood(T), before)
+    mo.fit(X[:8], Y[:8])
+    assert mo.log_marginal_likelihood(T)[0] == pytest.approx(_dense_lml(mo, t), rel=1e-8)
+    assert mo.log_marginal_likelihood(T)[0] != before[0]
 
 
 def test_optimizer_improves_likelihood_and_restarts_are_deterministic():

@@ -459,7 +459,12 @@ class SafeActiveLearner(BaseEstimator):
             flat = np.flatnonzero(cand.ravel())
             k = int(flat[self._rng.randint(len(flat))])
         else:
-            score = np.where(cand, self.acquisition(X_pool), -np.inf)
+            # Score only the rows with a candidate (the predictions are per
+            # point): under a hyperparameter posterior every scored point costs
+            # one prediction per sample.
+            rows = np.flatnonzero(cand.any(axis=1) if partial else cand)
+            score = np.full(shape, -np.inf)
+            score[rows] = np.where(cand[rows], self.acquisition(X_pool[rows]), -np.inf)
             k = int(np.argmax(score.ravel()))
             if not np.isfinite(score.ravel()[k]):
                 flat = np.flatnonzero(cand.ravel())
