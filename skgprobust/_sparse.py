@@ -135,7 +135,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
-from ._engine._latent import BoundModel, LatentModel
+from ._engine._latent import BoundModel, LatentModel, fitted_decision_kind
 from ._gpc import RobustGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
 from ._hyperopt import optimise_hyperparameters
@@ -1559,6 +1559,6 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
     def _build_bound_model(self):
         base = self.base_estimator_
         ests = base.estimators_ if hasattr(base, "estimators_") else [base]
-        kind = "binary" if self.n_classes_ == 2 else self.multi_class
+        kind = fitted_decision_kind(self)  # the fitted wrapper's rule, not the parameter
         latents = [LatentModel(e.inducing_points_, e.beta_[:, None], [0.0], [1.0], e.kernel_, L=e.L_) for e in ests]
         return BoundModel(kind, latents, classes=self.classes_, link=ProbitLink())

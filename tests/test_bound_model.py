@@ -345,3 +345,19 @@ def test_cache_reused_across_calls(name):
     if hasattr(est, "prediction_range"):
         est.prediction_range(X[:1], 0.05, max_iter=5, random_state=0)
     assert est._bound_model() is first
+
+
+def test_sparse_classifier_rule_from_fitted_wrapper():
+    from skgprobust import SparseGaussianProcessClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (40, 2))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.7, 0.7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = SparseGaussianProcessClassifier(
+            C(1.0) * RBF(1.0), inducing_points=15, multi_class="one_vs_one", optimizer=None, random_state=0
+        ).fit(X, y)
+    clf.set_params(multi_class="one_vs_rest")
+    assert clf._bound_model().kind == "one_vs_one"
+    assert not hasattr(clf, "prediction_range")
