@@ -54,7 +54,9 @@ def nonneg_norm2_upper(M, iters=20):
 
 def _scaled_norm2_upper(M, n, iters):
     """:func:`nonneg_norm2_upper` of a matrix whose largest entry is in [1/2, 1)."""
-    fro = float(np.sqrt(np.sum(M * M))) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
+    # A sum of M.size non-negative terms errs by <= gamma_(size) relative in
+    # any order (numpy's pairwise sum is far better; not relied on).
+    fro = float(np.sqrt(np.sum(M * M))) * (1.0 + (M.size + 4) * UNIT_ROUNDOFF)
     x = np.ones(M.shape[1])
     best = np.inf
     for _ in range(iters):
@@ -136,13 +138,14 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
        ``lambda_min(L L^T) >= lambda_min(H) - gam || |L| ||_2^2``
        (gam = ``margin_rtol(N, 0)`` >= 8 gamma_N), and ``lambda_min(H)`` is
        bounded below by :func:`psd_lower_certificate` at shifts
-       ``c = f / estimate^2``, f = 0.99, 0.9, 0.5, 0.1, 0.01, until one
+       ``c = f / estimate^2``, f = 0.999, 0.99, 0.9, 0.5, 0.1, 0.01, until one
        succeeds. Then ``||L^-1||_2 = lambda_min(L L^T)^-1/2``.
     2. *Residual of a computed inverse* (when ``X`` = fl(solve(L, I)) and
        ``G = fl(X^T X)`` are given). ``L^-1 = X (L X)^-1`` and
        ``||(L X)^-1|| <= 1 / (1 - rho)`` for ``rho >= ||I - L X||_2`` < 1;
-       rho = ||fl(L X - I)||_F + (N + 2) u || |L| |X| ||_F (the residual's
-       own rounding; ``rho`` may be passed in by a caller that computed
+       rho = (||fl(L X - I)||_F + (N + 4) u || |L| |X| ||_F) (1 + (N^2 + 4) u)
+       (the residual's own rounding: gamma_N of the products plus the
+       subtraction of I, and the Frobenius norms' N^2-term sums; ``rho`` may be passed in by a caller that computed
        that bound already). ``||X||_2^2 = lambda_max(X^T X) <= lambda_max(G) +
        gam || |X| ||_2^2``, and ``lambda_max(G) = -lambda_min(-G)`` is
        bounded by :func:`sym_lambda_max_upper` (or passed in as ``lam_G``
@@ -167,7 +170,8 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
         if rho is None:
             res = L @ X
             res[np.diag_indices(N)] -= 1.0
-            rho = float(np.linalg.norm(res)) + (N + 2) * UNIT_ROUNDOFF * float(np.linalg.norm(np.abs(L) @ np.abs(X)))
+            rho = float(np.linalg.norm(res)) + (N + 4) * UNIT_ROUNDOFF * float(np.linalg.norm(np.abs(L) @ np.abs(X)))
+            rho *= 1.0 + (N * N + 4) * UNIT_ROUNDOFF  # the Frobenius norms' own sums (N^2 terms)
         rho = float(rho) * (1.0 + 1e-12)
         if rho < 1.0:
             lmG = sym_lambda_max_upper(G, est * est if np.isfinite(est) else 0.0) if lam_G is None else float(lam_G)
@@ -179,7 +183,7 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
         return best
     H = L @ L.T
     e1 = gam * nLabs**2
-    guesses = [f / est**2 for f in (0.99, 0.9, 0.5, 0.1, 0.01)] if np.isfinite(est) else []
+    guesses = [f / est**2 for f in (0.999, 0.99, 0.9, 0.5, 0.1, 0.01)] if np.isfinite(est) else []
     for c in guesses:
         if c <= e1:
             break

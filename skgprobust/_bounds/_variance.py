@@ -598,7 +598,11 @@ class LatentVariance:
         res = L @ A
         res[np.diag_indices(N)] -= D
         absA = np.abs(A)
-        self._res = float(np.linalg.norm(res)) + (N + 2) * _U * float(np.linalg.norm(np.abs(L) @ absA))
+        # (N + 4) u: gamma_N of the products and the subtraction of D; the
+        # Frobenius norms are sums of N^2 terms: (1 + (N^2 + 4) u).
+        self._res = (float(np.linalg.norm(res)) + (N + 4) * _U * float(np.linalg.norm(np.abs(L) @ absA))) * (
+            1.0 + (N * N + 4) * _U
+        )
         # lambda_max(fl(S)) certified (a Cholesky of fl(mu I - S)), not eigh's.
         self._lam_S = sym_lambda_max_upper(S, float(lam[0])) if N else 0.0
         if self.col_scale is None:
@@ -609,7 +613,7 @@ class LatentVariance:
                 lambda v: solve_triangular(L, v, lower=True, trans="T", check_finite=False),
                 N,
             )
-            norm_Linv = tril_inv_norm2_upper(L, est)
+            norm_Linv = tril_inv_norm2_upper(L, est / 1.5)
         self.kappa = self._kappa(norm_Linv)
         # The explicit S (used only for its spectrum) squares the condition
         # number: it differs from the exact (L^-1 D)^T (L^-1 D) by s_err in
@@ -748,7 +752,7 @@ class LatentVariance:
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
         N = A.shape[0]
         # ||A - L^-1 D|| <= ||L^-1|| ||L A - D||; the residual is computed in
-        # float, so add its own rounding, (N + 2) u || |L| |A| || (self._res).
+        # float, so add its own rounding, (N + 4) u || |L| |A| || (self._res).
         dA = norm_Linv * self._res
         self._dA = float(dA) * (1 + 1e-12)  # >= ||A - L^-1 D||_2 (the paper method uses it)
         nA = np.linalg.norm(A)
@@ -759,10 +763,11 @@ class LatentVariance:
         """(eta, eps): eta >= ||V^T V - I||_2 and eps >= ||fl(S) - V diag(lam) V^T||_2
         for the computed eigenvectors V and clipped eigenvalues lam (ascending
         order of ``eigh``'s V, lam descending: reversed here). Each product
-        is computed in float and its own rounding added, (N + 2) u times the
-        product of the absolute values (Frobenius norms bound the 2-norms)."""
+        is computed in float and its own rounding added, (N + 4) u times the
+        product of the absolute values (gamma_N of the products, the scaling
+        by lam and the subtraction; Frobenius norms bound the 2-norms)."""
         N = S.shape[0]
-        g = (N + 2) * _U
+        g = (N + 4) * _U
         lam_a = lam[::-1]  # ascending, matching V's columns
         absV = np.abs(V)
         E = V.T @ V
@@ -772,7 +777,9 @@ class LatentVariance:
         R = S - VL @ V.T
         eps = float(np.linalg.norm(R)) + (g + 2 * _U) * float(np.linalg.norm((absV * lam_a[None, :]) @ absV.T))
         eps += _U * float(np.linalg.norm(S))
-        return eta * (1 + 1e-10), eps * (1 + 1e-10)
+        # The Frobenius norms are sums of N^2 terms: (1 + (N^2 + 4) u).
+        f = (1.0 + (N * N + 4) * _U) * (1 + 1e-12)
+        return eta * f, eps * f
 
     def _kappa(self, norm_Linv):
         """The factor of the kappa-scaled margin (module doc, "Soundness
