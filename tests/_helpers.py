@@ -92,7 +92,8 @@ def _local(fn, x0, lo, hi, sign):
         P = np.vstack([x[None], x + np.diag(step), x - np.diag(step)])
         P = np.clip(P, lo, hi)
         v = sign * np.asarray(fn(P), float)
-        dx = P[1 : d + 1, np.arange(d)] - P[d + 1 :, np.arange(d)]
+        idx = np.arange(d)
+        dx = P[1 + idx, idx] - P[d + 1 + idx, idx]  # each coordinate's own step (clipped)
         g = np.where(free & (dx > 0), (v[1 : d + 1] - v[d + 1 :]) / np.where(dx > 0, dx, 1.0), 0.0)
         if not np.isfinite(v[0]):
             return np.inf, np.zeros(d)
