@@ -84,8 +84,8 @@ in use and the tighter of the two is taken per box and side.
 sklearn computes q: P(u) = kappa0 + u^T H0 u - ||A (r0 + J u)||^2, whose
 rounding (relative to F = kappa0 + u^T H0 u >= ||A (r0 + J u)||^2 by the
 lemma, and to the summed terms) is covered by ``margin(scale)`` with the
-factor's condition estimate, as everywhere in this module. The inputs'
-rounding (large feature offsets) perturbs r0 and J by dr0
+factor's proven condition bound ("Soundness margin" below), as everywhere
+in this module. The inputs' rounding (large feature offsets) perturbs r0 and J by dr0
 (:meth:`KernelAdapter.rounding`) and dJ (:meth:`SmoothCovariance.jacobian_rounding`):
 |P~ - P| <= 2 sqrt(F) delta + delta^2 with delta = sqrt(lam_max) (||dr0|| +
 sum_j h_j ||dJ_j||), added to the margin of P before the square roots. The
@@ -360,7 +360,9 @@ was the documented "may fall slightly short for N below about 200".)
 Cost on the fitted models measured (Friedman #1, d = 10, N = 250 / 500,
 C * RBF-ARD + White, noise 1e-2 .. 1e-7): kappa 0.57-0.61x the old value
 (the 1.5 x 1.5 of the estimates is gone; Vt adds a few per cent), Laplace
-GPC 0.78x; set-up +0.1 s at N = 500, +0.2 s at N = 1000.
+GPC 0.55x; set-up +0.06 s at N = 500 (0.17 -> 0.23 s, the eigenpairs'
+error of the spectral split), +0.08 s at N = 1000 (0.98 -> 1.08 s; load
+~10).
 
 That holds because q(r0), its gradient and point values are computed with
 triangular solves, as sklearn does; the explicit S (condition kappa^2) is
@@ -765,17 +767,21 @@ class LatentVariance:
         order of ``eigh``'s V, lam descending: reversed here). Each product
         is computed in float and its own rounding added, (N + 4) u times the
         product of the absolute values (gamma_N of the products, the scaling
-        by lam and the subtraction; Frobenius norms bound the 2-norms)."""
+        by lam and the subtraction), bounded by the product of Frobenius
+        norms; Frobenius norms bound the 2-norms."""
         N = S.shape[0]
         g = (N + 4) * _U
         lam_a = lam[::-1]  # ascending, matching V's columns
-        absV = np.abs(V)
+        # || |X| |Y| ||_F <= ||X||_F ||Y||_F: the magnitudes' products are not
+        # formed (two N^3 products saved; looser by <= sqrt(N), on terms of
+        # relative size N u).
+        nV = float(np.linalg.norm(V))
         E = V.T @ V
         E[np.diag_indices(N)] -= 1.0
-        eta = float(np.linalg.norm(E)) + g * float(np.linalg.norm(absV.T @ absV))
+        eta = float(np.linalg.norm(E)) + g * nV * nV
         VL = V * lam_a[None, :]
         R = S - VL @ V.T
-        eps = float(np.linalg.norm(R)) + (g + 2 * _U) * float(np.linalg.norm((absV * lam_a[None, :]) @ absV.T))
+        eps = float(np.linalg.norm(R)) + (g + 2 * _U) * float(np.linalg.norm(VL)) * nV
         eps += _U * float(np.linalg.norm(S))
         # The Frobenius norms are sums of N^2 terms: (1 + (N^2 + 4) u).
         f = (1.0 + (N * N + 4) * _U) * (1 + 1e-12)
