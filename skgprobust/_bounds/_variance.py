@@ -321,7 +321,7 @@ rounding is :meth:`LatentVariance.input_rounding`'s, added separately),
 z = L^-1 r', q = ||z||^2; sklearn computes r~' (its kernel values, times D),
 z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
 
-(a) Kernel values: |r~'_i - r'_i| <= Dmax c_val u sqrt(k(x, x) k(x_i, x_i))
+(a) Kernel values: |r~'_i - r'_i| <= |D_i| c_val u sqrt(k(x, x) k(x_i, x_i))
     (c_val = 2d + 44 + 2T proven for :class:`SmoothCovariance` kernels,
     module doc "Rounding of the local bound"; for other kernels c_val =
     2d + 64, or (P + 1)(d + 4) + 48 for polynomial kernels of degree P, is an
@@ -332,7 +332,8 @@ z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
     first is valid where the adapter's kernel is the support points' own
     (regressor, classifiers, the sparse models' inducing points), the second
     where L L^T = D K D + a non-negative diagonal up to Cholesky's error (the
-    multi-output LMC, whose adapter is one output's)): ||r~' - r'|| <= w sqrt(scale),
+    multi-output LMC, whose adapter is one output's)): ||r~' - r'|| <=
+    w sqrt(k(x, x)) <= w sqrt(scale),
     z1 = L^-1 r~' has ||z1 - z|| <= nLinv w sqrt(scale) and
     | ||z1||^2 - q | <= Vt scale, Vt = 2 nLinv w + (nLinv w)^2.
 (b) Solve: z~ - z1 = -L^-1 dL z~, ||z~ - z1|| <= beta ||z~||, beta =
