@@ -151,3 +151,90 @@ def test_mu_derivatives_match_finite_differences(link):
     # The fourth derivative's bound (local_sups) covers the finite differences of d3.
     d4 = (up[2] - dn[2]) / (2 * e)
     assert np.all(np.abs(d4) <= link.local_sups(v)[1] + 1e-6)
+
+
+def _check_sliced_sound(seed, K, d, N, half_widths, n_t=2, n_samples=500, n_slices=2, steps=3, top_only=False):
+    """Latent slices (_QuadRatio.sliced, every node bounded: fail_fast=False)
+    stay below every attacked value of F_t = sum_k coef_k p_k, for both
+    pairs of sliced classes and both sides (one attack of G = (1 - t) p_c -
+    t sum_(k != c) p_k serves both: F_t = G on the lower side, -G on the
+    upper one)."""
+    clf, rng = _ovr_model(seed, K, d, N)
+    probs = clf._bound_model().probabilities("default")
+    used = 0
+    for hw in half_widths:
+        x = rng.random(d)
+        lo, hi = np.clip(x - hw, 0.0, 1.0)[None], np.clip(x + hw, 0.0, 1.0)[None]
+        _, _, boxes = probs.p_box(lo, hi)
+        P0 = _p_sklearn(clf, x[None])[0]
+        top = int(np.argmax(P0))
+        for c in {top} if top_only else {top, int(rng.integers(K))}:
+            for t in rng.random(n_t):
+                coef = np.full(K, -t)
+                coef[c] = 1 - t
+                vals = {}
+                for upper in (False, True):
+                    lines = [O.coupled_line(probs.link, probs.models[k], probs.variances[k], b, lo, hi,
+                                            upper=(k == c) == upper) for k, b in enumerate(boxes)]
+                    q = O._QuadRatio(probs, lo, hi, c, boxes, lines, upper)
+                    if not q.ok:
+                        continue
+                    sc, sr = (np.array([-(1 - t)]), np.array([t])) if upper else (np.array([1 - t]), np.array([-t]))
+                    v = [q.sliced(sc, sr, x[None], pair, n_slices=n_slices, steps=steps, fail_fast=False)[0]
+                         for pair in q.slice_pairs(sc, sr)]
+                    v = [a for a in v if np.isfinite(a)]
+                    if v:
+                        vals[upper] = max(v)
+                if not vals:
+                    continue
+                used += len(vals)
+
+                def G(X, coef=coef):
+                    return _p_sklearn(clf, X) @ coef
+
+                res = attack(G, lo[0], hi[0], rng, n_samples=n_samples, n_starts=2)
+                if False in vals:
+                    assert vals[False] <= res.min, (seed, K, d, hw, c, t, vals, res.min)
+                if True in vals:
+                    assert vals[True] <= -res.max, (seed, K, d, hw, c, t, vals, res.max)
+    return used
+
+
+def test_latent_slices_are_sound():
+    """Each pair's node bounds (planes of two classes on slices of their mean
+    ranges, with the others' quadratic relaxation) against the attack: 10
+    classes, 64 features."""
+    assert _check_sliced_sound(0, 10, 64, 60, half_widths=(0.05,), n_t=1, n_samples=200, top_only=True) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(max(2, SWEEP_EXAMPLES // 50)))
+def test_latent_slices_are_sound_sweep(seed):
+    rng = np.random.default_rng(3000 + seed)
+    K = int(rng.integers(3, 11))
+    d = int(rng.choice([2, 8, 20, 64]))
+    _check_sliced_sound(3000 + seed, K, d, int(rng.integers(20, 70)), half_widths=(0.01, 0.05, 0.2, 0.5),
+                        n_slices=int(rng.integers(1, 4)), steps=int(rng.integers(1, 5)))
+
+
+def test_latent_slices_tighten_the_root_bound(monkeypatch):
+    """Where two classes are close (the point of 200 random ones with the
+    closest two leading probabilities), slicing their mean ranges tightens
+    the root bound of the top class's probability, and it stays below the
+    attacked minimum of predict_proba (10 classes, 64 features)."""
+    clf, rng = _ovr_model(1, 10, 64, 60)
+    probs = clf._bound_model().probabilities("default")
+    Xc = rng.random((200, 64))
+    Ps = np.sort(clf.predict_proba(Xc), axis=1)
+    x = Xc[int(np.argmin(Ps[:, -1] - Ps[:, -2]))]
+    c = int(np.argmax(clf.predict_proba(x[None])[0]))
+    lo, hi = np.clip(x - 0.05, 0, 1)[None], np.clip(x + 0.05, 0, 1)[None]
+    out = {}
+    monkeypatch.setattr(O, "N_SLICE_BISECT", 2)  # (time) two bisection steps suffice here
+    for m in (0, 1):
+        monkeypatch.setattr(O, "SLICE_MAX_BOXES", m)
+        probs._boxes = {}
+        out[m] = O.ProbaObjective(probs, c, 1.0).bound(lo, hi).lower[0]
+    assert out[1] > out[0] + 1e-3, out
+    res = attack(lambda X: clf.predict_proba(X)[:, c], lo[0], hi[0], rng, n_samples=200, n_starts=2)
+    assert out[1] <= res.min, (out, res.min)

@@ -23,7 +23,8 @@ N_PLANE_MU = 33
 N_PLANE_V = 9
 
 
-def link_plane(link, mu_lo, mu_hi, v_lo, v_hi, s, t, upper=False, n_mu=N_PLANE_MU, n_v=N_PLANE_V):
+def link_plane(link, mu_lo, mu_hi, v_lo, v_hi, s, t, upper=False, n_mu=N_PLANE_MU, n_v=N_PLANE_V,
+               return_arg=False):
     """Offset A of a plane with slopes (s, t) below (above) a link's p.
 
     Returns ``A`` (B,) such that, for every (mu, v) in the rectangle
@@ -81,16 +82,25 @@ def link_plane(link, mu_lo, mu_hi, v_lo, v_hi, s, t, upper=False, n_mu=N_PLANE_M
     upper : bool, default=False
     n_mu, n_v : int
         Grid nodes per axis (>= 2).
+    return_arg : bool, default=False
+        Also return the grid node (mu, v) where the offset is attained
+        (where p~ - s mu - t v is smallest; largest for ``upper``): a
+        supergradient of the offset in the slopes is -(mu, v) there, for an
+        ascent over the slopes (:class:`~skgprobust._engine._objectives._QuadRatio`
+        with slices; any slopes are valid, so the node needs no proof).
 
     Returns
     -------
-    ndarray of shape (B,)
+    A : ndarray of shape (B,)
+    mu_arg, v_arg : ndarray of shape (B,)
+        Only with ``return_arg``.
     """
     mu_lo, mu_hi, v_lo, v_hi, s, t = (np.asarray(a, dtype=np.float64) for a in (mu_lo, mu_hi, v_lo, v_hi, s, t))
     bad_value = np.inf if upper else -np.inf
     S = link.total_variation()
     if S is None or link.derivative_sups() is None:
-        return np.full(mu_lo.shape, bad_value)
+        A = np.full(mu_lo.shape, bad_value)
+        return (A, 0.5 * (mu_lo + mu_hi), 0.5 * (v_lo + v_hi)) if return_arg else A
     ok = (np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_lo) & np.isfinite(v_hi) & np.isfinite(s)
           & np.isfinite(t) & (v_lo > 0) & (v_hi >= v_lo) & (mu_hi >= mu_lo))
     a, b = np.where(ok, mu_lo, 0.0), np.where(ok, mu_hi, 0.0)
@@ -104,7 +114,11 @@ def link_plane(link, mu_lo, mu_hi, v_lo, v_hi, s, t, upper=False, n_mu=N_PLANE_M
     with np.errstate(all="ignore"):
         P = link.value(M[:, :, None], V[:, None, :])  # (B, n_mu, n_v)
         F = P - (s0[:, None] * M)[:, :, None] - (t0[:, None] * V)[:, None, :]
-        ext = F.max(axis=(1, 2)) if upper else F.min(axis=(1, 2))
+        flat = F.reshape(len(F), -1)
+        idx = np.argmax(flat, axis=1) if upper else np.argmin(flat, axis=1)
+        ext = flat[np.arange(len(F)), idx]
+        if np.isnan(flat).any():  # nan-propagating like min / max
+            ext = np.where(np.isnan(flat).any(axis=1), np.nan, ext)
         dm = (b - a) / (n_mu - 1) * (1 + 1e-9) + 1e-14 * (np.abs(a) + np.abs(b))
         dv = (e - c) / (n_v - 1) * (1 + 1e-9) + 1e-14 * (np.abs(c) + np.abs(e))
         g2 = PHI1 * S / c
@@ -113,4 +127,9 @@ def link_plane(link, mu_lo, mu_hi, v_lo, v_hi, s, t, upper=False, n_mu=N_PLANE_M
         size = 1.0 + np.abs(s0) * (np.abs(a) + np.abs(b)) + np.abs(t0) * (np.abs(c) + np.abs(e))
         pad = err + 4.0 * link.margin + 1e-12 * size
         A = ext + pad if upper else ext - pad
-    return np.where(ok & np.isfinite(A), A, bad_value)
+    A = np.where(ok & np.isfinite(A), A, bad_value)
+    if return_arg:
+        i_mu, i_v = np.unravel_index(idx, (n_mu, n_v))
+        rows = np.arange(len(A))
+        return A, M[rows, i_mu], V[rows, i_v]
+    return A

@@ -31,7 +31,13 @@ The lines' chords lose each p_k's curvature over the whole of its mean
 range; with ten classes moving almost independently in 64 dimensions those
 losses add up, and the normalised bound also gets a quadratic relaxation
 (:class:`_QuadRatio`: each p_k quadratic in its mean around the box centre,
-the squares bounded by a quadratic form in x, one Taylor-model bound).
+the squares bounded by a quadratic form in x, one Taylor-model bound). Where
+two classes are close, the root box also gets latent slices
+(:meth:`_QuadRatio.sliced`): the mean ranges of the two classes that cost
+the relaxation most are cut into slices, each pair of slices bounded with
+planes of those two classes (slopes by a few supergradient steps: they act as
+Lagrange multipliers of the slice constraint) and the others' quadratics; in
+the latent space two dimensions matter, in x sixty-four.
 
 Each class's variance is coupled to its mean in both joint bounds
 (:func:`coupled_line`): the link's sensitivity to the variance
@@ -297,6 +303,52 @@ def coupled_planes(link, model, variance, box, lo, hi, upper=False, n_pieces=1):
     A = np.where(np.isfinite(A), A, bad)
     Wv = -(t * s2)[:, :, None] * g[:, None, :]
     return A, s, Wv, np.abs(Wv).sum(axis=2)
+
+
+def slice_plane(link, model, variance, box, lo, hi, e0, e1, s, t, upper=False):
+    """One plane of p_k over the slice [e0, e1] of the box's mean range, with
+    the variance through its affine enclosure and the slopes given: ``(A,
+    Wv, mu_arg, v_arg)`` of shapes (B,), (B, N), (B,), (B,) such that, for
+    every x in box b whose sklearn mean mu~(x) lies in [e0[b], e1[b]],
+
+        p~(x) >= A[b] + s[b] mu~(x) + Wv[b] . r(x)   (``upper=False``),
+        p~(x) <= A[b] + s[b] mu~(x) + Wv[b] . r(x)   (``upper=True``),
+
+    r(x) = k(Xs, x); A is -inf (+inf) where no plane is proven (also
+    without a finite variance enclosure). ``(mu_arg, v_arg)``: the grid node
+    where the plane touches (:func:`link_plane` with ``return_arg``), for
+    the caller's ascent over the slopes.
+
+    Proof: that of :func:`coupled_planes` for one slice with the slopes
+    (s, t) given instead of a tangent's (any slopes are valid): the slice's
+    rectangle [e0, e1] x [v_lo, v_hi] contains (mu~(x), v~(x)) for such x
+    (the box's variance range holds sklearn's v~), :func:`link_plane` gives
+    the offset A0, the enclosure the term t v~ >= t s2 C - t s2 g . r(x), and
+    A = A0 + t s2 C with the rounding of s2 C (directed 4 u) and of the
+    product and the sum forming A (4 u of their terms each) taken off
+    (added on the upper side).
+    """
+    B = len(lo)
+    bad = np.inf if upper else -np.inf
+    enc = _enclosure(variance, lo, hi)
+    if enc is None:
+        return np.full(B, bad), np.zeros((B, len(model.X_support))), 0.5 * (e0 + e1), box.v_lo
+    g, c_lo, c_hi = enc
+    s2 = float(model.scale[0]) ** 2
+    with np.errstate(all="ignore"):
+        A0, mu_arg, v_arg = link_plane(link, e0, e1, box.v_lo, box.v_hi, s, t, upper=upper, return_arg=True)
+        if upper:
+            C = np.where(t >= 0, c_hi, c_lo)
+        else:
+            C = np.where(t >= 0, c_lo, c_hi)
+        C = s2 * C * (1.0 + np.where((C >= 0) == ((t < 0) != upper), 1.0, -1.0) * 4 * _U)
+        shift = t * C
+        err = 4 * _U * np.abs(shift)
+        err = err + 4 * _U * (np.abs(A0) + np.abs(shift) + err)
+        A = A0 + shift + (err if upper else -err)
+    A = np.where(np.isfinite(A), A, bad)
+    Wv = -(t * s2)[:, None] * g
+    return A, Wv, mu_arg, v_arg
 
 
 #: Directions (besides the link lines') of the joint pairwise bound, and the
@@ -739,6 +791,10 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     also gets the quadratic relaxation of :class:`_QuadRatio` (another valid
     lower bound of min F_t over the box; the larger of the two is used): it
     keeps the curvature of each p_k in its mean that the lines' chords lose.
+    A single box (the branch and bound's root; ``SLICE_MAX_BOXES``) whose
+    proven t is still far from the value attained at the relaxation's
+    minimiser then gets :func:`_slice_refine`: latent slices of two classes'
+    mean ranges (:meth:`_QuadRatio.sliced`), whose every node must pass.
     """
     B, d = lo.shape
     K = len(boxes)
@@ -830,11 +886,60 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         side = np.where(ok, 1, np.where(bad, -1, side))
         arg = np.where(bad[:, None], am, arg)
         live = live & (np.abs(t_fail - t_pass) > 1e-6)
+    if quad is not None and B <= SLICE_MAX_BOXES:
+        best = _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper)
     return best, arg
+
+
+def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
+    """Bisection of :func:`_ratio_bound`'s t with the latent slices of
+    :meth:`_QuadRatio.sliced` (a t passes when psi(t) >= 0 or every node's
+    bound is >= 0: both prove F_t >= 0 on the box): between the best proven
+    t and the value of P_c attained at the relaxation's minimiser (or the
+    search range's far end), where no t beyond can pass. Boxes whose gap is
+    below ``SLICE_MIN_GAP`` are left alone. Only proven t are returned."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        at = _proba(probs.p(arg), c, False)
+    at = np.where(np.isfinite(at), at, np.nan)
+    if upper:
+        far = np.fmax(t_lo, at)
+        gap = best - far
+    else:
+        far = np.fmin(t_hi, at)
+        gap = far - best
+    todo = ~done & np.isfinite(best) & (gap > SLICE_MIN_GAP)
+    if not todo.any():
+        return best
+    best, far = best.copy(), far.copy()
+    for _ in range(N_SLICE_BISECT):
+        t = np.where(todo, 0.5 * (best + far), best)
+        sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)
+        f, am = psi(t)
+        ok = f >= 0
+        for pair in quad.slice_pairs(sc, sr):
+            need = todo & ~ok
+            if not need.any():
+                break
+            ok = ok | (need & (quad.sliced(sc, sr, am, pair) >= 0))
+        best = np.where(todo & ok, t, best)
+        far = np.where(todo & ~ok, t, far)
+        todo = todo & (np.abs(far - best) > 0.25 * SLICE_MIN_GAP)
+        if not todo.any():
+            break
+    return best
 
 
 #: Use the quadratic relaxation of :class:`_QuadRatio` in :func:`_ratio_bound`.
 QUAD_RATIO = True
+#: Latent slices (:meth:`_QuadRatio.sliced`): slices per sliced class, slope
+#: steps per node, the most boxes per call it is tried on (the branch and
+#: bound's root is bound alone; in 64 dimensions its children barely improve
+#: on it), the least gap (in probability) worth it, and the bisection steps.
+N_SLICES = 3
+N_SLICE_STEPS = 8
+SLICE_MAX_BOXES = 1
+SLICE_MIN_GAP = 3e-3
+N_SLICE_BISECT = 4
 #: Grid points per class for the bound of |d^3 p / d mu^3| (:class:`_QuadRatio`).
 N_QUAD_GRID = 33
 
@@ -1020,27 +1125,37 @@ class _QuadRatio:
         self.Wv = np.where(ok_k[..., None], Wv, Wv_line)
         self.nv = np.abs(self.Wv).sum(-1)
         self.a, self.A, self.Wk, self.offs, self.c, self.K, self.up = a, A, Wk, offs, c, K, up
+        self.probs, self.boxes, self.ok_k = probs, boxes, ok_k
         self.n1 = np.abs(Wk).sum(-1)
         self.adapter, self.lo, self.hi, self.h, self.rtol = ad, lo, hi, h, rtol
         self.wrtol = margin_rtol(N, d) * probs._kmax(probs.group[0], lo, hi)
         self.ok = bool(ok_k.any())
 
-    def __call__(self, sc, sr):
+    def __call__(self, sc, sr, terms=None):
         """Certified lower bound (B,) of min over each box of F_t, with the
         class's coefficient ``sc`` and the others' ``sr`` (B,), and the
-        minimiser of the relaxation."""
+        minimiser of the relaxation.
+
+        ``terms``: optional ``(sigma, alpha, err, kap, rho, cq, Wv)`` arrays
+        replacing the relaxation's own (a class with kap = rho = cq = 0 is a
+        line / plane class p_k >=(<=) alpha + sigma mu~ + Wv . r - err over
+        the x considered, as :meth:`sliced` passes)."""
         K, lo, hi, h = self.K, self.lo, self.hi, self.h
+        if terms is None:
+            terms = (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv)
+        sigma, alpha, err_k, kap, rho, cq, Wv = terms
+        nv = np.abs(Wv).sum(-1)
         coef = np.where((np.arange(K) == self.c)[:, None], sc[None], sr[None])  # (K, B)
         ac = np.abs(coef)
         # Each class's relaxation bounds p_k from the side its coefficient needs (t in [0, 1]); else no bound.
         wrong = (((coef < 0) & ~self.up) | ((coef > 0) & self.up)).any(0)
         with np.errstate(all="ignore"):
-            Wc = (coef * self.sigma).T @ self.Wk + np.einsum("kb,kbn->bn", coef, self.Wv)
-            const = (coef * (self.alpha + self.sigma * self.offs[:, None])).sum(0)
-            cmag = (ac * (np.abs(self.alpha) + np.abs(self.sigma * self.offs[:, None]))).sum(0)
-            pen = (ac * (self.kap * self.cq + self.err)).sum(0) * (1 + 8 * _U)
-            wmargin = self.wrtol * (ac * (np.abs(self.sigma) * self.n1[:, None] + self.nv)).sum(0)
-            r = ac * self.kap * self.rho  # (K, B)
+            Wc = (coef * sigma).T @ self.Wk + np.einsum("kb,kbn->bn", coef, Wv)
+            const = (coef * (alpha + sigma * self.offs[:, None])).sum(0)
+            cmag = (ac * (np.abs(alpha) + np.abs(sigma * self.offs[:, None]))).sum(0)
+            pen = (ac * (kap * cq + err_k)).sum(0) * (1 + 8 * _U)
+            wmargin = self.wrtol * (ac * (np.abs(sigma) * self.n1[:, None] + nv)).sum(0)
+            r = ac * kap * rho  # (K, B)
             Madd = -2.0 * np.einsum("kb,kbi,kbj->bij", r, self.a, self.a)
             magq = (r * self.A * self.A).sum(0)
             _, tm = self.adapter.linearise(lo, hi, Wc)
@@ -1056,6 +1171,139 @@ class _QuadRatio:
             val = low + const - E - 4 * _U * (np.abs(low) + np.abs(const) + E)
         val = np.where(np.isnan(val) | wrong, -np.inf, val)
         return val, np.clip(0.5 * (lo + hi) + u, lo, hi)
+
+    def slice_pairs(self, sc, sr):
+        """The pairs of classes :meth:`sliced` tries (one or two): the bounded
+        class with its strongest competitor (largest upper end of the mean
+        range), and the two classes that cost the relaxation most (|coef|
+        times the worst value of the quadratic term, or of the line's
+        distance from p_k over the mean range at the middle variance)."""
+        K, boxes, link = self.K, self.boxes, self.probs.link
+        coef = np.where((np.arange(K) == self.c)[:, None], sc[None], sr[None])
+        ac = np.abs(coef)
+        top = np.array([np.sum(np.where(np.isfinite(b.mu_hi), b.mu_hi, -np.inf)) for b in boxes])
+        top[self.c] = -np.inf
+        pairs = [(self.c, int(np.argmax(top)))]
+        # Each class's loss in the relaxation: its quadratic term's worst value, or the line's distance.
+        fr = np.linspace(0.0, 1.0, 17)
+        with np.errstate(all="ignore"):
+            loss = np.zeros(K)
+            for k in range(K):
+                b = boxes[k]
+                if self.ok_k[k].all():
+                    lk = ac[k] * self.kap[k] * (self.rho[k] * self.A[k] ** 2 + self.cq[k])
+                else:
+                    M = b.mu_lo[:, None] + (b.mu_hi - b.mu_lo)[:, None] * fr
+                    P = link.value(M, 0.5 * (b.v_lo + b.v_hi)[:, None])
+                    line = self.alpha[k][:, None] + self.sigma[k][:, None] * M
+                    lk = ac[k] * np.abs(P - line).max(1)
+                loss[k] = np.nansum(np.where(np.isfinite(lk), lk, 0.0))
+        pair = tuple(int(k) for k in np.argsort(-loss)[:2])
+        if set(pair) != set(pairs[0]):
+            pairs.append(pair)
+        return pairs
+
+    def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True):
+        """Lower bound (B,) of min over each box of F_t by latent slices of
+        the two classes that cost the relaxation most (|coef| times the
+        worst value of the quadratic term, or of the line's distance from
+        p_k over the mean range at the middle variance): ``-inf`` where a slice's bound is negative
+        (the caller only needs F_t >= 0).
+
+        The terms of the top class and its closest competitor dominate the
+        relaxation's loss on rows with two close classes (their means move
+        over ~1-2.5 in the box; kappa (mu - m)^2 charges the link's worst
+        curvature over all of it, and a mean range that crosses 0 keeps only
+        the line's chord). Here their mean ranges are
+        cut into ``n_slices`` slices each (``N_SLICES``); on each pair of
+        slices (a node) both classes get a plane of :func:`slice_plane`
+        instead of their quadratic (every other class keeps its relaxation),
+        bounded by :meth:`__call__` with those terms. A plane's slopes act as
+        Lagrange multipliers of the slice constraint (the node's bound is a
+        minimum over the whole box, not only over the x whose means lie in
+        the slices): ``steps`` (``N_SLICE_STEPS``) sign-supergradient
+        steps of the slopes, from the link's gradient at the slice's middle,
+        keep the best bound (any slopes give a valid one; the ascent needs no
+        proof).
+
+        Proof. For x in the box, the two classes' sklearn means mu~_k(x) lie
+        in their certified mean ranges, which the slices cover (shared
+        computed edges, exact ends), so x belongs to some node (i, j). On
+        that node, :func:`slice_plane` gives p~_k(x) >=(<=) A_k + s_k
+        mu~_k(x) + Wv_k . r(x) for both sliced classes (the side their
+        coefficient needs; its rounding in A_k), which is the form of a line
+        class of the relaxation (kap = rho = cq = 0, err = 0 as for
+        :func:`coupled_line`, whose rounding is in A too), so
+        :meth:`__call__`'s proof gives F_t(x) >= the node's bound. Hence
+        F_t >= min over nodes on the box. With ``fail_fast`` a box whose
+        node falls below 0 before all its nodes are bounded is reported -inf
+        (a valid lower bound; its other nodes are skipped).
+        """
+        n = N_SLICES if n_slices is None else int(n_slices)
+        steps = N_SLICE_STEPS if steps is None else int(steps)
+        K, B = self.K, len(self.lo)
+        probs, link, boxes = self.probs, self.probs.link, self.boxes
+        coef = np.where((np.arange(K) == self.c)[:, None], sc[None], sr[None])
+        ac = np.abs(coef)
+        S = list(pair)
+        out = np.full(B, -np.inf)
+        if not all(np.isfinite(boxes[k].mu_lo).all() and np.isfinite(boxes[k].mu_hi).all() for k in S):
+            return out
+        frac = np.linspace(0.0, 1.0, n + 1)
+        edges = {}
+        for k in S:
+            e = boxes[k].mu_lo[:, None] + (boxes[k].mu_hi - boxes[k].mu_lo)[:, None] * frac
+            e[:, 0], e[:, -1] = boxes[k].mu_lo, boxes[k].mu_hi
+            edges[k] = e
+        # Nodes nearest the relaxation's minimiser first (where F_t is smallest): fail fast.
+        ref = {}
+        for k in S:
+            mu_r = probs.points[k].values(x_ref)[0]
+            ref[k] = np.clip(np.searchsorted(np.median(edges[k], axis=0)[1:-1], np.median(mu_r)), 0, n - 1)
+        order = sorted(((i, j) for i in range(n) for j in range(n if len(S) > 1 else 1)),
+                       key=lambda ij: sum(abs(ij[m] - ref[k]) for m, k in enumerate(S)))
+        live = np.ones(B, dtype=bool)
+        skipped = np.zeros(B, dtype=bool)
+        node_min = np.full(B, np.inf)
+        for ij in order:
+            if not live.any():
+                skipped[:] = True
+                break
+            skipped = skipped | ~live
+            sl = {k: (edges[k][:, ij[m]], edges[k][:, ij[m] + 1]) for m, k in enumerate(S)}
+            slope = {}
+            for k in S:
+                vm = 0.5 * (boxes[k].v_lo + boxes[k].v_hi)
+                gm, gv = link.grad(0.5 * (sl[k][0] + sl[k][1]), vm)
+                slope[k] = (np.where(np.isfinite(gm), gm, 0.0), np.where(np.isfinite(gv), gv, 0.0))
+            best = np.full(B, -np.inf)
+            for it in range(steps):
+                terms = [x.copy() for x in (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv)]
+                args = {}
+                for k in S:
+                    up = bool(self.up[k, 0])
+                    A, Wv, mu_a, v_a = slice_plane(link, probs.models[k], probs.variances[k], boxes[k],
+                                                   self.lo, self.hi, sl[k][0], sl[k][1], *slope[k], upper=up)
+                    terms[0][k], terms[1][k], terms[6][k] = slope[k][0], A, Wv
+                    for f in (2, 3, 4, 5):
+                        terms[f][k] = 0.0
+                    args[k] = (mu_a, v_a)
+                val, xs = self(sc, sr, tuple(terms))
+                best = np.maximum(best, np.where(np.isnan(val), -np.inf, val))
+                if it == steps - 1 or (fail_fast and not (live & (best < 0)).any()):
+                    break
+                eta = 0.5 / np.sqrt(1.0 + it)
+                for k in S:
+                    mu_x, v_x = probs.points[k].values(xs)
+                    gs, gt = coef[k] * (mu_x - args[k][0]), coef[k] * (v_x - args[k][1])
+                    s_k, t_k = slope[k]
+                    s_k = s_k + eta * 0.03 * np.sign(gs) * np.minimum(1.0, np.abs(gs))
+                    t_k = t_k + eta * 0.005 * np.sign(gt) * np.minimum(1.0, np.abs(gt))
+                    slope[k] = (np.where(np.isfinite(s_k), s_k, 0.0), np.where(np.isfinite(t_k), t_k, 0.0))
+            node_min = np.where(live, np.minimum(node_min, best), node_min)
+            if fail_fast:
+                live = live & (best >= 0)
+        return np.where(skipped, -np.inf, node_min)
 
 
 def _take(boxes, mask):
