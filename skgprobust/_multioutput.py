@@ -165,8 +165,8 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_solve, lapack, solve_triangular
-from scipy.linalg.blas import dtrsv
+from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
+from scipy.linalg.lapack import dpotrs
 from scipy.sparse import csr_matrix
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel, Matern, Product, Sum, WhiteKernel
@@ -427,8 +427,9 @@ class _MultiOutputBoundModel(BoundModel):
 # them for sklearn's single-output GaussianProcessRegressor). An ensemble
 # sampler evaluates dozens of vectors per step; one sklearn kernel call per
 # vector costs more in Python overhead than the linear algebra at the sizes
-# of active learning. Nothing certified depends on these: likelihoods only
-# choose hyperparameters.
+# of active learning. The fitted factor L_ (which predict and the certified
+# bounds use) is built from sklearn's own kernel formulas (_Problem.gram_sklearn),
+# as before; the batched Grams only score hyperparameters.
 # ---------------------------------------------------------------------------
 
 
@@ -534,15 +535,18 @@ def cholesky_batch(K):
     """
     S, N = K.shape[0], K.shape[1]
     try:
-        Lc = np.linalg.cholesky(K)
+        if S == 1:  # scipy's LAPACK, as sklearn's GaussianProcessRegressor (the fitted factor L_)
+            Lc = cholesky(K[0], lower=True, check_finite=False)[None]
+        else:
+            Lc = np.linalg.cholesky(K)
         ok = np.ones(S, dtype=bool)
-    except np.linalg.LinAlgError:
+    except (np.linalg.LinAlgError, ValueError):
         Lc, ok = np.zeros((S, N, N)), np.zeros(S, dtype=bool)
         for s in range(S):
             try:
                 Lc[s] = np.linalg.cholesky(K[s])
                 ok[s] = True
-            except np.linalg.LinAlgError:
+            except (np.linalg.LinAlgError, ValueError):
                 pass
     bad = ~np.isfinite(Lc).reshape(S, -1).all(axis=1)
     if bad.any():
@@ -551,34 +555,41 @@ def cholesky_batch(K):
     return Lc, ok
 
 
-def gaussian_lml_from_cholesky(Lc, ok, y):
+def gaussian_lml_from_cholesky(Lc, ok, y, return_beta=False):
     """``log N(y | 0, K_s)`` from the factors of :func:`cholesky_batch`.
 
-    ``-1/2 ||L^-1 y||^2 - sum log diag L - N/2 log(2 pi)`` per matrix; ``-inf``
-    where ``ok`` is False or the value is not finite.
+    ``-1/2 y^T beta - sum log diag L - N/2 log(2 pi)`` with ``beta = K^-1 y =
+    L^-T L^-1 y`` per matrix (sklearn's formula); ``-inf`` where ``ok`` is
+    False or the value is not finite.
 
     Parameters
     ----------
     Lc : ndarray of shape (S, N, N)
     ok : ndarray of bool, shape (S,)
     y : ndarray of shape (N,)
+    return_beta : bool, default=False
+        Also return the (S, N) solutions beta (NaN where not ok).
 
     Returns
     -------
     lml : ndarray of shape (S,)
+    beta : ndarray of shape (S, N), only with ``return_beta``
     """
-    out = np.full(len(Lc), -np.inf)
-    N = len(y)
+    S, N = len(Lc), len(y)
+    out = np.full(S, -np.inf)
+    betas = np.full((S, N), np.nan) if return_beta else None
     for s in np.flatnonzero(ok):
-        # L z = y by BLAS forward substitution (Lc[s].T is Fortran-ordered L^T:
-        # solve (L^T)^T z = y); scipy's solve_triangular costs ~5x more per call
-        # at the sizes of active learning.
-        z = dtrsv(Lc[s].T, y, lower=0, trans=1)
+        if S == 1:  # scipy's cho_solve, as sklearn's GaussianProcessRegressor
+            beta = cho_solve((Lc[0], True), y, check_finite=False)
+        else:  # the same LAPACK solve (potrs) without scipy's per-call overhead; Lc[s].T is L^T in Fortran order
+            beta = dpotrs(Lc[s].T, y, lower=0)[0]
         with np.errstate(divide="ignore", invalid="ignore"):
-            v = -0.5 * (z @ z) - np.log(np.diagonal(Lc[s])).sum() - 0.5 * N * _LOG_2PI
+            v = -0.5 * y @ beta - np.log(np.diagonal(Lc[s])).sum() - 0.5 * N * _LOG_2PI
         if np.isfinite(v):
             out[s] = v
-    return out
+        if return_beta:
+            betas[s] = beta
+    return (out, betas) if return_beta else out
 
 
 def gaussian_lml_batch(K, y):
@@ -662,8 +673,8 @@ class _Problem:
         tmp = np.empty_like(K)
         for l, Kr in enumerate(grams):
             w = W[:, self.outs, l]
-            np.multiply(Kr, w[:, :, None], out=tmp)
-            tmp *= w[:, None, :]
+            np.multiply(w[:, :, None], w[:, None, :], out=tmp)  # (w w^T) * K_l, as the unbatched form
+            tmp *= Kr
             K += tmp
         idx = np.arange(self.N)
         K[:, idx, idx] += noise[:, self.outs] + self.jitter
@@ -690,6 +701,24 @@ class _Problem:
         blocks, W, noise = self.split(T)
         return self._assemble([self._pair_grams(k, b) for k, b in zip(self.kernels, blocks)], W, noise)
 
+    def gram_sklearn(self, kernels, W, noise, eval_gradient=False):
+        """K (1, N, N) at one parameter set with the latent Grams from the
+        kernels' own ``__call__`` (sklearn's formulas; with
+        ``eval_gradient`` also their derivatives): the gradient path and the
+        fitted factor ``L_``. Returns (K, latent Grams on the pairs, their
+        derivatives or None)."""
+        grams, dgrams = [], []
+        for k in kernels:
+            if eval_gradient:
+                Kl, dKl = k(self.X, eval_gradient=True)
+            else:
+                Kl, dKl = k(self.X), None
+            Kl = np.asarray(Kl, dtype=np.float64)
+            grams.append((Kl if self.E is None else Kl[np.ix_(self.rows, self.rows)])[None])
+            dgrams.append(dKl)
+        return self._assemble(grams, np.asarray(W, dtype=np.float64)[None], np.asarray(noise, dtype=np.float64)[None]), \
+            grams, dgrams
+
     #: Matrix entries per chunk of :meth:`lml_batch` (cache-sized pieces of the batch).
     _CHUNK = 1 << 17
 
@@ -711,19 +740,12 @@ class _Problem:
         if not eval_gradient:
             return float(self.lml_batch(theta[None])[0])
         kernels, W, noise = self.unpack(theta)
-        grams, dgrams = [], []
-        for k in kernels:
-            Kl, dKl = k(self.X, eval_gradient=True)
-            Kl = np.asarray(Kl, dtype=np.float64)
-            grams.append((Kl if self.E is None else Kl[np.ix_(self.rows, self.rows)])[None])
-            dgrams.append(dKl)
-        K = self._assemble(grams, W[None], noise[None])
+        K, grams, dgrams = self.gram_sklearn(kernels, W, noise, eval_gradient=True)
         Lc, ok = cholesky_batch(K)
-        value = gaussian_lml_from_cholesky(Lc, ok, self.y)[0]
+        value, beta = gaussian_lml_from_cholesky(Lc, ok, self.y, return_beta=True)
+        value, beta, Lc = value[0], beta[0], Lc[0]
         if not np.isfinite(value):
             return -np.inf, np.zeros_like(theta)
-        Lc = Lc[0]
-        beta = cho_solve((Lc, True), self.y, check_finite=False)
         Kinv, info = lapack.dpotri(Lc, lower=1)
         if info != 0:
             return -np.inf, np.zeros_like(theta)
@@ -1117,7 +1139,9 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         else:
             theta = theta0
         kernels, W, noise = prob.unpack(theta)
-        Lc, ok = cholesky_batch(prob.gram_batch(np.asarray(theta, dtype=np.float64)[None]))
+        # The fitted factor from sklearn's kernel formulas (as the gradient path), factorised and
+        # scored by the same code as the batched likelihood.
+        Lc, ok = cholesky_batch(prob.gram_sklearn(kernels, W, noise)[0])
         if not ok[0]:
             raise np.linalg.LinAlgError(
                 "The covariance of the observed pairs is not positive definite. "
