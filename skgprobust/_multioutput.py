@@ -716,8 +716,8 @@ class _Problem:
             Kl = np.asarray(Kl, dtype=np.float64)
             grams.append((Kl if self.E is None else Kl[np.ix_(self.rows, self.rows)])[None])
             dgrams.append(dKl)
-        return self._assemble(grams, np.asarray(W, dtype=np.float64)[None], np.asarray(noise, dtype=np.float64)[None]), \
-            grams, dgrams
+        K = self._assemble(grams, np.asarray(W, dtype=np.float64)[None], np.asarray(noise, dtype=np.float64)[None])
+        return K, grams, dgrams
 
     #: Matrix entries per chunk of :meth:`lml_batch` (cache-sized pieces of the batch).
     _CHUNK = 1 << 17
