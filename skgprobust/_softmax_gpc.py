@@ -1206,7 +1206,7 @@ _EXTEND_WITHIN = 0.05
 
 #: At most this many budgets per box (each extension needs the bound within
 #: _EXTEND_WITHIN of 0 at its start).
-_EXTEND_TIMES = 8
+_EXTEND_TIMES = 16
 
 #: Wall-clock cap (seconds) of the latent branch and bound per call (all its
 #: boxes): under heavy load the root bound of a row, made before the
@@ -1242,6 +1242,13 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
     gamma = 0.05), the root bound of the three rows that stayed unknown:
     -0.051 / -0.054 / -0.038 (plain) and -0.027 / -0.027 / -0.011 (the
     former 8 halved sub-boxes) against -0.006 / 0.000 / +0.001 (48 leaves).
+
+    Each split re-bounds only the competitors whose pair bound is <= 0 in
+    a picked leaf (``competitors`` of :func:`node_rule_margin_lower`); the
+    other pairs keep the parent's pair bound, valid on each half. Ten-class
+    digits row 19 (gamma = 0.05): the root box proves +6.8e-5 in 1.75 s
+    before (every pair re-bounded, ~10 ms per leaf at load 8), in ~0.6 s
+    after.
 
     Sound: the leaves always cover the box (the two halves share the same
     floating-point cut point: d pieces [d_lo, mid], [mid, d_hi] with mid
@@ -1317,7 +1324,17 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
                     mid = min(max(sm * sm, lo_), hi_)
                     cVH[a, jt] = mid
                     cVL[z, jt] = mid
-            c_low, c_pair = node_rule_margin_lower(cDL, cDH, cVL, cVH, cls, return_pairs=True)
+            # only the pairs not yet proven in some picked leaf are bounded
+            # again; the others keep the parent's pair bound (valid on each
+            # half, as the parent is a superset): 3x faster at ten classes
+            weak = np.flatnonzero((pair[pick] <= 0.0).any(axis=0))
+            c_pair = np.repeat(pair[pick], 2, axis=0)
+            if len(weak):
+                _, new_pair = node_rule_margin_lower(
+                    cDL, cDH, cVL, cVH, cls, return_pairs=True, competitors=others[weak]
+                )
+                c_pair[:, weak] = np.maximum(new_pair, c_pair[:, weak])
+            c_low = c_pair.min(axis=1)
             parent = np.repeat(low[pick], 2)
             c_low = np.maximum(c_low, parent)  # the parent's bound holds on each half too
             evals += len(c_low)

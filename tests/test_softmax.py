@@ -706,3 +706,32 @@ def test_node_rule_is_deterministic_and_batch_independent():
         full = sm.node_rule_value(mu, var)
         for i in (0, 17, 49):
             np.testing.assert_array_equal(sm.node_rule_value(mu[i : i + 1], var[i : i + 1])[0], full[i])
+
+
+@pytest.mark.parametrize("m", [3, 10])
+def test_node_rule_margin_competitor_subset_matches_full_pairs(m):
+    """``competitors`` bounds only the listed pairs: the same numbers as the
+    full call's columns (the latent branch and bound re-bounds the unproven
+    pairs only), each a lower bound of R_c - R_k at sampled points of the box,
+    and bad subsets raise."""
+    rng = np.random.default_rng(m)
+    B = 5
+    mu_lo = rng.normal(size=(B, m))
+    mu_hi = mu_lo + rng.uniform(0, 0.5, size=(B, m))
+    v_lo = rng.uniform(0.1, 2.0, size=(B, m))
+    v_hi = v_lo + rng.uniform(0, 1.0, size=(B, m))
+    c = 1
+    others = [k for k in range(m) if k != c]
+    low, pairs = sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, return_pairs=True)
+    sub = others[::-2]  # a reversed subset
+    low_s, pairs_s = sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, return_pairs=True, competitors=sub)
+    np.testing.assert_array_equal(pairs_s, pairs[:, [others.index(k) for k in sub]])
+    np.testing.assert_array_equal(low_s, pairs_s.min(axis=1))
+    assert np.all(low <= low_s)
+    for b in range(B):
+        t = rng.random((200, m))
+        R = sm.node_rule_value(mu_lo[b] + t * (mu_hi[b] - mu_lo[b]), v_lo[b] + rng.random((200, m)) * (v_hi[b] - v_lo[b]))
+        assert np.all(R[:, [c]] - R[:, sub] >= pairs_s[b])
+    for bad in ([], [c], [m]):
+        with pytest.raises(ValueError, match="competitors"):
+            sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, competitors=bad)

@@ -643,10 +643,16 @@ def _exp_shifted(f_lo, f_hi):
 
 def _others_sum(e):
     """``sum_{j != c} e_j`` for every c (last axis), from prefix and suffix
-    sums of the non-negative terms: no cancellation, relative error <= m u."""
-    z = np.zeros(e.shape[:-1] + (1,))
-    pre = np.concatenate([z, np.cumsum(e[..., :-1], axis=-1)], axis=-1)
-    suf = np.concatenate([np.cumsum(e[..., :0:-1], axis=-1)[..., ::-1], z], axis=-1)
+    sums of the non-negative terms: no cancellation, relative error <= m u.
+    The running sums are formed one class at a time (the same sequential
+    additions as ``cumsum``, ~5x faster than cumsum along a short last axis)."""
+    m = e.shape[-1]
+    pre = np.zeros(e.shape)
+    suf = np.zeros(e.shape)
+    for j in range(1, m):
+        np.add(pre[..., j - 1], e[..., j - 1], out=pre[..., j])
+    for j in range(m - 2, -1, -1):
+        np.add(suf[..., j + 1], e[..., j + 1], out=suf[..., j])
     return pre + suf
 
 
@@ -694,7 +700,7 @@ def node_rule_bounds(mu_lo, mu_hi, var_lo, var_hi):
     return p_lo, p_hi
 
 
-def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls, return_pairs=False):
+def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls, return_pairs=False, competitors=None):
     """Lower bound (B,) of ``min_{k != c} (R_c - R_k)`` over the box, c = cls:
     where it is > 0, class c is the unique argmax of R everywhere in the box.
 
@@ -714,23 +720,37 @@ def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls, return_pairs=False
     With ``return_pairs``, also the per-competitor bounds (B, m - 1) of
     ``R_c - R_k`` (k over the other classes in increasing order), lowered
     by the same margin.
+
+    ``competitors`` (a sequence of classes other than c; default all): only
+    those pairs are bounded, and the result is their minimum (a lower bound
+    of ``min_k (R_c - R_k)`` only together with valid bounds of the other
+    pairs, which the caller must supply); ``pairs`` is then (B,
+    len(competitors)). The per-node terms of each pair are those above, so
+    the bounds of the pairs computed are the same numbers either way.
     """
     mu_lo, mu_hi, var_lo, var_hi = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (mu_lo, mu_hi, var_lo, var_hi))
     B, m = mu_lo.shape
     Z, W = node_rule(m)
-    out = np.empty(B)
-    pairs = np.empty((B, m - 1))
     others = [k for k in range(m) if k != cls]
+    if competitors is not None:
+        competitors = [int(k) for k in competitors]
+        if not competitors or any(k == cls or not 0 <= k < m for k in competitors):
+            raise ValueError(f"competitors must be a non-empty list of classes other than {cls}, got {competitors}.")
+    ks = others if competitors is None else competitors
+    out = np.empty(B)
+    pairs = np.empty((B, len(ks)))
     step = _rule_chunk(m, len(Z))
     for s in range(0, B, step):
         sl = slice(s, s + step)
         f_lo, f_hi = _node_intervals(mu_lo[sl], mu_hi[sl], var_lo[sl], var_hi[sl], Z)
         e_lo, e_hi = _exp_shifted(f_lo, f_hi)
         A = e_lo[:, :, cls : cls + 1]  # (b, S, 1)
-        Bk = e_hi[:, :, others]  # (b, S, m - 1)
+        Bk = e_hi[:, :, ks]  # (b, S, len(ks))
         # A + e_hi_k + T_hi = A + sum_{j != c} e_hi_j; T_lo = sum_{j != c, k} e_lo_j.
-        tot_hi = A + _others_sum(e_hi)[:, :, cls : cls + 1]
+        tot_hi = A + e_hi[:, :, others].sum(axis=2, keepdims=True)  # m - 1 non-negative terms
         t_lo = _others_sum(e_lo[:, :, others])
+        if competitors is not None:
+            t_lo = t_lo[:, :, [others.index(k) for k in ks]]
         num = A - Bk
         g = np.minimum(num / tot_hi, num / (A + Bk + t_lo))
         pair = (g * W[None, :, None]).sum(axis=1)  # (b, m - 1)
