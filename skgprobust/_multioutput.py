@@ -1164,7 +1164,20 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         self._coef = self.W_[:, :, None] * self.W_[outs].T[None, :, :]
         self._weights = std[:, None] * self.alpha_[None, :]
         self.__dict__.pop("_problem_cache", None)
-        self._problem()  # the parameter layout of this fit (W / noise fixed or not), cached
+        # The parameter layout of this fit (W / noise fixed or not, their
+        # bounds, the jitter), recorded so that set_params without a refit
+        # cannot change theta_, bounds_ or log_marginal_likelihood (nor make
+        # them differ between the model and its pickled / deep copies).
+        W_fixed = isinstance(self.W, str) or isinstance(self.W_bounds, str)
+        noise_fixed = isinstance(self.noise_level_bounds, str)
+        self._layout_ = (
+            W_fixed,
+            None if W_fixed else self.W_bounds,
+            noise_fixed,
+            None if noise_fixed else self.noise_level_bounds,
+            float(self.alpha),
+        )
+        self._problem()  # cached per fit
         return self
 
     def _random_start(self, prob, rng, bounds, Yn, obs):
@@ -1194,12 +1207,9 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         rows, outs = self.observed_
         P = self.n_outputs_
         yv = ((self.Y_train_ - self._y_train_mean) / self._y_train_std)[rows, outs]
-        W_fixed = isinstance(self.W, str) or isinstance(self.W_bounds, str)
-        W_bounds = None if W_fixed else self.W_bounds
-        noise_fixed = isinstance(self.noise_level_bounds, str)
+        W_fixed, W_bounds, noise_fixed, noise_bounds, jitter = self._layout_
         prob = _Problem(self.X_train_, rows, outs, yv, P, self.kernels_, self.W_, W_fixed, W_bounds,
-                        self.noise_level_, noise_fixed, None if noise_fixed else self.noise_level_bounds,
-                        float(self.alpha))
+                        self.noise_level_, noise_fixed, noise_bounds, jitter)
         prob.theta = prob.pack(self.kernels_, self.W_, self.noise_level_)
         self._problem_cache = (self.alpha_, prob)
         return prob

@@ -831,3 +831,23 @@ def test_local_bound_sweep_fast(case):
 @given(case=_snr_cases())
 def test_local_bound_sweep_slow(case):
     _snr_sweep(case, 1500)
+
+
+def test_layout_fixed_at_fit_not_by_later_set_params():
+    # Hunt (this stop): after set_params without a refit, theta_ / the
+    # likelihood were rebuilt from the new parameters only after a pickle or
+    # deepcopy (cache dropped), so copies disagreed with the model.
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (20, 2))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])]
+    est = MO(ConstantKernel(1.0) * RBF(1.0), random_state=0).fit(X, Y)
+    t_fit, lml = est.theta_.copy(), est.log_marginal_likelihood()
+    est.set_params(noise_level_bounds="fixed", alpha=1e-2)
+    for m in (est, copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+        np.testing.assert_array_equal(m.theta_, t_fit)
+        assert m.bounds_.shape == (t_fit.size, 2)
+        assert m.log_marginal_likelihood() == lml
+        assert m.log_marginal_likelihood(t_fit) == pytest.approx(lml, rel=1e-12)
