@@ -42,25 +42,45 @@ Let P = I - 1 1^T / m (centring) and G(S) = E_{f ~ N(mu, S)}[softmax(f)].
 *Lemma 1 (shift invariance).* softmax(f) = softmax(P f), so G(S) depends
 on S only through P S P: G(S) = G(S') whenever P S P = P S' P (S, S' PSD).
 
-*Lemma 2 (Hessian of softmax).* With s = softmax(f),
-``H_c = d^2 s_c / df^2 = s_c (e_c - s)(e_c - s)^T - s_c (diag(s) - s s^T)``,
-a difference A - B of two PSD matrices, so ``||H_c||_2 <= max(||A||,
-||B||) = s_c max(||e_c - s||^2, lambda_max(diag(s) - s s^T)) <= 8/27``:
-``||e_c - s||^2 <= 2 (1 - s_c)^2`` and ``2 s_c (1 - s_c)^2 <= 8/27``
-(largest at s_c = 1/3); Gershgorin gives ``lambda_max(diag(s) - s s^T)
-<= max_j 2 s_j (1 - s_j)``, which is <= 1/2 (so s_c lambda_max <= 1/4)
-when s_c <= 1/2, and when s_c > 1/2 every other s_j <= 1 - s_c < 1/2, so
-it is ``2 s_c (1 - s_c)`` and ``s_c lambda_max <= 2 s_c^2 (1 - s_c) <=
-8/27`` (largest at s_c = 2/3). (Sampled: max ||H_c|| = 0.19245, about
-1/(3 sqrt 3); the earlier proof used 1/2.) Also ``H_c 1 = 0`` (Lemma 1).
+*Lemma 2 (Hessian of softmax).* With s = softmax(f), ``H_c = d^2 s_c /
+df^2 = s_c (e_c - s)(e_c - s)^T - s_c (diag(s) - s s^T)``, and
+``||H_c||_2 <= K = 1/(3 sqrt 3) = 0.19245`` (attained for two classes at
+s_c = (3 -+ sqrt 3) / 6). Also ``H_c 1 = 0`` (Lemma 1).
+Proof (review F5; the earlier proof gave 8/27 = 0.296). H_c is symmetric,
+so ||H_c||_2 = max |x^T H_c x| over unit x; fix one. Write p = s_c, q the
+softmax of (f_j)_{j != c} (weights on the other classes), mu = sum_{j != c}
+q_j x_j, V = sum_{j != c} q_j (x_j - mu)^2 >= 0. With L(f) = log sum_{j !=
+c} exp(f_j - f_c), s_c = sigma(-L) (sigma the logistic function); along
+phi(t) = s_c(f + t x): L' = mu - x_c, L'' = V (the gradient and Hessian of
+log-sum-exp), sigma' = p (1 - p), sigma'' = p (1 - p)(1 - 2 p), so
+
+    x^T H_c x = phi''(0) = p (1 - p) [(1 - 2 p)(mu - x_c)^2 - V].
+
+Three facts: (i) mu^2 + V = sum_{j != c} q_j x_j^2 <= sum_{j != c} x_j^2
+(q_j <= 1), so with S = x_c^2 + mu^2 + V we have S <= 1 and
+(mu - x_c)^2 <= 2 (x_c^2 + mu^2) = 2 (S - V); (ii) V = y^T (diag(q) - q
+q^T) y (y = (x_j)_{j != c}) <= 1/2 ||y||^2 <= 1/2, since by Gershgorin
+lambda_max(diag(q) - q q^T) <= max_j 2 q_j (1 - q_j) <= 1/2; (iii) for p
+in [0, 1]: 2 p (1 - p)|1 - 2 p| <= K, with equality at p = (3 -+ sqrt 3) / 6
+(there p (1 - p) = 1/6 and |1 - 2 p| = 1 / sqrt 3).
+Upper side: if p <= 1/2, x^T H_c x <= p (1 - p)(1 - 2 p) 2 (S - V) <= K by
+(i), (iii); if p > 1/2 it is <= 0. Lower side: if p <= 1/2, -x^T H_c x <=
+p (1 - p) V <= 1/8 by (ii). If p > 1/2, with t = 2 p - 1 in (0, 1],
+-x^T H_c x = p (1 - p) [t (mu - x_c)^2 + V] <= p (1 - p) [2 t (S - V) + V]
+= p (1 - p) [2 t S + (1 - 2 t) V]: for t >= 1/2 this is <= p (1 - p) 2 t =
+2 p (1 - p)(2 p - 1) <= K by (iii) (V >= 0, S <= 1); for t < 1/2 (p in
+(1/2, 3/4)) it is <= p (1 - p)(2 t + (1 - 2 t) / 2) = p (1 - p)(2 p - 1/2)
+by (ii), whose maximum on [1/2, 3/4] is at p = (5 + sqrt 13) / 12 = 0.7171
+(the root of -6 p^2 + 5 p - 1/2), value 0.18952 < K. So |x^T H_c x| <= K.
 
 *Proposition.* For any PSD diagonal D and Sigma PSD,
-``|G_c(Sigma) - G_c(D)| <= 4/27 ||P (Sigma - D) P||_*`` (nuclear norm).
+``|G_c(Sigma) - G_c(D)| <= K/2 ||P (Sigma - D) P||_*`` (nuclear norm;
+K/2 = 1/(6 sqrt 3) = 0.0962, 4/27 = 0.148 before).
 Proof: S_t = D + t (Sigma - D) is PSD for t in [0, 1]; by the heat
 equation (Price's theorem) d/dt G_c(S_t) = 1/2 tr((Sigma - D) E_t[H_c]),
 and since E_t[H_c] = P E_t[H_c] P (Lemma 2), this is 1/2 tr(P (Sigma - D) P
-E_t[H_c]) <= 1/2 ||P (Sigma - D) P||_* ||E_t[H_c]||_2 <= 4/27 ||...||_*
-(Jensen: ||E H|| <= E ||H|| <= 8/27). Integrate over t.
+E_t[H_c]) <= 1/2 ||P (Sigma - D) P||_* ||E_t[H_c]||_2 <= K/2 ||...||_*
+(Jensen: ||E H|| <= E ||H|| <= K). Integrate over t.
 
 The model takes ``D = diag(a(x))``, a(x) the least-squares fit of
 ``P diag(a) P`` to ``P Sigma(x) P`` (a fixed linear map of Sigma(x):
@@ -69,7 +89,7 @@ clipped at 0. For m = 3 the fit is exact (the centred symmetric matrices
 of rank 2 form a 3-dimensional space that ``P diag(a) P`` spans), so
 whenever a(x) >= 0 the diagonal Gaussian N(mu, diag(a)) has *exactly*
 the class probabilities of the full-covariance one. For m > 3 the
-remainder ``r(x) = 4/27 ||P (Sigma - diag(a)) P||_*`` is computed per row
+remainder ``r(x) = K/2 ||P (Sigma - diag(a)) P||_*`` is computed per row
 (:meth:`SoftmaxGaussianProcessClassifier.predict_proba_error`).
 
 ``predict_proba`` (deterministic: a fixed node rule)
@@ -191,8 +211,9 @@ ranges converge instead of 80%, median 0.2 s per row instead of 0.48).
 What is loose: the bounds are for the returned numbers, i.e. for
 R(mu, a) of the diagonal reduction; for m > 3 the full-covariance
 integral may differ from them by the per-row ``r(x)`` (proven, not
-certified over boxes; on 10-class digits r is ~0.3 (4/27 of the centred
-nuclear norm) while the measured difference is 0.002-0.01, so for many
+certified over boxes; on 10-class digits r is ~0.22 (K/2 = 1/(6 sqrt 3)
+of the centred nuclear norm; ~0.3 with the former 4/27) while the
+measured difference is 0.002-0.01, so for many
 classes ``predict_proba`` is a certified-argmax score with a conservative
 accuracy statement). Diagnosis of the rows certify leaves unknown
 (10-class digits, gamma = 0.05): the latent intervals are nearly exact
@@ -392,8 +413,9 @@ def _reduction_matrices(m):
     return 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
 
 
-#: 4/27 (module docstring, Proposition), rounded up.
-_REMAINDER_CONST = (4.0 / 27.0) * (1.0 + 4 * _U)
+#: K/2 = 1/(6 sqrt 3) (module docstring, Lemma 2 and Proposition), rounded
+#: up: sqrt, the product and the quotient are correctly rounded (3 u), 4 u covers them.
+_REMAINDER_CONST = (1.0 / (6.0 * np.sqrt(3.0))) * (1.0 + 4 * _U)
 
 
 def _reduce(Sigma, Q, remainder=True):

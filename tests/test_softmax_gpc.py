@@ -275,26 +275,42 @@ def test_reduction_is_exact_for_three_classes_and_bounded_otherwise():
             assert np.all(np.abs(s1.mean(0) - s2.mean(0)) <= r[t] + 5 * se)
 
 
-def test_softmax_hessian_norm_is_at_most_8_27():
-    """Lemma 2 of the reduction's proof: ||d^2 softmax_c / df^2||_2 <= 8/27
-    (the remainder constant 4/27 = 1/2 * 8/27), at sampled logits, the
-    extremal probabilities (1/3, 2/3) included."""
+def test_softmax_hessian_norm_is_at_most_1_over_3_sqrt3():
+    """Lemma 2 of the reduction's proof: ||d^2 softmax_c / df^2||_2 <=
+    K = 1/(3 sqrt 3) (the remainder constant K/2), at sampled logits, at the
+    proof's extremal points (two classes, s_c = (3 -+ sqrt 3) / 6: equality;
+    s_c = 0.7171, the lower side's worst case with t < 1/2), and against an
+    L-BFGS-B attack on the largest |eigenvalue| over the logits."""
+    from scipy.optimize import minimize
+
     from skgprobust._softmax_gpc import _REMAINDER_CONST
 
-    assert 4.0 / 27.0 <= _REMAINDER_CONST < 0.15
+    K = 1.0 / (3.0 * np.sqrt(3.0))
+    assert K / 2 <= _REMAINDER_CONST <= K / 2 * (1 + 1e-15)
+
+    def hess_norm(F, c):
+        F = np.atleast_2d(F)
+        S = np.exp(F - logsumexp(F, axis=1, keepdims=True))
+        E = np.eye(F.shape[1])[c] - S
+        cov = np.eye(F.shape[1]) * S[:, None, :] - S[:, :, None] * S[:, None, :]
+        H = S[:, c, None, None] * (E[:, :, None] * E[:, None, :] - cov)
+        return np.abs(np.linalg.eigvalsh(H)).max(axis=1)
+
     rng = np.random.default_rng(11)
     worst = 0.0
     for m in (2, 3, 5, 10):
         F = rng.normal(size=(4000, m)) * rng.uniform(0.1, 5.0, size=(4000, 1))
-        F[:2, :] = 0.0
-        F[0, 0], F[1, 0] = np.log(2.0 * (m - 1)), np.log(0.5 * (m - 1))  # s_0 = 2/3, 1/3
-        S = np.exp(F - logsumexp(F, axis=1, keepdims=True))
         for c in range(m):
-            E = np.eye(m)[c] - S
-            cov = np.eye(m) * S[:, None, :] - S[:, :, None] * S[:, None, :]
-            H = S[:, c, None, None] * (E[:, :, None] * E[:, None, :] - cov)
-            worst = max(worst, np.abs(np.linalg.eigvalsh(H)).max())
-    assert 0.15 < worst <= 8.0 / 27.0
+            worst = max(worst, hess_norm(F, c).max())
+        for p in ((3 - np.sqrt(3)) / 6, (3 + np.sqrt(3)) / 6, (5 + np.sqrt(13)) / 12, 2 / 3, 1 / 3):
+            f = np.zeros(m)
+            f[0] = np.log(p * (m - 1) / (1 - p))  # s_0 = p, the others equal
+            worst = max(worst, hess_norm(f, 0)[0])
+        for start in rng.normal(size=(6, m)) * 2:
+            res = minimize(lambda f: -hess_norm(f, 0)[0], start, method="L-BFGS-B")
+            worst = max(worst, -res.fun)
+    np.testing.assert_allclose(worst, K, rtol=1e-6)  # attained (two classes)
+    assert worst <= K * (1 + 1e-12)
 
 
 def test_softmax_point_rule_error_against_gauss_hermite():
