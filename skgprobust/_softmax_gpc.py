@@ -1167,7 +1167,9 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         ok = finite & np.isfinite(big) & (mu_abs <= MAX_ABS_MEAN) & np.all(
             (np.abs(d_lo) <= MAX_ABS_MEAN) & (np.abs(d_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1
         )
-        result = (d_lo, d_hi, v_lo, v_hi, ok, arg, score)
+        # fp (B,): the per-node rounding allowance, for the latent branch and
+        # bound's overlapping cuts (:func:`_latent_margin_lower`)
+        result = (d_lo, d_hi, v_lo, v_hi, ok, arg, score, fp[:, 0])
         self._certify_cache = (key, result)
         return result
 
@@ -1188,7 +1190,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         The rule is shift invariant (softmax(f) = softmax(f - f_c 1) node by
         node), so R(mu, a) = R(mu - mu_c 1, a): the bound runs on the mean
         differences of :meth:`certify_latent` (class cls at exactly 0)."""
-        d_lo, d_hi, v_lo, v_hi, ok, arg, score = self.certify_latent(lo, hi, cls)
+        d_lo, d_hi, v_lo, v_hi, ok, arg, score, fp = self.certify_latent(lo, hi, cls)
         out = np.full(len(lo), -1.0)
         if ok.any():
             dl, dh, vl, vh = d_lo[ok], d_hi[ok], v_lo[ok], v_hi[ok]
@@ -1200,6 +1202,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
                 low[near] = _latent_margin_lower(
                     dl[near], dh[near], vl[near], vh[near], cls, low[near], pairs[near], _latent_evals(m),
                     None if latent_seconds is None else latent_seconds[0 if len(lo) == 1 else 1],
+                    overlap=fp[ok][near],
                 )
             out[ok] = low
         return out - 2.0 * self.tolerance, arg, score
@@ -1244,7 +1247,7 @@ _LATENT_SECONDS = 0.3
 _LATENT_SHARE = (0.5, 0.1)
 
 
-def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seconds=None):
+def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seconds=None, overlap=None):
     """A sharper lower bound (B,) of ``min_{k != c} (R_c - R_k)`` over latent
     boxes (d in [d_lo, d_hi], var in [v_lo, v_hi]; c = cls) by a best-first
     branch and bound in the latent box, ``budget`` sub-box evaluations each.
@@ -1272,9 +1275,17 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
     before (every pair re-bounded, ~10 ms per leaf at load 8), in ~0.6 s
     after.
 
-    Sound: the leaves always cover the box (the two halves share the same
-    floating-point cut point: d pieces [d_lo, mid], [mid, d_hi] with mid
-    clipped into [d_lo, d_hi]; var pieces [v_lo, s_mid^2], [s_mid^2, v_hi]
+    Sound: the leaves always cover the box (d pieces [d_lo, mid + e],
+    [mid - e, d_hi], clipped into [d_lo, d_hi], e = ``overlap`` of the box:
+    certify's per-node rounding allowance 8 u big of
+    :meth:`_ReducedSoftmaxProbabilities.certify_latent`. The model's node
+    values are within e of those of the exact differences D(x), which the
+    root box holds with e to spare on both sides; with cuts overlapping by e,
+    by induction some leaf again holds D(x) with e to spare, so its node
+    intervals bracket the model's computed nodes as the root's do (with cuts
+    that merely touch, a D(x) within e of a cut would be bracketed by
+    neither half, an error <= e of the margin that only RULE_MARGIN's
+    headroom covered, for latents below ~1e5); var pieces [v_lo, s_mid^2], [s_mid^2, v_hi]
     with s_mid^2 clipped into [v_lo, v_hi]), and each leaf's bound is a
     valid lower bound over the leaf (:func:`node_rule_margin_lower`; the
     parent's bound, valid over the leaf too, is kept where larger). So the
@@ -1290,6 +1301,7 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
         if time.perf_counter() >= stop:
             break
         DL, DH = d_lo[b : b + 1].copy(), d_hi[b : b + 1].copy()
+        e = 0.0 if overlap is None else float(overlap[b])
         VL, VH = v_lo[b : b + 1].copy(), v_hi[b : b + 1].copy()
         low, pair = np.array([low0[b]]), pairs0[b : b + 1].copy()
         evals = 0
@@ -1337,9 +1349,9 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
                 jt = j[t]
                 if which[t] == 0:
                     lo_, hi_ = DL[pick[t], jt], DH[pick[t], jt]
-                    mid = min(max(0.5 * lo_ + 0.5 * hi_, lo_), hi_)
-                    cDH[a, jt] = mid
-                    cDL[z, jt] = mid
+                    mid = 0.5 * lo_ + 0.5 * hi_
+                    cDH[a, jt] = min(max(mid + e, lo_), hi_)
+                    cDL[z, jt] = min(max(mid - e, lo_), hi_)
                 else:
                     lo_, hi_ = VL[pick[t], jt], VH[pick[t], jt]
                     sm = 0.5 * np.sqrt(lo_) + 0.5 * np.sqrt(hi_)
