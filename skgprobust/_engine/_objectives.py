@@ -897,7 +897,13 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     bound is >= 0: both prove F_t >= 0 on the box): between the best proven
     t and the value of P_c attained at the relaxation's minimiser (or the
     search range's far end), where no t beyond can pass. Boxes whose gap is
-    below ``SLICE_MIN_GAP`` are left alone. Only proven t are returned."""
+    below ``SLICE_MIN_GAP`` (nothing to win) or above ``SLICE_MAX_GAP``
+    (more than two classes' slices can close: the wide boxes of gamma 0.05)
+    are left alone; at most ``SLICE_MAX_CALLS`` relaxation bounds are spent,
+    and ``SLICE_BOX_CALLS`` over all the refinements of one box (remembered
+    for the last box per model; the objectives of a row are bound in a fixed
+    order, so the outcome does not depend on timing). Only proven t are
+    returned."""
     with np.errstate(invalid="ignore", divide="ignore"):
         at = _proba(probs.p(arg), c, False)
     at = np.where(np.isfinite(at), at, np.nan)
@@ -907,10 +913,23 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     else:
         far = np.fmin(t_hi, at)
         gap = far - best
-    todo = ~done & np.isfinite(best) & (gap > SLICE_MIN_GAP)
+    todo = ~done & np.isfinite(best) & (gap > SLICE_MIN_GAP) & (gap < SLICE_MAX_GAP)
     if not todo.any():
         return best
+    key = (quad.lo.tobytes(), quad.hi.tobytes())
+    try:
+        hit = _SLICE_BUDGETS.get(probs)
+        if hit is None or hit[0] != key:
+            hit = (key, [SLICE_BOX_CALLS])
+            _SLICE_BUDGETS[probs] = hit
+        box_left = hit[1]
+    except TypeError:  # pragma: no cover - not weak-referenceable: a budget per call only
+        box_left = [SLICE_BOX_CALLS]
+    if box_left[0] <= 0:
+        return best
     best, far = best.copy(), far.copy()
+    budget = [min(SLICE_MAX_CALLS, box_left[0])]
+    start = budget[0]
     for _ in range(N_SLICE_BISECT):
         t = np.where(todo, 0.5 * (best + far), best)
         sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)
@@ -920,12 +939,13 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
             need = todo & ~ok
             if not need.any():
                 break
-            ok = ok | (need & (quad.sliced(sc, sr, am, pair) >= 0))
+            ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget) >= 0))
         best = np.where(todo & ok, t, best)
         far = np.where(todo & ~ok, t, far)
-        todo = todo & (np.abs(far - best) > 0.25 * SLICE_MIN_GAP)
-        if not todo.any():
+        todo = todo & (np.abs(far - best) > 0.1 * SLICE_MIN_GAP)
+        if not todo.any() or budget[0] <= 0:
             break
+    box_left[0] -= start - budget[0]
     return best
 
 
@@ -936,10 +956,22 @@ QUAD_RATIO = True
 #: bound's root is bound alone; in 64 dimensions its children barely improve
 #: on it), the least gap (in probability) worth it, and the bisection steps.
 N_SLICES = 3
-N_SLICE_STEPS = 8
+N_SLICE_STEPS = 6
 SLICE_MAX_BOXES = 1
-SLICE_MIN_GAP = 3e-3
-N_SLICE_BISECT = 4
+SLICE_MIN_GAP = 5e-3
+SLICE_MAX_GAP = 0.04
+N_SLICE_BISECT = 3
+#: Halvings of a failing node of :meth:`_QuadRatio.sliced`.
+N_SLICE_DEPTH = 4
+#: The most relaxation bounds (one Taylor-model bound each, ~10 ms in 64-D
+#: with N = 1000) one refinement may spend, and all refinements of one box
+#: together (the objectives of a row bound the same root box: at most
+#: about SLICE_BOX_CALLS x 10 ms per row); a t whose nodes are not all
+#: bounded within it does not pass.
+SLICE_MAX_CALLS = 60
+SLICE_BOX_CALLS = 240
+
+_SLICE_BUDGETS = weakref.WeakKeyDictionary()  # probs -> (box key, [relaxation bounds left])
 #: Grid points per class for the bound of |d^3 p / d mu^3| (:class:`_QuadRatio`).
 N_QUAD_GRID = 33
 
@@ -1203,7 +1235,7 @@ class _QuadRatio:
             pairs.append(pair)
         return pairs
 
-    def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True):
+    def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True, budget=None, depth=None):
         """Lower bound (B,) of min over each box of F_t by latent slices of
         the two classes that cost the relaxation most (|coef| times the
         worst value of the quadratic term, or of the line's distance from
@@ -1235,9 +1267,15 @@ class _QuadRatio:
         class of the relaxation (kap = rho = cq = 0, err = 0 as for
         :func:`coupled_line`, whose rounding is in A too), so
         :meth:`__call__`'s proof gives F_t(x) >= the node's bound. Hence
-        F_t >= min over nodes on the box. With ``fail_fast`` a box whose
-        node falls below 0 before all its nodes are bounded is reported -inf
-        (a valid lower bound; its other nodes are skipped).
+        F_t >= min over nodes on the box. A node whose bound stays below 0
+        is halved (the slice widest relative to its class's mean range; the
+        halves share the computed middle, so they cover it) up to ``depth``
+        (``N_SLICE_DEPTH``) times, its slopes passed on: a latent branch and
+        bound over the two classes' means, whose leaves cover the box. With
+        ``fail_fast`` a leaf below 0 ends it with -inf (a valid lower bound;
+        the other nodes are skipped); so does running out of ``budget`` (a
+        one-element list: relaxation bounds left, counted down). One box
+        only (B = 1; else -inf).
         """
         n = N_SLICES if n_slices is None else int(n_slices)
         steps = N_SLICE_STEPS if steps is None else int(steps)
@@ -1249,35 +1287,40 @@ class _QuadRatio:
         out = np.full(B, -np.inf)
         if not all(np.isfinite(boxes[k].mu_lo).all() and np.isfinite(boxes[k].mu_hi).all() for k in S):
             return out
+        if B != 1:  # one box (the root): the latent tree is the box's own
+            return out
+        depth = N_SLICE_DEPTH if depth is None else int(depth)
+        full = {k: float(boxes[k].mu_hi[0] - boxes[k].mu_lo[0]) for k in S}
         frac = np.linspace(0.0, 1.0, n + 1)
         edges = {}
         for k in S:
-            e = boxes[k].mu_lo[:, None] + (boxes[k].mu_hi - boxes[k].mu_lo)[:, None] * frac
-            e[:, 0], e[:, -1] = boxes[k].mu_lo, boxes[k].mu_hi
+            e = boxes[k].mu_lo + (boxes[k].mu_hi - boxes[k].mu_lo) * frac
+            e[0], e[-1] = boxes[k].mu_lo[0], boxes[k].mu_hi[0]
             edges[k] = e
         # Nodes nearest the relaxation's minimiser first (where F_t is smallest): fail fast.
         ref = {}
         for k in S:
-            mu_r = probs.points[k].values(x_ref)[0]
-            ref[k] = np.clip(np.searchsorted(np.median(edges[k], axis=0)[1:-1], np.median(mu_r)), 0, n - 1)
+            mu_r = probs.points[k].values(x_ref)[0][0]
+            ref[k] = int(np.clip(np.searchsorted(edges[k][1:-1], mu_r), 0, n - 1))
         order = sorted(((i, j) for i in range(n) for j in range(n if len(S) > 1 else 1)),
                        key=lambda ij: sum(abs(ij[m] - ref[k]) for m, k in enumerate(S)))
-        live = np.ones(B, dtype=bool)
-        skipped = np.zeros(B, dtype=bool)
-        node_min = np.full(B, np.inf)
-        for ij in order:
-            if not live.any():
-                skipped[:] = True
-                break
-            skipped = skipped | ~live
-            sl = {k: (edges[k][:, ij[m]], edges[k][:, ij[m] + 1]) for m, k in enumerate(S)}
-            slope = {}
-            for k in S:
-                vm = 0.5 * (boxes[k].v_lo + boxes[k].v_hi)
-                gm, gv = link.grad(0.5 * (sl[k][0] + sl[k][1]), vm)
-                slope[k] = (np.where(np.isfinite(gm), gm, 0.0), np.where(np.isfinite(gv), gv, 0.0))
-            best = np.full(B, -np.inf)
+        stack = [({k: (edges[k][ij[m]:ij[m] + 1], edges[k][ij[m] + 1:ij[m] + 2]) for m, k in enumerate(S)}, 0, None)
+                 for ij in order[::-1]]
+        node_min = np.inf
+        while stack:
+            sl, level, slope = stack.pop()
+            if slope is None:
+                slope = {}
+                for k in S:
+                    vm = 0.5 * (boxes[k].v_lo + boxes[k].v_hi)
+                    gm, gv = link.grad(0.5 * (sl[k][0] + sl[k][1]), vm)
+                    slope[k] = (np.where(np.isfinite(gm), gm, 0.0), np.where(np.isfinite(gv), gv, 0.0))
+            best = -np.inf
             for it in range(steps):
+                if budget is not None:
+                    if budget[0] <= 0:
+                        return out
+                    budget[0] -= 1
                 terms = [x.copy() for x in (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv)]
                 args = {}
                 for k in S:
@@ -1289,8 +1332,9 @@ class _QuadRatio:
                         terms[f][k] = 0.0
                     args[k] = (mu_a, v_a)
                 val, xs = self(sc, sr, tuple(terms))
-                best = np.maximum(best, np.where(np.isnan(val), -np.inf, val))
-                if it == steps - 1 or (fail_fast and not (live & (best < 0)).any()):
+                v0 = float(val[0]) if np.isfinite(val[0]) else -np.inf
+                best = max(best, v0)
+                if it == steps - 1 or best >= 0:
                     break
                 eta = 0.5 / np.sqrt(1.0 + it)
                 for k in S:
@@ -1300,10 +1344,24 @@ class _QuadRatio:
                     s_k = s_k + eta * 0.03 * np.sign(gs) * np.minimum(1.0, np.abs(gs))
                     t_k = t_k + eta * 0.005 * np.sign(gt) * np.minimum(1.0, np.abs(gt))
                     slope[k] = (np.where(np.isfinite(s_k), s_k, 0.0), np.where(np.isfinite(t_k), t_k, 0.0))
-            node_min = np.where(live, np.minimum(node_min, best), node_min)
+            if best >= 0:
+                node_min = min(node_min, best)
+                continue
+            if level < depth:
+                # Halve the slice that is widest relative to its class's whole mean range.
+                k = max(S, key=lambda k: float(sl[k][1][0] - sl[k][0][0]) / max(full[k], 1e-300))
+                e0, e1 = sl[k]
+                mid = e0 + 0.5 * (e1 - e0)
+                if e0[0] < mid[0] < e1[0]:
+                    for a, b in ((mid, e1), (e0, mid)):
+                        child = dict(sl)
+                        child[k] = (a, b)
+                        stack.append((child, level + 1, dict(slope)))
+                    continue
             if fail_fast:
-                live = live & (best >= 0)
-        return np.where(skipped, -np.inf, node_min)
+                return out
+            node_min = min(node_min, best)
+        return np.array([node_min])
 
 
 def _take(boxes, mask):
