@@ -157,9 +157,9 @@ Over a box T:
   _ReducedSoftmaxProbabilities.certify_latent`, in one batch with the
   reduced variances' linear parts), which keeps the correlation of the two
   means at the same x. Boxes whose bound is within 0.15 below 0 also get a
-  best-first branch and bound in the latent box (48 leaves, up to 384 while
-  within 0.05 of 0; at most half the time_limit for a row's root box, a
-  tenth for the children of a split; :func:`_latent_margin_lower`), which limits the
+  best-first branch and bound in the latent box (48 leaves, up to 768 while
+  within 0.05 of 0; for a row's root box until 0.8 of the time_limit after
+  the row's start, a tenth of it for the children of a split; :func:`_latent_margin_lower`), which limits the
   per-node freedom of the interval bound (the worst end of each sigma
   interval chosen node by node).
 
@@ -191,7 +191,8 @@ and incumbent checks inside a row are cheap, and every row ends within
 step: the root bounds of a row (for ``prediction_range``, of its 2 m
 objectives, sharing one latent box) are computed before the first budget
 check. The latent branch and bound inside certify's margin bound stops
-after half the time_limit at the root and a tenth of it in later splits
+0.8 of the time_limit after the row's start at the root and after a tenth
+of it in later splits
 (plus one round of 8 leaves; 0.3 s without a time_limit), so the root step
 cannot overrun by itself and a late split by little more than a tenth. Measured on 10-class digits (d = 64, N = 500)
 under load ~10: rows end by ``time_limit + 0.2 s`` (certify) and
@@ -226,6 +227,23 @@ mean-type function of k(x, X) +0.007, sampled minimum +0.137. A proven
 plane with a small linearisation loss at ten classes (E < ~0.05 in 19
 latent coordinates) is the open lever; at three classes the plane's gain
 (0.015-0.027) is below its loss ("Tried and not kept" above).
+
+Measured before building the Lagrangian coupling (min_x margin >=
+min_{q in L} [g(q) - lambda.q] + min_{x in T} lambda.q(x), q the latent
+quantities; ten-class digits, gamma = 0.05, latent widths ~2-3 in d and
+~0.6 in sigma, so a Taylor / Stein curvature bound of the first term is
+~1 at the root): even with the first term minimised *exactly* (multi-start
+L-BFGS-B, an optimistic estimate) the best lambda along the margin's
+gradient gives -0.023 (row 0) and -0.018 (row 11) at the root, and the
+margin's minimum over the whole latent box, the limit of any latent-only
+branch and bound, is about -0.03 (rows 0, 11) and -0.028 (row 17; -0.019
+within the gradient half-space), against sampled minima +0.14, +0.14,
++0.08. Row 19's is about +0.05 (local search): the one unknown row a faster latent
+branch and bound proves (~3x per leaf, 768 leaves: robust in ~0.5-1 s).
+Per-leaf multipliers converge to the minimum over the convex hull of
+q(T), but need leaves small in ~19 coordinates (not built). So rows 0,
+11 and 17 need input splits (~0.2-0.3 s each in 64-D at this load) or a
+relaxation in x itself; 15% of the rows stay unknown.
 """
 
 import numbers
@@ -1179,9 +1197,9 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         sharpened by :func:`_latent_margin_lower` near 0); -1 for boxes
         beyond the rule's numeric range. Also a search hint and a score.
 
-        ``latent_seconds``: the time caps of the latent branch and bound for
-        one box (a row's root) and for several (the children of splits), or
-        None (:data:`_LATENT_SECONDS`). Passed per call (certify's
+        ``latent_seconds``: the time caps of the latent branch and bound: a
+        deadline for one box (a row's root) and seconds for several (the
+        children of splits), or None (:data:`_LATENT_SECONDS`). Passed per call (certify's
         :func:`_certify_row` makes them from its own ``time_limit``), never
         stored on this shared, cached object: later calls without a limit
         and concurrent certify calls each use their own. Run time only: any
@@ -1201,7 +1219,7 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             if near.any():
                 low[near] = _latent_margin_lower(
                     dl[near], dh[near], vl[near], vh[near], cls, low[near], pairs[near], _latent_evals(m),
-                    None if latent_seconds is None else latent_seconds[0 if len(lo) == 1 else 1],
+                    _cap_seconds(latent_seconds, len(lo)),
                     overlap=fp[ok][near],
                 )
             out[ok] = low
@@ -1240,11 +1258,14 @@ _EXTEND_TIMES = 16
 _LATENT_SECONDS = 0.3
 
 #: With a time_limit, the caps are these shares of it instead (certify):
-#: for a row's root box (made before the engine's first budget check: half
-#: the limit, so it cannot overrun by itself) and for the children of a split
-#: (the engine predicts a split's cost from the earlier ones; a small cap
-#: keeps a late split from overrunning by much).
-_LATENT_SHARE = (0.5, 0.1)
+#: for a row's root box, a deadline at this share of the limit after the
+#: row's start (made before the engine's first budget check, so it cannot
+#: overrun by itself; the root's latent bounds count against it, so under
+#: load the branch and bound gets what they leave: 0.5 of the limit as
+#: seconds before, which left ten-class row 19 unproven at load ~9), and for
+#: the children of a split, seconds (the engine predicts a split's cost from
+#: the earlier ones; a small cap keeps a late split from overrunning by much).
+_LATENT_SHARE = (0.8, 0.1)
 
 
 def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seconds=None, overlap=None):
@@ -1429,14 +1450,28 @@ class _SoftmaxBoundModel(BoundModel):
         return self._cached(("margin", idx), lambda: _PairwiseMarginObjective(self.probabilities(), idx))
 
 
-def _latent_caps(time_limit):
-    """The latent branch and bound's time caps (root box, split children)
-    for a certify call: ``_LATENT_SHARE`` of ``time_limit``; None without a
-    limit (:data:`_LATENT_SECONDS`). Only a performance setting."""
+def _cap_seconds(latent_seconds, n_boxes):
+    """Seconds for the latent branch and bound of one bounding call: None
+    (the default cap), the time left to the root's deadline (one box: a
+    row's root), or the split children's seconds."""
+    if latent_seconds is None:
+        return None
+    if n_boxes == 1:
+        return max(latent_seconds[0] - time.perf_counter(), 0.0)
+    return latent_seconds[1]
+
+
+def _latent_caps(time_limit, start=None):
+    """The latent branch and bound's time caps for a certify row: the
+    root box's deadline (a ``time.perf_counter()`` value: ``start`` plus
+    ``_LATENT_SHARE[0]`` of ``time_limit``) and the seconds for the children
+    of a split (``_LATENT_SHARE[1]`` of it); None without a limit
+    (:data:`_LATENT_SECONDS`). Only a performance setting."""
     if time_limit is None:
         return None
     t = float(time_limit)
-    return (_LATENT_SHARE[0] * t, _LATENT_SHARE[1] * t)
+    start = time.perf_counter() if start is None else float(start)
+    return (start + _LATENT_SHARE[0] * t, _LATENT_SHARE[1] * t)
 
 
 def _certify_row(shared, x0, lo, hi, label, rng):
@@ -1449,7 +1484,7 @@ def _certify_row(shared, x0, lo, hi, label, rng):
     # a per-row objective carrying this call's caps (nothing stored on the
     # cached bound model, which other calls and threads share)
     probs = bm.probabilities()
-    objective = _PairwiseMarginObjective(probs, bm.class_index(label), _latent_caps(time_limit))
+    objective = _PairwiseMarginObjective(probs, bm.class_index(label), _latent_caps(time_limit, budget.start))
     return solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
 
 
@@ -1917,8 +1952,8 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
 argmax margin of ``predict_proba``); robust iff > 0. A row may
 run past ``time_limit`` by the engine's grace for a last split
 plus one bounding step (its root bounds, made before the first
-check; its latent branch and bound stops after half the limit
-there, a tenth in later splits; ~0.4 s measured at ten classes,
+check; its latent branch and bound stops 0.8 of the limit after
+the row's start there, after a tenth in later splits; ~0.4 s measured at ten classes,
 64 features, N = 500, load ~11); the result is then 'unknown'
 with a sound bound. The one-off set-up of the box bounds (cached
 per fit; per-class kernels, N = 150: 0.06 s at three classes,

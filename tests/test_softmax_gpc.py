@@ -858,7 +858,8 @@ def test_certify_time_caps_are_per_call(monkeypatch):
     monkeypatch.setattr(mod, "_latent_margin_lower", spy)
     clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
     clf.certify(X[:4], 0.3, time_limit=0.8, **kw)
-    assert seen and all(s == pytest.approx(0.4) or s == pytest.approx(0.08) for s in seen)
+    # root: the time left to the row's start + 0.8 * 0.8 s; split children: 0.1 * 0.8 s
+    assert seen and all(0.0 <= s <= 0.64 or s == pytest.approx(0.08) for s in seen)
     assert not hasattr(clf._bound_model().probabilities(), "latent_seconds")
     del seen[:]
     after = clf.certify(X[:4], 0.3, **kw)
