@@ -52,6 +52,23 @@ statuses (g.02 0 / 90, g.05 20 / 70; s/row 0.15, max 0.34 / 1.92), range
 width 0.200 (0.202 before), range s/row 1.91, max 2.60 (not comparable with
 the load-12 numbers above; at load 5.6 a range row's B&B steps cost
 0.55-0.70 s each, 3-4 steps, rows end in 1.8-2.2 s at time_limit=2).
+softmax-cert (HEAD 7e01de2 -> e001ae1; same machine, 20 rows):
+
+| version (load) | m | proba err | unk/rob% g.02 | s/row g.02 | unk/rob% g.05 | s/row g.05 | range conv% | width | range s/row |
+|---|--:|--:|--|--|--|--|--:|--:|--|
+| before (3.6-4.6) | 10 | 0.315 | 0 / 90 | 0.20 / 0.47 | 20 / 70 | 0.19 / 1.99 | 0 | 0.200 | 1.94 / 2.61 |
+| after (8.5-9.4) | 10 | 0.223 | 0 / 90 | 0.24 / 0.40 | 15 / 75 | 0.22 / 1.92 | 0 | 0.200 | 2.02 / 2.14 |
+| before (3.6-4.6) | 3 | 0.006 | 0 / 90 | 0.04 / 0.13 | 0 / 90 | 0.04 / 0.22 | 80 | 0.095 | 0.48 / 2.14 |
+| after (8.5-9.4) | 3 | 0.006 | 0 / 90 | 0.04 / 0.09 | 0 / 90 | 0.04 / 0.14 | 85 | 0.095 | 0.32 / 2.07 |
+
+(s/row: median / max.) Changes: proven Hessian constant 1/(3 sqrt 3)
+(proba err), latent branch and bound ~3x faster per leaf with up to 768
+leaves until 0.8 of time_limit (row 19 robust), per-box probability cache
+and a split-cost hint for range objectives (the engine must read it: see
+the module docstring of skgprobust._softmax_gpc, "Budget"). 40 rows,
+10 classes, load ~10 (5145b8e, before the 0.8 deadline): g.02 2 / 78,
+g.05 18 / 55, range max 2.18 s. Rows 0, 11, 17 stay unknown: the margin's
+minimum over their latent box is below 0 (module docstring).
 """
 
 import os

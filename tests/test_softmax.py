@@ -710,12 +710,13 @@ def test_node_rule_is_deterministic_and_batch_independent():
 
 @pytest.mark.parametrize("m", [3, 10])
 def test_node_rule_margin_competitor_subset_matches_full_pairs(m):
-    """``competitors`` bounds only the listed pairs: the same numbers as the
-    full call's columns (the latent branch and bound re-bounds the unproven
-    pairs only), each a lower bound of R_c - R_k at sampled points of the box,
-    and bad subsets raise."""
+    """``competitors`` bounds only the listed pairs: the full call's columns
+    up to the node sum's order (S u = 4.5e-13 at most, inside RULE_MARGIN;
+    the latent branch and bound re-bounds the unproven pairs only), each a
+    lower bound of R_c - R_k at sampled points of the box, and bad subsets
+    raise."""
     rng = np.random.default_rng(m)
-    B = 5
+    B = 3
     mu_lo = rng.normal(size=(B, m))
     mu_hi = mu_lo + rng.uniform(0, 0.5, size=(B, m))
     v_lo = rng.uniform(0.1, 2.0, size=(B, m))
@@ -725,12 +726,12 @@ def test_node_rule_margin_competitor_subset_matches_full_pairs(m):
     low, pairs = sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, return_pairs=True)
     sub = others[::-2]  # a reversed subset
     low_s, pairs_s = sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, return_pairs=True, competitors=sub)
-    np.testing.assert_array_equal(pairs_s, pairs[:, [others.index(k) for k in sub]])
+    np.testing.assert_allclose(pairs_s, pairs[:, [others.index(k) for k in sub]], rtol=0, atol=4096 * 2.0**-53)
     np.testing.assert_array_equal(low_s, pairs_s.min(axis=1))
-    assert np.all(low <= low_s)
+    assert np.all(low <= low_s + 4096 * 2.0**-53)
     for b in range(B):
-        t = rng.random((200, m))
-        R = sm.node_rule_value(mu_lo[b] + t * (mu_hi[b] - mu_lo[b]), v_lo[b] + rng.random((200, m)) * (v_hi[b] - v_lo[b]))
+        t = rng.random((100, m))
+        R = sm.node_rule_value(mu_lo[b] + t * (mu_hi[b] - mu_lo[b]), v_lo[b] + rng.random((100, m)) * (v_hi[b] - v_lo[b]))
         assert np.all(R[:, [c]] - R[:, sub] >= pairs_s[b])
     for bad in ([], [c], [m]):
         with pytest.raises(ValueError, match="competitors"):

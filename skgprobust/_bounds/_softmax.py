@@ -725,8 +725,10 @@ def node_rule_margin_lower(mu_lo, mu_hi, var_lo, var_hi, cls, return_pairs=False
     those pairs are bounded, and the result is their minimum (a lower bound
     of ``min_k (R_c - R_k)`` only together with valid bounds of the other
     pairs, which the caller must supply); ``pairs`` is then (B,
-    len(competitors)). The per-node terms of each pair are those above, so
-    the bounds of the pairs computed are the same numbers either way.
+    len(competitors)). The per-node terms of each pair are those above; only
+    the order of the weighted sum over the nodes may differ (numpy's
+    summation depends on the array's layout), within the S u of that sum
+    that RULE_MARGIN covers either way.
     """
     mu_lo, mu_hi, var_lo, var_hi = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (mu_lo, mu_hi, var_lo, var_hi))
     B, m = mu_lo.shape
