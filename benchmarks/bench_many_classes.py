@@ -69,6 +69,25 @@ columns 26% -> 27%, median worst gap 0.066 -> 0.058. Root gap of the top
 class at gamma 0.02: 0.0132 -> 0.0063 (row 2), 0.0122 -> 0.0067 (row 3).
 Iris with ``--iris-max-iter 400``: 53% rows / 58% columns before and after.
 
+Latent slices at the root box (report "ovr-range": ``_QuadRatio.sliced`` and
+``_slice_refine`` in ``skgprobust/_engine/_objectives.py``; the two classes
+that cost the relaxation most get planes on slices of their mean ranges,
+failing slices halved, slopes by supergradient steps; before = 8341d62,
+after = that plus this change, run side by side, load average 7-10 on 2
+cpus, 20 rows, ``time_limit=10``): gamma 0.02: rows 80% -> 90% (not
+converged: 10, 15, 18, 19 -> 2, 18; row 2 converges alone at load ~2 in
+4.5 s), columns 97% -> 99%, median 6.0 -> 7.5 s per row, max 10.9 -> 11.1
+s; gamma 0.05: rows 0% both, columns 27% -> 38%, median 9.5 -> 11.3 s,
+max 12.2 -> 16.0 s (median worst gap 0.066 -> 0.073: the worst column's
+boxes are wider than the refinement's gap window, and the roots take more
+of the time). Root gaps at gamma 0.02 (certified bound vs L-BFGS-B attack):
+row 10 max P_5 0.0135 -> 0.0062, row 18 min P_9 0.0205 -> 0.0051, max P_5
+0.0215 -> 0.0107 (row 18 stays unconverged), row 6 min P_5 0.0075 -> 0.0037.
+Unchanged, side by side at load 7-8: certify (40 rows: 0% unknown at both
+gammas, median 0.139 / 0.184 -> 0.144 / 0.177 s) and Iris (per-class
+kernels: no slices; ``--iris-max-iter 400``: 53% rows / 58% columns, 1.19
+-> 1.18 CPU s per row). The script prints the rows that did not converge.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds
@@ -147,6 +166,7 @@ def bench_range(clf, X, gamma, epsilon, time_limit, domain, label, max_iter=None
                 [[label, len(X), f"{r.converged.all(1).mean():.0%}", f"{r.converged.mean():.0%}",
                   f"{np.median(r.time):.3f}", f"{r.time.max():.3f}", f"{np.median(gap.max(1)):.2e}",
                   f"{wall:.1f}", bad]]))
+    print(f"{label}: rows not converged {np.flatnonzero(~r.converged.all(1)).tolist()}")
 
 
 def main():
