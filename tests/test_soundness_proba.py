@@ -23,6 +23,7 @@ from ._helpers import (
     FAST,
     SLOW,
     SWEEP_EXAMPLES,
+    BOUND_TOL,
     TOL,
     attack,
     box_points,
@@ -249,7 +250,7 @@ def test_variance_bounds_contain_sklearn_variance(data, kernel_seed, classificat
     for b in range(len(c)):
         P = box_points(lo[b], hi[b], rng, 3000)
         v = var(P)
-        assert v.min() >= vb.lower[b] - TOL and v.max() <= vb.upper[b] + TOL
+        assert v.min() >= vb.lower[b] - BOUND_TOL and v.max() <= vb.upper[b] + BOUND_TOL
         assert in_box(vb.arg_min[b], lo[b], hi[b]) and in_box(vb.arg_max[b], lo[b], hi[b])
 
 
@@ -308,7 +309,7 @@ def test_spectral_split_used_only_where_it_pays_and_sound(case, monkeypatch):
         vb = lv.bounds(c - half, c + half)
         for b in range(len(c)):
             v = var(box_points(c[b] - half, c[b] + half, rng, 3000))
-            assert v.min() >= vb.lower[b] - TOL and v.max() <= vb.upper[b] + TOL
+            assert v.min() >= vb.lower[b] - BOUND_TOL and v.max() <= vb.upper[b] + BOUND_TOL
 
 
 # --------------------------------------------------------------------------
@@ -369,7 +370,7 @@ def test_binary_proba_range_brackets_dense_grid():
         axes = [np.linspace(a, b, 201) for a, b in zip(lo[i], hi[i])]
         G = np.stack([m.ravel() for m in np.meshgrid(*axes)], axis=1)
         p = clf.predict_proba(G)
-        assert np.all(r.min_lower[i] <= p.min(0) + TOL) and np.all(r.max_upper[i] >= p.max(0) - TOL)
+        assert np.all(r.min_lower[i] <= p.min(0) + BOUND_TOL) and np.all(r.max_upper[i] >= p.max(0) - BOUND_TOL)
         assert np.all(r.min_upper[i] - r.min_lower[i] <= eps) and np.all(r.max_upper[i] - r.max_lower[i] <= eps)
 
 
@@ -387,7 +388,7 @@ def test_std_range_brackets_dense_grid():
         axes = [np.linspace(a, b, 201) for a, b in zip(lo[i], hi[i])]
         G = np.stack([m.ravel() for m in np.meshgrid(*axes)], axis=1)
         s = gpr_std(reg, G)[:, 0]
-        assert r.min_lower[i, 0] <= s.min() + TOL and r.max_upper[i, 0] >= s.max() - TOL
+        assert r.min_lower[i, 0] <= s.min() + BOUND_TOL and r.max_upper[i, 0] >= s.max() - BOUND_TOL
 
 
 @pytest.mark.parametrize("kernel", [RBF(1.0), ConstantKernel(1e4) * RBF(0.3)], ids=["rbf", "amp1e4"])
@@ -419,5 +420,5 @@ def test_variance_bounds_near_noise_free_regressor(kernel):
     for b, c in enumerate(centres):
         P = c + np.linspace(-1e-3, 1e-3, 4001)[:, None]
         _, s = GaussianProcessRegressor.predict(reg, P, return_std=True)
-        assert s.min() >= r.min_lower[b, 0] - TOL
-        assert s.max() <= r.max_upper[b, 0] + TOL
+        assert s.min() >= r.min_lower[b, 0] - BOUND_TOL
+        assert s.max() <= r.max_upper[b, 0] + BOUND_TOL
