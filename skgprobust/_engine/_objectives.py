@@ -898,7 +898,7 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     t and the value of P_c attained at the relaxation's minimiser (or the
     search range's far end), where no t beyond can pass. Boxes whose gap is
     below ``SLICE_MIN_GAP`` (nothing to win) or above ``SLICE_MAX_GAP``
-    (more than two classes' slices can close: the wide boxes of gamma 0.05)
+    (more than two classes' slices can close)
     are left alone; at most ``SLICE_MAX_CALLS`` relaxation bounds are spent,
     and ``SLICE_BOX_CALLS`` over all the refinements of one box (remembered
     for the last box per model; the objectives of a row are bound in a fixed
@@ -959,8 +959,8 @@ N_SLICES = 3
 N_SLICE_STEPS = 6
 SLICE_MAX_BOXES = 1
 SLICE_MIN_GAP = 5e-3
-SLICE_MAX_GAP = 0.04
-N_SLICE_BISECT = 3
+SLICE_MAX_GAP = 0.1
+N_SLICE_BISECT = 4
 #: Halvings of a failing node of :meth:`_QuadRatio.sliced`.
 N_SLICE_DEPTH = 4
 #: The most relaxation bounds (one Taylor-model bound each, ~10 ms in 64-D
@@ -1235,6 +1235,23 @@ class _QuadRatio:
             pairs.append(pair)
         return pairs
 
+    def _slice_slack(self, sl, coef, S):
+        """A heuristic size of what halving can win on a node: sum over the
+        sliced classes of |coef| times the largest distance of p_k (middle
+        variance) from its chord over the slice (17 points). A node whose
+        deficit exceeds it is not split (a choice of work, not of proof)."""
+        link, boxes = self.probs.link, self.boxes
+        fr = np.linspace(0.0, 1.0, 17)
+        tot = 0.0
+        with np.errstate(all="ignore"):
+            for k in S:
+                e0, e1 = float(sl[k][0][0]), float(sl[k][1][0])
+                M = e0 + (e1 - e0) * fr
+                P = link.value(M, np.full(17, 0.5 * float(boxes[k].v_lo[0] + boxes[k].v_hi[0])))
+                dev = np.abs(P - (P[0] + (P[-1] - P[0]) * fr)).max()
+                tot += float(np.abs(coef[k, 0])) * (dev if np.isfinite(dev) else np.inf)
+        return tot
+
     def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True, budget=None, depth=None):
         """Lower bound (B,) of min over each box of F_t by latent slices of
         the two classes that cost the relaxation most (|coef| times the
@@ -1347,8 +1364,9 @@ class _QuadRatio:
             if best >= 0:
                 node_min = min(node_min, best)
                 continue
-            if level < depth:
-                # Halve the slice that is widest relative to its class's whole mean range.
+            if level < depth and -best <= self._slice_slack(sl, coef, S):
+                # Halve the slice that is widest relative to its class's whole mean range
+                # (only where the planes' own slack could explain the deficit).
                 k = max(S, key=lambda k: float(sl[k][1][0] - sl[k][0][0]) / max(full[k], 1e-300))
                 e0, e1 = sl[k]
                 mid = e0 + 0.5 * (e1 - e0)
