@@ -1560,6 +1560,10 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         The fitted kernel (shared) or the first class's kernel.
     kernels_ : list of kernel instances
         One fitted kernel per class (all the same object when shared).
+    shared_kernel_ : bool
+        The ``shared_kernel`` of the fit: what ``predict_proba``, the
+        likelihood and the bounds use (``set_params`` without a refit does
+        not change it).
     log_marginal_likelihood_value_ : float
     proba_tol_ : float
         The enclosure width in use by :meth:`predict_proba_error`.
@@ -1606,7 +1610,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
 
     # -- fitting ---------------------------------------------------------------
     def _kernels_from_theta(self, theta):
-        if self.shared_kernel:
+        if self.shared_kernel_:
             k = self._base_kernel.clone_with_theta(theta)
             return [k] * self.n_classes_
         p = len(self._base_kernel.theta)
@@ -1614,7 +1618,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
 
     def _gram(self, kernels, eval_gradient):
         X, m = self.X_train_, self.n_classes_
-        if self.shared_kernel:
+        if self.shared_kernel_:
             if eval_gradient:
                 K, dK = kernels[0](X, eval_gradient=True)
                 return [K] * m, [dK] * m
@@ -1675,7 +1679,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         return (lml, grad) if eval_gradient else lml
 
     def _theta(self):
-        if self.shared_kernel:
+        if self.shared_kernel_:
             return self.kernels_[0].theta
         return np.concatenate([k.theta for k in self.kernels_])
 
@@ -1694,6 +1698,10 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         """
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=False, y_numeric=False)
         check_classification_targets(y)
+        # The kernel layout of this fit: predict, the likelihood and the bounds
+        # read it, never the parameter (set_params without a refit must not
+        # change what predict_proba computes or what the bounds are about).
+        self.shared_kernel_ = bool(self.shared_kernel)
         _check_tol(self.proba_tol)  # the type; None is resolved per number of classes
         if (
             isinstance(self.max_iter_predict, bool)
@@ -1731,11 +1739,11 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
             prev = None
         self._a_cache = prev
         p = len(self._base_kernel.theta)
-        theta0 = self._base_kernel.theta if self.shared_kernel else np.tile(self._base_kernel.theta, m)
+        theta0 = self._base_kernel.theta if self.shared_kernel_ else np.tile(self._base_kernel.theta, m)
         self.kernels_ = self._kernels_from_theta(theta0)
         if self.optimizer is not None and p > 0:
             kb = self._base_kernel.bounds
-            bounds = kb if self.shared_kernel else np.vstack([kb] * m)
+            bounds = kb if self.shared_kernel_ else np.vstack([kb] * m)
 
             def obj_func(theta):
                 lml, grad = self._lml(theta, True)
@@ -1783,7 +1791,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
 
     def _moments(self, X):
         m, n = self.n_classes_, len(X)
-        ks = [self.kernels_[0](X, self.X_train_).T] * m if self.shared_kernel else [
+        ks = [self.kernels_[0](X, self.X_train_).T] * m if self.shared_kernel_ else [
             k(X, self.X_train_).T for k in self.kernels_
         ]
         resid = self.y_train_ - self.pi_
@@ -1917,19 +1925,19 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
 
         m, Xs = self.n_classes_, self.X_train_
         resid = self.y_train_ - self.pi_
-        adapters = [make_adapter(self.kernels_[0], Xs)] * m if self.shared_kernel else [
+        adapters = [make_adapter(self.kernels_[0], Xs)] * m if self.shared_kernel_ else [
             make_adapter(k, Xs) for k in self.kernels_
         ]
         means = [
             LatentModel(Xs, resid[c][:, None], [0.0], [1.0], self.kernels_[c], adapter=adapters[c]) for c in range(m)
         ]
-        if not self.shared_kernel and m**3 * Xs.shape[0] ** 2 > 2**27:
+        if not self.shared_kernel_ and m**3 * Xs.shape[0] ** 2 > 2**27:
             raise MemoryError(
                 "per-class kernels: the reduced-variance bounds need m^3 N^2 floats; use shared_kernel=True "
                 "or fewer training points for certification."
             )
         reduced = _ReducedVariance(
-            adapters, self._Q, self._Es, self._Hs, self.shared_kernel, kernels=self.kernels_, Xs=Xs
+            adapters, self._Q, self._Es, self._Hs, self.shared_kernel_, kernels=self.kernels_, Xs=Xs
         )
         return _SoftmaxBoundModel(
             means, reduced, self.classes_, self._proba_rule, 0.0, self._surrogate_grad

@@ -361,3 +361,29 @@ def test_sparse_classifier_rule_from_fitted_wrapper():
     clf.set_params(multi_class="one_vs_rest")
     assert clf._bound_model().kind == "one_vs_one"
     assert not hasattr(clf, "prediction_range")
+
+
+def test_softmax_layout_from_the_fit_not_the_parameter():
+    # Hunt (this stop): set_params(shared_kernel=True) after a per-class fit
+    # changed predict_proba (by up to 0.28) and the bounds were built for a
+    # mixed state (a range crossed predict_proba by 4e-9).
+    from skgprobust import SoftmaxGaussianProcessClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (40, 2))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.7, 0.7])
+    Xq = rng.uniform(-2, 2, (4, 2))
+    g = 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = SoftmaxGaussianProcessClassifier(C(1.0) * RBF(1.0), shared_kernel=False, random_state=0).fit(X, y)
+    p_fit = sm.predict_proba(Xq)
+    lml = sm.log_marginal_likelihood()
+    sm.set_params(shared_kernel=True)
+    np.testing.assert_array_equal(sm.predict_proba(Xq), p_fit)
+    assert sm.log_marginal_likelihood() == lml
+    r = sm.prediction_range(Xq[:2], g, max_iter=30, random_state=0)
+    for i in range(2):
+        P = np.vstack([Xq[i] + rng.uniform(-g, g, (3000, 2)), Xq[i] + g * np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]])])
+        p = sm.predict_proba(P)
+        assert np.all(p.min(0) >= r.min_lower[i]) and np.all(p.max(0) <= r.max_upper[i])
