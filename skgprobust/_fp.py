@@ -108,7 +108,10 @@ def psd_lower_certificate(H, c):
     if not (np.isfinite(c) and np.all(np.isfinite(np.diag(H)))):
         return -np.inf
     M = np.tril(H)
-    M[np.diag_indices(n)] = np.diag(H) - c
+    with np.errstate(over="ignore", invalid="ignore"):
+        M[np.diag_indices(n)] = np.diag(H) - c
+    if not np.all(np.isfinite(np.diag(M))):
+        return -np.inf
     try:
         R = np.linalg.cholesky(M + np.tril(M, -1).T)
     except np.linalg.LinAlgError:
@@ -116,7 +119,11 @@ def psd_lower_certificate(H, c):
     if not np.all(np.isfinite(R)):
         return -np.inf
     e2 = UNIT_ROUNDOFF * float(np.max(np.abs(np.diag(M)))) * (1.0 + 2.0 * UNIT_ROUNDOFF)
-    e3 = margin_rtol(n + 1, 0) * nonneg_norm2_upper(R) ** 2
+    nR = np.float64(nonneg_norm2_upper(R))  # numpy float: overflow gives inf, not OverflowError
+    with np.errstate(over="ignore", invalid="ignore"):
+        e3 = margin_rtol(n + 1, 0) * nR * nR
+    if not np.isfinite(e3):
+        return -np.inf
     err = (e2 + e3 + n * n * 2.0**-1074) * (1.0 + 1e-12)
     lb = c - err
     return lb - 1e-12 * abs(lb)
@@ -152,7 +159,9 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
        by a caller that certified it already).
 
     Every float result is rounded up by a relative 1e-12 (>> its own few
-    roundings).
+    roundings). Squares are taken in numpy floats: a norm above ~1.3e154
+    gives ``inf`` (never an OverflowError), and a non-finite intermediate
+    ends the route with ``inf`` (no bound), never a finite wrong one.
     """
     L = np.asarray(L, dtype=np.float64)
     N = L.shape[0]
@@ -161,7 +170,9 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
     if not np.all(np.isfinite(L)):
         return np.inf
     gam = margin_rtol(N, 0)
-    nLabs = nonneg_norm2_upper(L)
+    # numpy floats throughout: a norm above ~1.3e154 squares to inf (a valid,
+    # useless bound) instead of raising OverflowError as Python floats do.
+    nLabs = np.float64(nonneg_norm2_upper(L))
     best = np.inf
     est = float(estimate) if np.isfinite(estimate) and estimate > 0 else np.inf
     # Route 2.
@@ -176,14 +187,22 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
         if rho < 1.0:
             lmG = sym_lambda_max_upper(G, est * est if np.isfinite(est) else 0.0) if lam_G is None else float(lam_G)
             if np.isfinite(lmG):
-                nX2 = (lmG + gam * nonneg_norm2_upper(X) ** 2) * (1.0 + 1e-12)
-                best = min(best, float(np.sqrt(nX2) / (1.0 - rho)) * (1.0 + 1e-12))
+                nXa = np.float64(nonneg_norm2_upper(X))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    nX2 = (np.float64(lmG) + gam * nXa * nXa) * (1.0 + 1e-12)
+                    ub = float(np.sqrt(nX2) / (1.0 - rho)) * (1.0 + 1e-12)
+                if np.isfinite(ub):
+                    best = min(best, ub)
     # Route 1 (when route 2 was not available or failed).
     if np.isfinite(best):
         return best
-    H = L @ L.T
-    e1 = gam * nLabs**2
-    guesses = [f / est**2 for f in (0.999, 0.99, 0.9, 0.5, 0.1, 0.01)] if np.isfinite(est) else []
+    with np.errstate(over="ignore", invalid="ignore"):
+        H = L @ L.T
+        e1 = gam * nLabs * nLabs
+        est2 = np.float64(est) * np.float64(est)
+    if not (np.isfinite(e1) and np.all(np.isfinite(H))):
+        return np.inf
+    guesses = [f / est2 for f in (0.999, 0.99, 0.9, 0.5, 0.1, 0.01)] if np.isfinite(est2) and est2 > 0 else []
     for c in guesses:
         if c <= e1:
             break
@@ -191,7 +210,8 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
         if lb > -np.inf:
             lam = lb - e1 * (1.0 + 1e-12)
             if lam > 0:
-                best = min(best, float(1.0 / np.sqrt(lam)) * (1.0 + 1e-12))
+                with np.errstate(over="ignore", divide="ignore"):
+                    best = min(best, float(1.0 / np.sqrt(np.float64(lam))) * (1.0 + 1e-12))
             break
     return best
 

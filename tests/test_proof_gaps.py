@@ -16,6 +16,10 @@
   residuals), of ``numpy.linalg.cholesky`` (Thm 10.3), and the accuracy of
   the C library's ``pow`` for integer exponents >= 3 (the polynomial
   kernels' 8-ulp allowance).
+* Follow-up of the referee review: the lemma 0 <= P <= I for the float
+  factor (P <= (1 + rho) I, the reviewer's white-3e-16 case in 60 digits),
+  the kernels' diagonal rounding (``diag_ulps``, outward polynomial
+  ``diag_interval``, exact rationals), overflow -> inf, ``s_err`` in 60 digits.
 """
 
 from fractions import Fraction
@@ -328,3 +332,134 @@ def test_platform_pow_accuracy_for_integer_exponents():
             err = abs(Fraction(float(yi)) - ex) / abs(ex)
             worst = max(worst, float(err) / U)
     assert worst <= 16.0, worst
+
+
+# ---------------------------------------------------------------------------
+# Review of the proof gaps (tests for the follow-up "proof-gaps-2")
+# ---------------------------------------------------------------------------
+
+
+def _matern25_mp(r):
+    t = mpmath.sqrt(5) * r
+    return (1 + t + t * t / 3) * mpmath.exp(-t)
+
+
+def _tiny_white_regressor(N, white, seed=1):
+    from skgprobust import RobustGaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import Matern
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (N, 1))
+    y = np.sin(6 * X).sum(1)
+    k = ConstantKernel(1.0, "fixed") * Matern(0.3, "fixed", nu=2.5) + WhiteKernel(white, "fixed")
+    reg = RobustGaussianProcessRegressor(k, alpha=1e-300, optimizer=None).fit(X, y)
+    return reg, X
+
+
+def test_lemma_for_the_float_factor_reviewer_case():
+    """Review finding 2 (repro_4): with white noise 3e-16 the float factor's
+    q*(x) = ||L_^-1 k(Xs, x)||^2 (60 digits, exact kernel values) exceeds
+    kappa0 = 1, so "P <= I" is false for it; the proven rho gives
+    q* <= (1 + rho) kappa0. A noise well above the rounding errors gives rho = 0.
+    The bounds (rho-scaled) contain sklearn's variance at the training points."""
+    reg, X = _tiny_white_regressor(80, 3e-16)
+    var = reg._bound_model().variances("default")[0]
+    L = reg.L_
+    N = L.shape[0]
+    Lm = [[mpmath.mpf(float(L[i, j])) for j in range(i + 1)] for i in range(N)]
+    worst = -mpmath.inf
+    for k in range(0, N, 4):
+        x = mpmath.mpf(float(X[k, 0]))
+        z = []
+        for i in range(N):
+            r = _matern25_mp(abs(x - mpmath.mpf(float(X[i, 0]))) / mpmath.mpf(0.3))
+            z.append((r - mpmath.fsum(Lm[i][j] * z[j] for j in range(i))) / Lm[i][i])
+        worst = max(worst, mpmath.fsum(zi * zi for zi in z) - 1)
+    assert worst > 0  # the lemma's conclusion fails for the float factor here
+    assert var.rho > 0 and worst <= var.rho  # ... and the repair covers it
+    # Zero tolerance: sklearn's own variance (before clipping) at the training points.
+    P = X[::2]
+    Kt = reg.kernel_(P, reg.X_train_)
+    V = solve_triangular(reg.L_, Kt.T, lower=True, check_finite=False)
+    v = reg.kernel_.diag(P) - np.einsum("ij,ij->j", V, V)
+    b = var.bounds(P, P)
+    assert np.all(b.lower <= v) and np.all(v <= b.upper)
+    reg2, _ = _tiny_white_regressor(80, 1e-6)
+    assert reg2._bound_model().variances("default")[0].rho == 0.0
+
+
+def test_lemma_rho_laplace_classifier_is_zero():
+    """Laplace GPC: L L^T = I + W^1/2 K W^1/2 + errors; the I absorbs them (rho = 0)."""
+    from skgprobust import RobustGaussianProcessClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + X[:, 1] ** 2 > 1).astype(int)
+    clf = RobustGaussianProcessClassifier(ConstantKernel(1.0) * RBF([1.0, 1.0]), random_state=0).fit(X, y)
+    assert clf._bound_model().variances("default")[0].rho == 0.0
+
+
+@pytest.mark.parametrize("p, d", [(1, 40), (3, 11), (5, 60)])
+def test_polynomial_diag_rounding_explicit(p, d):
+    """Review finding 3: sklearn's k(x, x) for DotProduct / Exponentiation
+    errs by up to ~p d u (not 8 u): ``diag_ulps`` bounds it (checked against
+    exact rationals), the adapter's diag_interval is outward rounded (it
+    contains the exact value on zero-width boxes), and kappa carries the
+    excess over the 8 u of the derivation."""
+    from sklearn.gaussian_process.kernels import DotProduct, Exponentiation
+
+    from skgprobust._bounds._variance import diag_ulps
+
+    rng = np.random.default_rng(p * 100 + d)
+    kern = DotProduct(0.7) if p == 1 else Exponentiation(DotProduct(0.7), p)
+    Xs = rng.normal(size=(5, d)) * 3.0
+    ad = make_adapter(kern, Xs)
+    X = rng.normal(size=(40, d)) * np.exp(rng.uniform(-3, 3, size=(40, 1)))
+    dlo, dhi = ad.diag_interval(X, X)
+    sk = kern.diag(X)
+    c = diag_ulps(kern, d)
+    assert c >= p * (d + 1)
+    s2 = Fraction(float(kern.kernel.sigma_0 if p > 1 else kern.sigma_0) ** 2)
+    for i in range(len(X)):
+        exact = (s2 + sum(Fraction(float(v)) ** 2 for v in X[i])) ** p
+        assert Fraction(float(dlo[i])) <= exact <= Fraction(float(dhi[i]))
+        assert abs(Fraction(float(sk[i])) - exact) <= Fraction(c) * Fraction(U) * exact
+    # kappa includes (c_diag - 8) u / gam on top of the factor's part.
+    from skgprobust._fp import margin_rtol
+
+    L = np.linalg.cholesky(kern(Xs) + 1e-3 * np.eye(len(Xs)))
+    var = LatentVariance(ad, L)
+    assert var.kappa >= 1.0 + (c - 8.0) * U / margin_rtol(len(Xs), d) * (1 - 1e-12)
+
+
+def test_overflow_gives_inf_not_an_exception():
+    """Review finding 6: norms above ~1.3e154 must not raise OverflowError."""
+    assert tril_inv_norm2_upper(1e200 * np.eye(3), 1e-200) == np.inf
+    L = np.diag([1e200, 1e200, 1e-200])
+    X = np.diag([1e-200, 1e-200, 1e200])
+    with np.errstate(over="ignore"):
+        G = X.T @ X
+    b = tril_inv_norm2_upper(L, 1e200, X=X, G=G)
+    assert b >= 1e200 or b == np.inf
+    # _s_error: an unbounded ||L^-1|| with an exactly zero residual is inf, not NaN.
+    ad = make_adapter(RBF(1.0), np.zeros((2, 1)) + [[0.0], [1.0]])
+    var = LatentVariance(ad, np.linalg.cholesky(RBF(1.0)(np.array([[0.0], [1.0]])) + np.eye(2)))
+    var._res = 0.0
+    assert var._s_error(np.eye(2), np.inf, np.eye(2)) == np.inf
+
+
+def test_s_error_against_high_precision():
+    """Review finding 5: s_err (with its Frobenius norms rounded up) bounds
+    ||fl(A^T A) - (L^-1)^T L^-1||_2, checked in 60 digits on a factor with
+    one dominant singular value of L^-1 (near-duplicate points, tiny noise)."""
+    X = np.array([[0.0], [1e-4], [0.7], [1.5], [2.2], [3.0]])
+    L = np.linalg.cholesky(RBF(1.0)(X) + 1e-9 * np.eye(len(X)))
+    var = LatentVariance(make_adapter(RBF(1.0), X), L)
+    A = solve_triangular(L, np.eye(len(X)), lower=True)
+    Linv = _mp(L) ** -1
+    err = _mp(A.T @ A) - Linv.T * Linv
+    assert _mp_norm2_mp(err) <= var.s_err
+
+
+def _mp_norm2_mp(M):
+    return float(max(mpmath.svd_r(M, compute_uv=False)))

@@ -52,9 +52,48 @@ f_X^T S f_X = max_z (2 z^T Dc f_X - z^T M z) <= max_c (2 c^T f_X - c^T Kc c)
 g_c = sum_i c_i k_{x_i}, ||g_c||^2 = c^T Kc c, so 2 <f, g_c> - ||g_c||^2
 <= ||f||^2 (regressor: Dc = I, M = Kc + D). Hence 0 <= Q <= I.
 
+*The lemma for the float factor* (review finding 2). The lemma is about
+the exact Kc + D; the bounds use sklearn's float L, with L L^T = fl(K) +
+Ea + E3 (Ea: the diagonal additions of white parts and alpha; E3:
+Cholesky's backward error, ||E3||_2 <= gamma_(N+1) || |L| ||_2^2, Higham
+Thm 10.3), and F = fl(K) - K. L L^T - Kc need not be PSD once the noise is
+below these errors (60-digit q*(x) - kappa0 = +1.6e-16 at N = 200, white
+3e-16). Repair: let e >= ||F + Ea + E3||_2 and delta <= the smallest
+noise entry (regressor: the noise diagonal Dn >= delta I; Laplace GPC:
+the I of I + Dc K Dc, delta = 1 and Dc F Dc and the products in e), so
+L L^T >= Kc' + (delta - e) I (Kc' = Kc, resp. Dc Kc Dc), and m =
+lambda_min(L L^T) >= 1 / nLinv^2 (proven, "Soundness margin"). If e <=
+delta, L L^T >= Kc' and the lemma holds as stated (rho = 0). Otherwise,
+with e' = e - delta and t = m / (m + e'), L L^T >= t (Kc' - e' I) + (1 -
+t) m I = t Kc', and the lemma's maximum gives f_X^T S f_X <= max_c (2 c^T
+f_X - t c^T Kc c) = ||f||^2 / t: P <= (1 + rho) I, rho = e' / m <= e'
+nLinv^2 (:meth:`LatentVariance._lemma_rho`, rounded up; inf -> the bounds
+become infinite). Every use of "P <= I" is scaled: the kappa-scaled
+margin's scale (kappa times (1 + rho), which also covers q <= (1 + rho)
+k(x, x) in sklearn's evaluation and the polynomial margins), the RKHS
+remainder ||A dr||^2 <= (1 + rho) Dh^2, the input rounding's ||A r||, and
+the local bound, where Q' = (1 + rho) I - P >= 0 replaces Q: v = diag(x) -
+k0 + <k_x, Q' k_x> with k0 = (1 + rho) kappa0, and the expansion below
+holds with kappa0, H0 and E replaced by k0, (1 + rho) H0 and sqrt(1 + rho)
+E (||Q'^1/2|| <= sqrt(1 + rho)). e: ||E3|| <= gam' nLabs^2 (gam' =
+margin_rtol(N + 1, 0) >= 8 gamma_(N+1)); ||F||_2 <= ||F||_F <=
+(||rounding(Xs, Xs)||_F + N c_val u kmax) (1 + (N^2 + 4) u) (c_val as
+in (a) below, kmax = max k(x_i, x_i)); ||Ea|| <= 8 u max (L L^T)_ii
+(GPC: 2 u of the I's addition and 3 u N Dmax^2 kmax for the products).
+delta (regressor, computed only when e nLinv^2 > 1e-8): Dn_ii = M_ii -
+fl(K)_ii - Ea_ii with M the matrix factored, M_ii >= fl(sum_j L_ij^2) (1 -
+gam' - (2N + 8) u) (Thm 10.3 on the diagonal, the row sum's rounding),
+fl(K)_ii <= Kc_ii + cv_i, Kc_ii <= our computed k_c(x_i, x_i) + cv_i (cv_i =
+c_val u kmax + rounding_ii), so delta = min_i of that lower bound (0 if not
+positive; Dn >= 0 is the lemma's premise: white parts and alpha are
+non-negative). Cost: rho = 0 whenever the noise exceeds the rounding
+errors (the usual case); the reviewer's case (white 3e-16, N = 200) gets
+rho ~ e / noise > 0 and is now covered.
+
 *Expansion.* For x = x0 + u (x0 the box centre) let w = D k_x0[u] =
 sum_j u_j d/dy_j k_c(., y)|_{y = x0} (in H: the kernels are C^2) and
-E = k_x - k_x0 - w. Then, Q^1/2 being linear with norm <= 1,
+E = k_x - k_x0 - w. Then, Q^1/2 being linear with norm <= 1 (for the float
+factor: Q' and sqrt(1 + rho), "The lemma for the float factor" above),
 
     sqrt(P(u)) - ||E|| <= sqrt(v_c(x)) <= sqrt(P(u)) + ||E||,
     P(u) = ||Q^1/2 (k_x0 + w)||^2 = v_c(x0) + g.u + u^T H1 u,
@@ -188,8 +227,9 @@ magnitudes (``scale``), as before but without kappa.
 
 *sklearn's evaluation* (replaces the outer margin where smaller). At any x
 of the box sklearn's kernel values r~'(x) differ from D r(x) by <= dRx
-(as dR, over the box), z = L^-1 r~', ||z|| <= sqrt(kappa0) + nLinv dRx (since
-||L^-1 D r(x)||^2 = q(x) <= k_c(x, x) = kappa0), ||L^-T z|| <= aR +
+(as dR, over the box), z = L^-1 r~', ||z|| <= sqrt(k0) + nLinv dRx (since
+||L^-1 D r(x)||^2 = q(x) <= (1 + rho) k_c(x, x) = k0, the lemma for the
+float factor), ||L^-T z|| <= aR +
 nLinv^2 (dR + dRx) + nLinv Dh; its v~ = fl(fl(diag) - fl(sum z~_i^2)) errs
 from v(x) by at most
 
@@ -204,8 +244,12 @@ Nothing above needs the support points to be points of the same space as
 x, nor k(Xs, x) to be bounded by k(x, x): the local bound holds for any PSD
 kernel K on any set Z, a query section k_x = K(., z(x)) whose kernel
 k_pp(x, x') = K(z(x), z(x')) in x is of the :class:`SmoothCovariance` form,
-and support points z_i whose Gram matrix Kc satisfies L L^T = Kc + E, E PSD
-(diagonal noise of any non-negative values, white parts). The lemma 0 <= P
+and support points z_i whose Gram matrix Kc satisfies L L^T = Kc + E + Er, E PSD
+(diagonal noise of any non-negative values, white parts) and Er the
+rounding, bounded as in "The lemma for the float factor" (P <= (1 + rho) I;
+a subclass whose adapter is not the support kernel sets
+``_LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False``: no noise credit, kmax from
+the factor's rows). The lemma 0 <= P
 <= I, the expansion, the remainder E and ``H0`` are then those of k_pp;
 only the support sections r(x)_i = K(z_i, z(x)) are different, bounded by
 Cauchy-Schwarz instead of by k_pp(x, x). They enter the margins in two
@@ -300,7 +344,9 @@ D that the model holds; the margin ``margin(scale) = gam kappa scale``
 between that exact value and the number sklearn returns at any x of the box
 (and our own evaluations of q0, g by the same solves), for any ``scale >=
 max(q(x), |k(x, x)|)`` (every caller's scale is: it contains |dhi| >= k(x, x)
-and a bound of q over the box).
+and a bound of q over the box; where a caller's bound of q rests on the
+lemma, q <= (1 + rho) k_c(x, x): ``kappa`` carries the factor (1 + rho),
+"The lemma for the float factor").
 
 *Proven norms of the factor* (:meth:`LatentVariance.__init__`). nLabs >=
 || |L| ||_2 >= ||L||_2 by :func:`~skgprobust._fp.nonneg_norm2_upper`
@@ -340,8 +386,13 @@ z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
     nLinv gamma_(N+1) nLabs, so with beta' = beta / (1 - beta),
     | ||z~||^2 - ||z1||^2 | <= beta' (2 + beta') ||z1||^2.
 (c) Sum of squares: |s~ - ||z~||^2| <= gamma_N (1 + beta')^2 ||z1||^2.
-(d) k(x, x) (a few roundings, <= 8 u |k(x, x)|) and the subtraction (u |v~|
-    <= 3 u scale): <= 11 u scale.
+(d) k(x, x): <= c_diag u |k(x, x)| (:func:`diag_ulps`, by the kernel tree:
+    1 for stationary leaves and constants, d + 2 for ``DotProduct``, p c + 16
+    for ``Exponentiation``, sums max + 1, products c1 + c2 + 1; the earlier
+    text's "8 u" was false for DotProduct (~d u) and powers of it) and the
+    subtraction (u |v~| <= 3 u scale): <= (c_diag + 3) u scale. The
+    derivation below budgets 11 u scale (c_diag <= 8); ``_kappa`` adds
+    max(c_diag - 8, 0) u / gam to kappa, i.e. the excess itself.
 
 With kappa_a = nLinv nLabs (>= 1) and the requirement gam kappa_a <= 1
 (else kappa = inf: the bounds become infinite, never wrong), beta <= 1.01
@@ -532,6 +583,44 @@ class VarianceBound:
     score: np.ndarray  # (B, d) split scores
 
 
+def diag_ulps(kernel, d):
+    """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for
+    sklearn's own ``kernel.diag`` (module doc, "Soundness margin", (d)).
+
+    Proof, by the kernel tree (every diagonal is >= 0, so relative errors
+    of sums of non-negative terms are bounded by the terms' relative errors;
+    first order, the factor (1 + 2^-20) covers the second order for the
+    sizes used): stationary leaves, ``ConstantKernel`` and ``WhiteKernel``
+    fill the diagonal with one float (exact: 0; 1 is used); ``DotProduct``
+    computes ``einsum(x, x) + sigma_0^2`` (d non-negative products summed in
+    any order and one addition: gamma_(d+1) <= (d + 2) u relative, with the
+    float s = fl(sigma_0^2) that the adapters use as the kernel's
+    constant); ``Sum``: max(c1, c2) + 1; ``Product``: c1 + c2 + 1;
+    ``Exponentiation`` (t (1 + delta))^p: |p| c + 16 (numpy's power within 8
+    ulps, the documented assumption of :mod:`skgprobust.kernels.polynomial`).
+    Other kernels: 8 if stationary (the earlier constant), else ``2 d + 64``
+    (the adapters' few-ulps convention, an assumption like ``c_val``).
+    """
+    from sklearn.gaussian_process import kernels as K
+
+    t = type(kernel)
+    if t is K.Sum:
+        c = max(diag_ulps(kernel.k1, d), diag_ulps(kernel.k2, d)) + 1.0
+    elif t is K.Product:
+        c = diag_ulps(kernel.k1, d) + diag_ulps(kernel.k2, d) + 1.0
+    elif t is K.Exponentiation:
+        c = abs(float(kernel.exponent)) * diag_ulps(kernel.kernel, d) + 16.0
+    elif t is K.DotProduct:
+        c = d + 2.0
+    elif t in (K.ConstantKernel, K.WhiteKernel, K.RBF, K.Matern, K.RationalQuadratic, K.ExpSineSquared):
+        c = 1.0
+    elif kernel.is_stationary():
+        c = 8.0
+    else:
+        c = 2.0 * d + 64.0
+    return float(c) * (1.0 + 2.0**-20)
+
+
 def _norm2_estimate(matvec, rmatvec, n, iters=30):
     """Estimate of the spectral norm (power iteration, times 1.5): only used
     to pick the shifts of :func:`~skgprobust._fp.tril_inv_norm2_upper`, never
@@ -617,7 +706,14 @@ class LatentVariance:
                 N,
             )
             norm_Linv = tril_inv_norm2_upper(L, est / 1.5)
-        self.kappa = self._kappa(norm_Linv)
+        # The lemma 0 <= P <= I for the *float* factor (module doc, "The
+        # lemma for the float factor"): P <= (1 + rho) I; every use of it is
+        # scaled by (1 + rho) (the kappa-scaled margin here, the RKHS terms
+        # and kappa0 of the local and polynomial bounds).
+        self.rho = self._lemma_rho(norm_Linv) if N else 0.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            kap = self._kappa(norm_Linv) * (1.0 + self.rho) * (1.0 + 1e-15)
+        self.kappa = float(kap) if np.isfinite(kap) else np.inf
         # The explicit S (used only for its spectrum) squares the condition
         # number: it differs from the exact (L^-1 D)^T (L^-1 D) by s_err in
         # norm, which is added to every eigenvalue bound below. Near-noise-free
@@ -668,6 +764,12 @@ class LatentVariance:
             self.poly = PolynomialCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1])
             if self.poly is not None:
                 self._poly_setup(norm_Linv)
+
+    # The lemma's rho (``_lemma_rho``) reads the support points' kernel
+    # diagonal and rounding through the adapter; a subclass whose adapter is
+    # not that kernel (multi-output) sets False (noise lower bound 0, kmax
+    # from the factor's rows).
+    _LEMMA_ADAPTER_IS_SUPPORT_KERNEL = True
 
     # Subclasses whose bounds use A, S or the full V set this to keep them
     # from the set-up instead of recomputing them on first access.
@@ -745,7 +847,9 @@ class LatentVariance:
             sm = self.smooth
             cv = (2 * d + 44 + 2 * len(sm.terms) + sm.value_terms) * _U * sm.value_scale
             EK = float(np.linalg.norm(self.adapter.rounding(Xs, Xs) + cv)) * (1.0 + N * _U)
-            t = 2.0 * self._gam * self._nLabs**2 + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
+            nLa = np.float64(self._nLabs)  # numpy float: overflow -> inf, never OverflowError
+            with np.errstate(over="ignore", invalid="ignore"):
+                t = 2.0 * self._gam * nLa * nLa + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
             self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
             # The set-up's proven bound (Cholesky certificate of L L^T) is
             # valid as well; the smaller is used.
@@ -756,11 +860,21 @@ class LatentVariance:
         N = A.shape[0]
         # ||A - L^-1 D|| <= ||L^-1|| ||L A - D||; the residual is computed in
         # float, so add its own rounding, (N + 4) u || |L| |A| || (self._res).
-        dA = norm_Linv * self._res
+        # inf * 0 (an unbounded ||L^-1|| with an exactly zero residual) is
+        # not a bound: inf there.
+        with np.errstate(over="ignore", invalid="ignore"):
+            dA = np.float64(norm_Linv) * np.float64(self._res)
+        dA = np.inf if not np.isfinite(norm_Linv) or np.isnan(dA) else float(dA)
         self._dA = float(dA) * (1 + 1e-12)  # >= ||A - L^-1 D||_2 (the paper method uses it)
-        nA = np.linalg.norm(A)
+        # Frobenius norms (>= the 2-norms) are sums of N^2 non-negative terms
+        # and a square root: computed ones are rounded up by (1 + (N^2 + 4) u),
+        # like every other norm of the set-up (review finding 5).
+        fro = 1.0 + (N * N + 4) * _U
+        nA = np.float64(np.linalg.norm(A)) * fro
         gam = (N + 2) * _U
-        return float(2.0 * dA * nA + dA * dA + gam * np.linalg.norm(absA.T @ absA) + 1e-300)
+        with np.errstate(over="ignore", invalid="ignore"):
+            err = 2.0 * dA * nA + dA * dA + gam * np.float64(np.linalg.norm(absA.T @ absA)) * fro + 1e-300
+        return float(err) * (1 + 1e-12) if np.isfinite(err) else np.inf
 
     def _eig_error(self, S, lam, V):
         """(eta, eps): eta >= ||V^T V - I||_2 and eps >= ||fl(S) - V diag(lam) V^T||_2
@@ -788,6 +902,67 @@ class LatentVariance:
         f = (1.0 + (N * N + 4) * _U) * (1 + 1e-12)
         return eta * f, eps * f
 
+    def _lemma_rho(self, norm_Linv):
+        """rho >= 0 with P <= (1 + rho) I for the float factor (module doc,
+        "The lemma for the float factor"): ``max(e - delta, 0) nLinv^2``,
+        ``inf`` when that is not finite."""
+        N = self.n_support
+        d = self.adapter.Xs.shape[1]
+        L = self.L
+        Xs = self.adapter.Xs
+        with np.errstate(over="ignore", invalid="ignore"):
+            nLa = np.float64(self._nLabs)
+            e_chol = margin_rtol(N + 1, 0) * nLa * nLa  # >= 8 gamma_(N+1) || |L| ||^2
+            rows = np.einsum("ij,ij->i", L, L)  # (|L| |L^T|)_ii, fl
+            krow = float(np.max(rows, initial=0.0)) * (1.0 + (2 * N + 4) * _U)
+            kad = float(np.max(np.abs(self.adapter.diag(Xs)), initial=0.0))
+            own = self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL and type(self).__module__.startswith("skgprobust._bounds.")
+            if not own:
+                # A subclass elsewhere (the multi-output LMC) whose adapter is
+                # not the support points' kernel: kmax from the factor's rows.
+                kad = max(kad, krow)
+            c_val = self._value_ulps(d)
+            rin = np.asarray(self.adapter.rounding(Xs, Xs), dtype=np.float64)
+            fro = 1.0 + (N * N + 4) * _U
+            # ||fl(K) - K||_2 <= ||.||_F: input rounding plus c_val u kad per entry.
+            nF = (np.float64(np.linalg.norm(rin)) + N * c_val * _U * kad) * fro
+            if self.col_scale is None:
+                # L L^T = Kc + Dn + F + Ea + E3: Ea the diagonal additions of
+                # the white parts and alpha (<= 8 u krow), Dn >= delta I.
+                e = (e_chol + nF + 8.0 * _U * krow * 1.01) * (1.0 + 1e-10)
+                delta = 0.0
+                rho0 = e * np.float64(norm_Linv) ** 2
+                if not (rho0 <= 1e-8) and own:
+                    delta = self._noise_lower(rows, rin, c_val, kad, krow)
+            else:
+                # L L^T = I + Dc K Dc + Dc F Dc + Ep (3 u N Dmax^2 kad) + EI (u krow) + E3.
+                Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
+                e = (e_chol + Dm * Dm * (nF + 3.0 * _U * N * kad) + 2.0 * _U * krow) * 1.01
+                delta = 1.0
+            if not np.isfinite(e):
+                return np.inf
+            if e <= delta:
+                return 0.0
+            rho = (e - delta) * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
+        return float(rho) if np.isfinite(rho) else np.inf
+
+    def _noise_lower(self, rows, rin, c_val, kad, krow):
+        """delta <= min_i Dn_ii, the regressor's noise diagonal (white parts
+        plus alpha), from the factor's row norms and the kernel's own
+        diagonal without the white parts (module doc, "The lemma for the
+        float factor"); 0 when not positive."""
+        N = self.n_support
+        with np.errstate(over="ignore", invalid="ignore"):
+            kc = np.diagonal(np.asarray(self.adapter.values(self.adapter.Xs), dtype=np.float64))
+            lb = (
+                rows * (1.0 - margin_rtol(N + 1, 0) - (2 * N + 8) * _U)
+                - kc
+                - 2.0 * (c_val * _U * kad + np.diagonal(rin))
+                - 8.0 * _U * krow * 1.01
+            )
+            delta = float(np.min(lb, initial=np.inf)) * (1.0 - 1e-12)
+        return delta if np.isfinite(delta) and delta > 0 else 0.0
+
     def _kappa(self, norm_Linv):
         """The factor of the kappa-scaled margin (module doc, "Soundness
         margin"): ``nLinv (nLabs + 2 (2 w + nLinv w^2) / gam)`` with w =
@@ -814,7 +989,11 @@ class LatentVariance:
             kappa = norm_Linv * (self._nLabs + 2.0 * (2.0 * w + norm_Linv * w * w) / gam) * (1.0 + 1e-12)
         if not (np.isfinite(kappa) and gam * ka <= 1.0):
             return np.inf
-        return max(1.0, float(kappa))
+        # Step (d): sklearn's k(x, x) errs by <= c_diag u k(x, x); the
+        # derivation's budget holds 8 u of it, the excess is added here
+        # (module doc, "Soundness margin", (d)).
+        extra = max(0.0, diag_ulps(self.adapter.kernel, d) - 8.0) * _U / gam * (1.0 + 1e-12)
+        return max(1.0, float(kappa)) + extra
 
     def _value_ulps(self, d):
         """c_val: each kernel value k~(x, x_i) is assumed to err (beyond
@@ -919,8 +1098,9 @@ class LatentVariance:
             # ||A dr||^2 <= ||k_x - k_x0||_H^2 <= sum_j H0_j h_j^2 (module doc,
             # "The RKHS remainder"): free, and within a small factor of the
             # spectral split (which costs 2m mean-type bounds per box).
+            # With the float factor P <= (1 + rho) I: the term is scaled.
             h1 = np.maximum(hi - centre, centre - lo) * (1.0 + 4.0 * _U)
-            e = np.minimum(e, (self.smooth.H0 * h1 * h1).sum(-1) * (1.0 + 1e-12))
+            e = np.minimum(e, (self.smooth.H0 * h1 * h1).sum(-1) * (1.0 + self.rho) * (1.0 + 1e-12))
             m = 0
         rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
         scale0 = (
@@ -1050,12 +1230,13 @@ class LatentVariance:
             own = margin_rtol(N + 3 * n + n2 + d * d + 2 * pc.P, d) * mag
             kmax = np.einsum("bi,i,bi->b", tabs, np.abs(pc.coef), tabs)  # >= k_c(x, x) on the box
             delta = self._poly_dz * np.linalg.norm(tabs, axis=1)
-            dz_term = 2.0 * np.sqrt(kmax) * delta + delta * delta
+            # q* <= (1 + rho) k_c(x, x) (the lemma for the float factor).
+            dz_term = 2.0 * np.sqrt(kmax * (1.0 + self.rho)) * delta + delta * delta
             klo, khi = self.adapter.interval(lo, hi)
             rmax = np.maximum(np.abs(klo), np.abs(khi))
             nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             a = np.sqrt(self.lam_max) * (nE + (4 * pc.P + 32) * _U * np.linalg.norm(rmax, axis=1))
-            kk = np.maximum(np.abs(dhi), kmax + abs(pc.white))
+            kk = np.maximum(np.abs(dhi), kmax + abs(pc.white)) * (1.0 + self.rho)
             sk = self.margin(2.0 * kk, d) + 2.0 * np.sqrt(kk) * a + a * a
             mg = (own + dz_term + sk) * (1.0 + 1e-10)
             lower = v_lo - mg
@@ -1086,9 +1267,16 @@ class LatentVariance:
         # a0 = (L L^T)^-1 D r0, for the componentwise margins (module doc).
         a0 = solve_triangular(self.L, z0, lower=True, trans="T", check_finite=False)  # (N, B)
         q0 = np.einsum("nb,nb->b", z0, z0)
-        vc0 = sm.kappa0 - q0
+        # The float factor: P <= (1 + rho) I, so Q' = (1 + rho) I - P >= 0 and
+        # v = diag - k0 + <k_x, Q' k_x> with k0 = (1 + rho) kappa0, H0' =
+        # (1 + rho) H0, E' = sqrt(1 + rho) E (module doc, "The lemma for the
+        # float factor"); rho = 0 gives the real-arithmetic text.
+        f1 = 1.0 + self.rho
+        k0 = sm.kappa0 * f1
+        H0 = sm.H0 * f1
+        vc0 = k0 - q0
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
-        H1 = np.diag(sm.H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+        H1 = np.diag(H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
         zeros = np.zeros((B, d))
         mag = np.zeros(B)
         # P(u) = vc0 + g.u + u^T H1 u over |u| <= h, both sides.
@@ -1098,8 +1286,8 @@ class LatentVariance:
         # Rounding of P: the solves (relative, kappa), the assembly, and the
         # input rounding of r0 and of the Jacobian J (through sqrt(lam_max)).
         nZJh = (np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ)) * h).sum(-1)
-        H0h = (sm.H0 * h * h).sum(-1)
-        F = sm.kappa0 + H0h
+        H0h = (H0 * h * h).sum(-1)
+        F = k0 + H0h
         scale = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
         scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
         amax = np.abs(x0)
@@ -1108,19 +1296,19 @@ class LatentVariance:
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
         h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0
-        Dh = np.sqrt((sm.H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
-        own, skl = self._local_margins(lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi)
+        Dh = np.sqrt((H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
+        own, skl = self._local_margins(lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0)
         mP = np.minimum(mP, own)
         p_lo = np.where(np.isfinite(p_lo), p_lo - mP, 0.0)
         p_hi = np.where(np.isfinite(p_hi), p_hi + mP, np.inf)
         E2, E2_share = sm.remainder2(h)
-        E = np.sqrt(E2) * (1.0 + 1e-12)
+        E = np.sqrt(E2 * f1) * (1.0 + 1e-12)
         s_lo = np.maximum(np.sqrt(np.maximum(p_lo, 0.0)) - E, 0.0)
         s_hi = np.sqrt(np.maximum(p_hi, 0.0)) + E
         # var = diag(x) - kappa0 + v_c(x); the outer margin as in bounds().
         mg = np.minimum(self.margin(scale + np.abs(dhi), d) + self.input_rounding(lo, hi, dhi), skl)
-        lower = dlo - sm.kappa0 + s_lo * s_lo - mg
-        upper = dhi - sm.kappa0 + s_hi * s_hi + mg
+        lower = dlo - k0 + s_lo * s_lo - mg
+        upper = dhi - k0 + s_hi * s_hi + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
         upper = np.where(np.isfinite(upper), upper, np.inf)
         arg_min = np.clip(x0 + u_lo, lo, hi)
@@ -1132,7 +1320,7 @@ class LatentVariance:
         )
         return lower, upper, arg_min, arg_max, score
 
-    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi):
+    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0):
         """The componentwise rounding margins of the local bound (module doc,
         "Rounding of the local bound"): (own, skl), bounds on |P~ - P| over
         the box (our evaluation of P) and on |v~(x) - v(x)| at every x of the
@@ -1167,17 +1355,18 @@ class LatentVariance:
             # The computed kernel values R, G vs the exact ones at x0.
             a_ex = aR + nL2 * dR + nLinv * Dh
             dn = dR + dGh
-            # ||L^-1 D (r0 + J u)||^2 <= ||k_x0 + w||_H^2 = kappa0 + u^T H0 u.
-            e_in = np.minimum(2.0 * a_ex * dn, 2.0 * np.sqrt(sm.kappa0 + Dh * Dh) * nLinv * dn) + nL2 * dn * dn
+            # ||L^-1 D (r0 + J u)||^2 <= (1 + rho) ||k_x0 + w||_H^2 = k0 + u^T H0' u
+            # (Dh is already that of H0' = (1 + rho) H0).
+            e_in = np.minimum(2.0 * a_ex * dn, 2.0 * np.sqrt(k0 + Dh * Dh) * nLinv * dn) + nL2 * dn * dn
             own = (e_solve + e_in + gam * scale) * (1.0 + 1e-10)
             # sklearn at any x of the box: its solve with its kernel values r~(x).
             a_x = aR + nL2 * dR + nLinv * Dh  # >= ||(L L^T)^-1 D r(x)||
             a_sk = a_x + nL2 * dRx
-            zn = np.sqrt(sm.kappa0) + nLinv * dRx
+            zn = np.sqrt(k0) + nLinv * dRx
             rho = nLinv * gam * nLabs
             zt = np.where(rho < 0.5, zn / (1.0 - rho), np.inf)
             e_sk = gam * zt * zt + 2.0 * gam * a_sk * nLabs * zt + (rho * zt) ** 2 + gam * np.abs(dhi)
-            e_inx = np.minimum(2.0 * a_x * dRx, 2.0 * np.sqrt(sm.kappa0) * nLinv * dRx) + nL2 * dRx * dRx
+            e_inx = np.minimum(2.0 * a_x * dRx, 2.0 * np.sqrt(k0) * nLinv * dRx) + nL2 * dRx * dRx
             skl = (e_sk + e_inx) * (1.0 + 1e-10)
         own = np.where(np.isfinite(own), own, np.inf)
         skl = np.where(np.isfinite(skl), skl, np.inf)
@@ -1186,12 +1375,13 @@ class LatentVariance:
     def input_rounding(self, lo, hi, dhi):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
         input-rounding error of :meth:`KernelAdapter.rounding` (|dr| <= E):
-        ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= k(x, x)``."""
+        ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= (1 + rho)
+        k(x, x)`` (the lemma for the float factor)."""
         if self.n_support == 0:
             return np.zeros(len(lo))
         nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
         a = np.sqrt(self.lam_max) * nE
-        return 2.0 * np.sqrt(np.maximum(dhi, 0.0)) * a + a * a
+        return 2.0 * np.sqrt(np.maximum(dhi, 0.0) * (1.0 + self.rho)) * a + a * a
 
     def _n_top(self, B, d):
         N = self.n_support
