@@ -281,3 +281,98 @@ def test_float32_dataframe_inputs_are_evaluated_in_float64():
     np.testing.assert_array_equal(s32, s64)
     r = reg.prediction_range(X.iloc[:5], 1e-9, statistic="std", epsilon=1e-9, max_iter=50)
     assert np.all(r.min_lower[:, 0] <= s32) and np.all(s32 <= r.max_upper[:, 0])
+
+
+# --- distance rounding at every distance (mean-rounding review) -----------------
+# sklearn's squared distance errs by ~ (d + 2) u relative, so its RBF value
+# exp(-phi / 2) errs by ~ (phi / 2) (d + 2) u *relative*, beyond any few-ulp
+# relative allowance for far points and large d. StationaryAdapter.rounding
+# bounds it absolutely (part (b) of its docstring); these tests check that
+# bound against mpmath and the powered adapters that lost their base's own
+# rounding term.
+
+
+@pytest.mark.parametrize("d", [10, 1000])
+@pytest.mark.parametrize("name", ["rbf", "matern0.5", "matern1.5", "matern2.5", "rq"])
+def test_distance_rounding_bound_covers_sklearn_values_against_mpmath(name, d):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 120
+    u = 2.0**-53
+    kernel = {"rbf": RBF(1.0), "matern0.5": Matern(1.0, nu=0.5), "matern1.5": Matern(1.0, nu=1.5),
+              "matern2.5": Matern(1.0, nu=2.5), "rq": RationalQuadratic(1.0, 3.0)}[name]
+    rng = np.random.default_rng(d)
+    # x_i = 0 and length scale 1: x / l and x - x_i are exact, so every error
+    # of sklearn's value is the distance's and the value's own (part (b)).
+    Xs = np.zeros((1, d))
+    ad = make_adapter(kernel, Xs)
+    worst, rel_max = 0.0, 0.0
+    for phi_t in np.concatenate([rng.uniform(0.01, 4, 6), rng.uniform(4, 60, 8), rng.uniform(60, 1300, 8)]):
+        x = rng.normal(size=(1, d))
+        x *= np.sqrt(phi_t) / np.linalg.norm(x)
+        K = float(kernel(x, Xs)[0, 0])
+        phi = mp.fsum([mp.mpf(float(a)) ** 2 for a in x[0]])
+        r = mp.sqrt(phi)
+        if name == "rbf":
+            k = mp.exp(-phi / 2)
+        elif name == "rq":
+            k = (1 + phi / 6) ** -3
+        else:
+            s = {"matern0.5": r, "matern1.5": mp.sqrt(3) * r, "matern2.5": mp.sqrt(5) * r}[name]
+            k = {"matern0.5": 1, "matern1.5": 1 + s, "matern2.5": 1 + s + s**2 / 3}[name] * mp.exp(-s)
+        err = float(abs(mp.mpf(K) - k))
+        kf = float(k)
+        Ed = ad._distance_rounding(x, x, np.zeros((1, 1)))[0, 0]
+        assert Ed >= 0 and ad.rounding(x, x)[0, 0] >= Ed
+        # part (b) plus a few ulps relative (exp, polynomial factor, power)
+        worst = max(worst, err / (Ed + 8 * u * kf + 1e-300))
+        if kf > 1e-290:
+            rel_max = max(rel_max, err / (u * kf))
+    assert worst <= 1.0, worst
+    if d == 1000 and name in ("rbf", "matern2.5"):
+        # the phenomenon is real: far beyond a few ulps relative to the value
+        assert rel_max > 64, rel_max
+
+
+def _old_powered_rounding(self, lo, hi):
+    """PoweredStationaryAdapter.rounding before the fix (the generic
+    stationary input term only, the base's own rounding dropped)."""
+    from skgprobust.kernels._base import input_rounding
+
+    amax = np.maximum(np.abs(lo), np.abs(hi))
+    return 5.0 * self.lipschitz_r() * input_rounding(amax, self.Xs, self.length_scale)
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_powered_rational_quadratic_point_bounds_contain_predict(old, monkeypatch):
+    """``RationalQuadratic(alpha=1e5) ** e`` is a PoweredStationaryAdapter;
+    it inherited the generic stationary ``rounding`` and lost the RQ's
+    alpha u relative error: point-box mean bounds excluded sklearn's predict
+    by up to 2e-5. At zero tolerance they must contain it (and the old
+    rounding must be shown to fail, so the test detects the bug)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    from skgprobust._bounds._mean import AffineMean
+    from skgprobust.kernels.stationary import PoweredStationaryAdapter
+
+    if old:
+        monkeypatch.setattr(PoweredStationaryAdapter, "rounding", _old_powered_rounding)
+    rng = np.random.RandomState(0)
+    X = np.linspace(0, 1, 15)[:, None]
+    y = rng.randn(15)
+    viol = 0
+    for alpha, e in [(1e5, 1.0), (1e5, 2.0)]:
+        kern = RationalQuadratic(length_scale=0.3, alpha=alpha, alpha_bounds="fixed") ** e
+        m = GaussianProcessRegressor(kern, optimizer=None, alpha=1e-6).fit(X, y)
+        ad = make_adapter(m.kernel_, X)
+        assert isinstance(ad, PoweredStationaryAdapter)
+        f = AffineMean(ad, m.alpha_, 0.0)
+        # [0.1, 0.2] of the grid on which the old rounding left 17 and 13 of
+        # 200001 points out (by up to 2e-5), 5 and 3 of them in this part
+        P = np.linspace(0, 1, 200001)[20000:40001, None]
+        mu = m.predict(P)
+        lo, hi = f.bound(P, P).lower, -f.negated().bound(P, P).lower
+        viol += int(np.sum((mu < lo) | (mu > hi)))
+    if old:
+        assert viol > 0
+    else:
+        assert viol == 0

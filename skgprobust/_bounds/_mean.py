@@ -13,7 +13,12 @@ rounding is covered by subtracting ``margin_rtol(N, d) * (mag + |c|)``, where
 errs by at most (N - 1) u sum|terms| (u = 2**-53, any summation order, BLAS
 included); each term carries a few ulps from exp and d products; sklearn's
 own predict has an error of the same kind, hence the factor 8 (2x headroom) and the
-constant. For N = 1000, d = 11 the margin is 9.3e-13 relative. An adapter
+constant. For N = 1000, d = 11 the margin is 9.3e-13 relative. Errors of a
+term that are not a bounded multiple of it (rounded inputs with large
+offsets; a rounded distance, which moves an RBF value by ~ (phi / 2) (d + 2) u
+of itself, unbounded for far points) are the adapter's absolute
+:meth:`~skgprobust.kernels.KernelAdapter.rounding`, added as ``sum_i |w_i|
+rounding_i``. An adapter
 that proves a smaller constant for its own terms supplies it through
 :meth:`~skgprobust.kernels.KernelAdapter.mean_rtol` (whose default is
 ``margin_rtol``; see that method for what the constant must cover).

@@ -184,8 +184,14 @@ class KernelAdapter:
         ``u (|x| + |x_i|) / length_scale``, far beyond any relative margin when
         features carry a large offset (e.g. timestamps). The bounds add
         ``sum_i |w_i| E[b, i]`` to their margin. The relative rounding of the
-        value itself is covered elsewhere (``mag``). The default, zero, is
-        right for kernels computed without such cancellation.
+        value itself (a few ulps: exp, a power, a product) is covered
+        elsewhere (``mag``). Every error that is *not* a bounded multiple of
+        the value belongs here, e.g. the rounding of a distance: sklearn's
+        squared distance errs by ~ (d + 2) u relative, which moves an RBF
+        value by ~ (phi / 2) (d + 2) u of itself, unbounded as phi grows
+        (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rounding`
+        bounds it absolutely, by ``phi |psi'(phi)|``). The default, zero, is
+        right for kernels computed without such errors.
         """
         return np.zeros((len(lo), len(self.Xs)))
 
@@ -207,7 +213,9 @@ class KernelAdapter:
               or ``fl(K~ @ fl(s v)) + m``, K~ sklearn's kernel values, beyond
               the input rounding that :meth:`rounding` covers: the N-term sum
               (at most gamma_N of the magnitudes, any order), the scaling and
-              offset, and the relative rounding of each kernel value.
+              offset, and the relative rounding of each kernel value (a
+              few ulps; a distance's rounding, not a bounded multiple of
+              the value far from x_i, is in :meth:`rounding` instead).
 
         The default, ``margin_rtol(N, d) = (8 (N + d) + 256) u``, is the
         generous constant every adapter was written for (several ulps per

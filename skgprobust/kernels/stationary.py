@@ -77,11 +77,74 @@ class StationaryAdapter(KernelAdapter):
             self._lip = 1.25 * float(np.nanmax(g))
         return self._lip
 
+    def phi_slope_sup(self):
+        """S = sup over phi >= 0 of ``phi |psi'(phi)|`` (unit amplitude), from
+        the same dense grid as :meth:`lipschitz_r`, with 25% headroom. Finite
+        for every psi here (RBF: 1/e; Matern 0.5: 1/(2e); RationalQuadratic:
+        attained at phi = 2; powers: e psi^(e-1) phi |psi'|)."""
+        if getattr(self, "_phi_slope", None) is None:
+            r = np.concatenate([np.geomspace(1e-8, 1e3, 20001), np.linspace(0.0, 20.0, 20001)[1:]])
+            phi = r * r
+            with np.errstate(all="ignore"):
+                g = np.abs(phi * self.dpsi(phi))
+            self._phi_slope = 1.25 * float(np.nanmax(g))
+        return self._phi_slope
+
     def rounding(self, lo, hi):
-        # |delta r| <= ||delta z||: 2u (|a| + |b|) per scaled coordinate from
-        # sklearn's rounding, as much again from ours; 5u for headroom.
+        """Input rounding plus the rounding of the distance (absolute, per term).
+
+        (a) Inputs: |delta r| <= ||delta z||: 2u (|a| + |b|) per scaled
+        coordinate from sklearn's rounding of x / l, as much again from ours
+        (the box centre and offsets); 5u for headroom; times
+        ``lipschitz_r`` >= sup |d psi(r^2) / dr|.
+
+        (b) The distance itself. sklearn computes phi~ = fl(sum_j
+        fl(fl(z_j - z_ij)^2)) (RBF, Matern nu = inf, RationalQuadratic:
+        ``cdist(..., "sqeuclidean")``), relative error <= gamma_(d+2); Matern
+        with finite nu takes r~ = fl(sqrt(phi~)) and s~ = fl(fl(sqrt(3 or 5))
+        r~), relative <= (d / 2 + 4) u (1 + O(u)), i.e. its value is psi at
+        phi (1 + eta)^2 with |2 eta + eta^2| <= (d + 8) u (1 + 1e-6). In both
+        cases the value is psi(phi (1 + theta)) up to a few ulps *relative*
+        (exp, the polynomial factor, the power: the relative margin
+        ``margin_rtol`` covers those), with |theta| <= g = (d + 8) u (1 +
+        1e-6), and by the mean value theorem |psi(phi (1 + theta)) -
+        psi(phi)| = |psi'(xi)| phi |theta| for some xi between the two. This
+        error is *not* a bounded multiple of psi(phi): relative to the value
+        it is about (phi / 2) (d + 2) u for the RBF, beyond the relative
+        margin once phi is large (far points, large d). It is bounded
+        absolutely instead: |psi'| is decreasing (psi convex), so
+        |psi'(xi)| phi <= pU |psi'(pL)| over any phi-range [pL, pU] that
+        contains phi and xi, and <= S (1 + 2 g) with S = sup xi |psi'(xi)|
+        (:meth:`phi_slope_sup`) always. Our own relaxations evaluate psi at
+        our own computed distances, which err in the same way, hence the
+        factor 2: ``2 g min(pU |psi'(pL)|, S)``. [pL, pU] here is built from
+        the centre distance r_c = cdist(c / l, x_i / l) (relative error
+        <= (d / 2 + 3) u < 1e-10 for d < 10^6) +- (||h / l|| + 8 I), I =
+        ``input_rounding`` (sklearn's and our rounded inputs move r by
+        <= 2 I each, the rounded centre and half-widths cover the box up to
+        2 I more), then widened by a relative 1e-10 against g and the
+        squaring. For a box far from x_i this decays with psi' (RBF:
+        pU e^(-pL / 2) / 2), for a near one it is about phi |psi'(phi)|.
+        """
         amax = np.maximum(np.abs(lo), np.abs(hi))
-        return 5.0 * self.lipschitz_r() * input_rounding(amax, self.Xs, self.length_scale)
+        inp = input_rounding(amax, self.Xs, self.length_scale)
+        return 5.0 * self.lipschitz_r() * inp + self._distance_rounding(lo, hi, inp)
+
+    def _distance_rounding(self, lo, hi, inp):
+        """Part (b) of :meth:`rounding`, shape (B, N)."""
+        d = lo.shape[1]
+        g = (d + 8.0) * 2.0**-53 * (1.0 + 1e-6)
+        centre = 0.5 * (lo + hi) / self.length_scale
+        hn = np.linalg.norm(0.5 * (hi - lo) / self.length_scale, axis=-1)
+        rc = cdist(centre, self.Zs, "euclidean")
+        wid = hn[:, None] + 8.0 * inp
+        rL = np.maximum(rc * (1.0 - 1e-10) - wid, 0.0)
+        rU = rc * (1.0 + 1e-10) + wid
+        pL, pU = rL * rL * (1.0 - 1e-10), rU * rU * (1.0 + 1e-10)
+        with np.errstate(all="ignore"):
+            local = pU * np.abs(self.dpsi(pL))
+        local = np.where(np.isfinite(local), local, np.inf)
+        return 2.0 * g * np.minimum(local, self.phi_slope_sup() * (1.0 + 2.0 * g))
 
     def _phi(self, X):
         return cdist(np.asarray(X, dtype=np.float64) / self.length_scale, self.Zs, "sqeuclidean")
@@ -427,6 +490,29 @@ class PoweredStationaryAdapter(StationaryAdapter):
 
     def dpsi(self, phi):
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
+
+    def rounding(self, lo, hi):
+        """Rounding of fl(b~ ** e), b~ the base kernel's computed value.
+
+        ``|b~^e - b^e| <= e max(b, b~)^(e - 1) |b~ - b|`` (mean value theorem,
+        e >= 1, b, b~ >= 0) with ``|b~ - b| <= E_b + 4 u b`` (E_b the base
+        adapter's own :meth:`rounding`, which includes everything specific
+        to the base, e.g. the alpha-fold rounding of a RationalQuadratic's
+        base; 4 u b its exp / power in relative terms) and max(b, b~) <=
+        psi_b(pL) + E_b + 4 u b; the power's own rounding is a few ulps
+        relative (the relative margin). Without this the base's own
+        rounding was replaced by the generic stationary one, which misses a
+        RationalQuadratic's alpha u relative error: certified point bounds
+        of ``RationalQuadratic(alpha=1e5) ** e`` (e = 1, 2) excluded sklearn's
+        predict by up to 2e-5 (``tests/test_rounding.py``).
+        """
+        eb = self.base.rounding(lo, hi)
+        _, _, _, pL, _, _ = self._ranges(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            b = self.base.psi(np.maximum(pL * (1.0 - 1e-10), 0.0))
+            eb = eb + 4.0 * 2.0**-53 * b
+            m = (b + eb) * (1.0 + 1e-12)
+            return self.e * m ** (self.e - 1.0) * eb
 
     # (psi^e)'' need not be monotone: no Taylor model, the relaxation is used.
     def taylor(self, lo, hi, w, ranges=None):
