@@ -119,7 +119,8 @@ class StationaryAdapter(KernelAdapter):
         our own computed distances, which err in the same way, hence the
         factor 2: ``2 g min(pU |psi'(pL)|, S)``. [pL, pU] here is built from
         the centre distance r_c = cdist(c / l, x_i / l) (relative error
-        <= (d / 2 + 3) u < 1e-10 for d < 10^6) +- (||h / l|| + 8 I), I =
+        <= (d / 2 + 3) u < 1e-10 for d < 10^6, as ||h / l||'s) +- (||h / l||
+        (1 + 1e-10) + 8 I), I =
         ``input_rounding`` (sklearn's and our rounded inputs move r by
         <= 2 I each, the rounded centre and half-widths cover the box up to
         2 I more), then widened by a relative 1e-10 against g and the
@@ -137,7 +138,7 @@ class StationaryAdapter(KernelAdapter):
         centre = 0.5 * (lo + hi) / self.length_scale
         hn = np.linalg.norm(0.5 * (hi - lo) / self.length_scale, axis=-1)
         rc = cdist(centre, self.Zs, "euclidean")
-        wid = hn[:, None] + 8.0 * inp
+        wid = hn[:, None] * (1.0 + 1e-10) + 8.0 * inp
         rL = np.maximum(rc * (1.0 - 1e-10) - wid, 0.0)
         rU = rc * (1.0 + 1e-10) + wid
         pL, pU = rL * rL * (1.0 - 1e-10), rU * rU * (1.0 + 1e-10)
