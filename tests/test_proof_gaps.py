@@ -377,6 +377,12 @@ def test_lemma_for_the_float_factor_reviewer_case():
         worst = max(worst, mpmath.fsum(zi * zi for zi in z) - 1)
     assert worst > 0  # the lemma's conclusion fails for the float factor here
     assert var.rho > 0 and worst <= var.rho  # ... and the repair covers it
+
+    # The structure-free certificate (any factor, e.g. the sparse models' QR factor).
+    class _CertOnly(LatentVariance):
+        _LEMMA_CHOLESKY_MODEL = False
+
+    assert worst <= _CertOnly(var.adapter, var.L).rho < np.inf
     # Zero tolerance: sklearn's own variance (before clipping) at the training points.
     P = X[::2]
     Kt = reg.kernel_(P, reg.X_train_)
@@ -385,7 +391,8 @@ def test_lemma_for_the_float_factor_reviewer_case():
     b = var.bounds(P, P)
     assert np.all(b.lower <= v) and np.all(v <= b.upper)
     reg2, _ = _tiny_white_regressor(80, 1e-6)
-    assert reg2._bound_model().variances("default")[0].rho == 0.0
+    var2 = reg2._bound_model().variances("default")[0]
+    assert var2.rho == 0.0 and _CertOnly(var2.adapter, var2.L).rho == 0.0
 
 
 def test_lemma_rho_laplace_classifier_is_zero():

@@ -89,6 +89,17 @@ positive; Dn >= 0 is the lemma's premise: white parts and alpha are
 non-negative). Cost: rho = 0 whenever the noise exceeds the rounding
 errors (the usual case); the reviewer's case (white 3e-16, N = 200) gets
 rho ~ e / noise > 0 and is now covered.
+The bound e above rests on the Cholesky model (L is sklearn's factor of
+fl(K) + noise, resp. of I + W^1/2 fl(K) W^1/2). Structure-free
+alternative (:meth:`LatentVariance._lemma_certificate`, regressor form):
+Hs = fl(fl(L L^T) - fl(Kc)) with L L^T - Kc = Hs + Delta, ||Delta||_2 <=
+gamma-bound of the product (margin_rtol(N, 0) nLabs^2) + ||F||_F + 2 u
+||tril(Hs)||_F, and lambda_min(Hs) >= lb by a Cholesky certificate, so L
+L^T >= Kc - e' I with e' = max(||Delta|| - lb, 0), and the same convex
+argument gives rho = e' nLinv^2. It is computed (O(N^3)) when the cheap
+bound gives rho > 1e-8, and the smaller rho is used; a subclass whose L
+is not such a Cholesky factor (``_LEMMA_CHOLESKY_MODEL = False``, e.g. a
+QR-built factor) uses only the certificate.
 
 *Expansion.* For x = x0 + u (x0 the box centre) let w = D k_x0[u] =
 sum_j u_j d/dy_j k_c(., y)|_{y = x0} (in H: the kernels are C^2) and
@@ -433,7 +444,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
-from .._fp import margin_rtol, nonneg_norm2_upper, sym_lambda_max_upper, tril_inv_norm2_upper
+from .._fp import margin_rtol, nonneg_norm2_upper, psd_lower_certificate, sym_lambda_max_upper, tril_inv_norm2_upper
 from ..kernels._base import TaylorModel, input_rounding as _input_rounding
 from ._mean import affine_lower, taylor_lower
 
@@ -770,6 +781,11 @@ class LatentVariance:
     # not that kernel (multi-output) sets False (noise lower bound 0, kmax
     # from the factor's rows).
     _LEMMA_ADAPTER_IS_SUPPORT_KERNEL = True
+    # True: L is sklearn's Cholesky factor of fl(K) + noise (regressor) or of
+    # I + W^1/2 fl(K) W^1/2 (Laplace / EP classifiers), so Higham's Thm 10.3
+    # bounds L L^T - fl(K) - noise. False (e.g. a factor from a QR, the
+    # sparse models): rho only from the direct certificate (an O(N^3) set-up).
+    _LEMMA_CHOLESKY_MODEL = True
 
     # Subclasses whose bounds use A, S or the full V set this to keep them
     # from the set-up instead of recomputing them on first access.
@@ -916,10 +932,10 @@ class LatentVariance:
             rows = np.einsum("ij,ij->i", L, L)  # (|L| |L^T|)_ii, fl
             krow = float(np.max(rows, initial=0.0)) * (1.0 + (2 * N + 4) * _U)
             kad = float(np.max(np.abs(self.adapter.diag(Xs)), initial=0.0))
-            own = self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL and type(self).__module__.startswith("skgprobust._bounds.")
+            own = bool(self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL)
             if not own:
-                # A subclass elsewhere (the multi-output LMC) whose adapter is
-                # not the support points' kernel: kmax from the factor's rows.
+                # A subclass whose adapter is not the support points' kernel
+                # (the multi-output LMC): kmax from the factor's rows.
                 kad = max(kad, krow)
             c_val = self._value_ulps(d)
             rin = np.asarray(self.adapter.rounding(Xs, Xs), dtype=np.float64)
@@ -932,8 +948,14 @@ class LatentVariance:
                 e = (e_chol + nF + 8.0 * _U * krow * 1.01) * (1.0 + 1e-10)
                 delta = 0.0
                 rho0 = e * np.float64(norm_Linv) ** 2
-                if not (rho0 <= 1e-8) and own:
+                cert = np.inf
+                if (not (rho0 <= 1e-8) and own) or not self._LEMMA_CHOLESKY_MODEL:
                     delta = self._noise_lower(rows, rin, c_val, kad, krow)
+                    cert = self._lemma_certificate(norm_Linv, rin, c_val, kad)
+                if not self._LEMMA_CHOLESKY_MODEL:
+                    # L not from sklearn's Cholesky of fl(K) + noise: only
+                    # the structure-free certificate is a proof.
+                    return cert
             else:
                 # L L^T = I + Dc K Dc + Dc F Dc + Ep (3 u N Dmax^2 kad) + EI (u krow) + E3.
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
@@ -944,7 +966,47 @@ class LatentVariance:
             if e <= delta:
                 return 0.0
             rho = (e - delta) * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
+            if self.col_scale is None:
+                rho = min(rho, cert)
         return float(rho) if np.isfinite(rho) else np.inf
+
+    def _lemma_certificate(self, norm_Linv, rin, c_val, kad):
+        """rho from a direct certificate of lambda_min(L L^T - Kc) (module
+        doc, "The lemma for the float factor"; any L, no Cholesky model;
+        regressor form S = (L L^T)^-1): Hs = fl(fl(L L^T) - fl(Kc)) (lower
+        triangle, our kernel values), L L^T - Kc = Hs + Delta with ||Delta||_2
+        <= gam_N nLabs^2 (the product, any order) + ||F||_F (kernel values:
+        rounding(Xs, Xs) + c_val u kmax per entry) + u ||Hs||_F (the
+        subtraction), all rounded up; lambda_min(Hs) >= lb by
+        :func:`~skgprobust._fp.psd_lower_certificate`. With e' = max(||Delta||
+        - lb, 0): rho = e' nLinv^2; ``inf`` when no shift certifies."""
+        N = self.n_support
+        L = self.L
+        with np.errstate(over="ignore", invalid="ignore"):
+            Kc = np.asarray(self.adapter.values(self.adapter.Xs), dtype=np.float64)
+            Hs = L @ L.T - Kc
+            fro = 1.0 + (N * N + 4) * _U
+            nLa = np.float64(self._nLabs)
+            # Hs is read from its lower triangle: entry (j, i) carries the
+            # bound of (i, j), so the symmetric maximum of the bounds.
+            nF = (np.float64(np.linalg.norm(np.maximum(rin, rin.T))) + N * c_val * _U * kad) * fro
+            dlt = (margin_rtol(N, 0) * nLa * nLa + nF + _U * np.float64(np.linalg.norm(np.tril(Hs))) * 2.0 * fro) * (
+                1.0 + 1e-10
+            )
+            if not (np.isfinite(dlt) and np.all(np.isfinite(Hs))):
+                return np.inf
+            dmin = float(np.min(np.diag(Hs)))
+            for c in (0.5 * dmin, 0.0, -dlt, -10.0 * dlt, -1e3 * dlt, -1e6 * dlt):
+                if c > 0 and c <= dlt:
+                    continue  # cannot beat c = 0
+                lb = psd_lower_certificate(Hs, c)
+                if lb > -np.inf:
+                    ep = dlt - lb
+                    if ep <= 0:
+                        return 0.0
+                    rho = ep * (1.0 + 1e-10) * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
+                    return float(rho) if np.isfinite(rho) else np.inf
+        return np.inf
 
     def _noise_lower(self, rows, rin, c_val, kad, krow):
         """delta <= min_i Dn_ii, the regressor's noise diagonal (white parts
