@@ -70,23 +70,31 @@ class at gamma 0.02: 0.0132 -> 0.0063 (row 2), 0.0122 -> 0.0067 (row 3).
 Iris with ``--iris-max-iter 400``: 53% rows / 58% columns before and after.
 
 Latent slices at the root box (report "ovr-range": ``_QuadRatio.sliced`` and
-``_slice_refine`` in ``skgprobust/_engine/_objectives.py``; the two classes
-that cost the relaxation most get planes on slices of their mean ranges,
-failing slices halved, slopes by supergradient steps; before = 8341d62,
-after = that plus this change, run side by side, load average 7-10 on 2
-cpus, 20 rows, ``time_limit=10``): gamma 0.02: rows 80% -> 90% (not
-converged: 10, 15, 18, 19 -> 2, 18; row 2 converges alone at load ~2 in
-4.5 s), columns 97% -> 99%, median 6.0 -> 7.5 s per row, max 10.9 -> 11.1
-s; gamma 0.05: rows 0% both, columns 27% -> 38%, median 9.5 -> 11.3 s,
-max 12.2 -> 16.0 s (median worst gap 0.066 -> 0.073: the worst column's
-boxes are wider than the refinement's gap window, and the roots take more
-of the time). Root gaps at gamma 0.02 (certified bound vs L-BFGS-B attack):
-row 10 max P_5 0.0135 -> 0.0062, row 18 min P_9 0.0205 -> 0.0051, max P_5
-0.0215 -> 0.0107 (row 18 stays unconverged), row 6 min P_5 0.0075 -> 0.0037.
-Unchanged, side by side at load 7-8: certify (40 rows: 0% unknown at both
-gammas, median 0.139 / 0.184 -> 0.144 / 0.177 s) and Iris (per-class
-kernels: no slices; ``--iris-max-iter 400``: 53% rows / 58% columns, 1.19
--> 1.18 CPU s per row). The script prints the rows that did not converge.
+``_slice_refine`` in ``skgprobust/_engine/_objectives.py``; two classes get
+planes on slices of their mean ranges, the others keep the quadratic
+relaxation; failing slices halved where the planes' slack can explain the
+deficit; slopes by supergradient steps; before = 8341d62, after = that plus
+this change; 20 rows, ``time_limit=10``; the load average, 7-9 on 2 cpus,
+is mostly other jobs):
+
+* gamma 0.02, each run alone (one after the other): rows 90% -> 95% (not
+  converged: 10, 18 -> 18), columns 98% -> 99.5%, median 2.1 -> 3.0 s per
+  row, max 10.0 -> 10.1 s. Both at once: rows 80% -> 90% (10, 15, 18, 19
+  -> 18, 19), columns 97% -> 99%, median 6.7 -> 8.6 s.
+* gamma 0.05, each alone: rows 0% both, columns 27% -> 44%, median 9.95 ->
+  9.97 s, max 10.5 -> 10.6 s, median worst gap 0.056 -> 0.055; both at
+  once: columns 27% -> 43%, median 9.7 -> 10.3 s.
+* Root gaps (certified bound vs L-BFGS-B attack), gamma 0.02: row 10 max P_5
+  0.0135 -> 0.0062, row 18 min P_9 0.0205 -> 0.0051, max P_5 0.0215 ->
+  0.0107 (row 18 stays unconverged), row 6 min P_5 0.0075 -> 0.0037;
+  gamma 0.05: row 3 min P_5 0.047 -> 0.027. Root bounds of a row's 20
+  objectives: 1.68 -> 1.80 s (row 0), 2.42 -> 2.24 s (row 18) at load ~6.
+* Unchanged, both at once at load 7-8: certify (40 rows: 0% unknown at both
+  gammas, median 0.139 / 0.184 -> 0.144 / 0.177 s) and Iris (per-class
+  kernels: no slices; ``--iris-max-iter 400``: 53% rows / 58% columns,
+  1.19 -> 1.18 CPU s per row).
+
+The script prints the rows that did not converge.
 
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without

@@ -1,8 +1,9 @@
 """Many-class one-vs-rest probability bounds (issue 12): the quadratic
 relaxation of the normalised probability (``_QuadRatio`` in
-skgprobust/_engine/_objectives.py) and the link derivatives it uses, attacked
-with dense sampling plus local optimisation on random models with up to ten
-classes and 64 features."""
+skgprobust/_engine/_objectives.py), its latent slices (``_QuadRatio.sliced``:
+planes of two classes on slices of their mean ranges) and the link
+derivatives it uses, attacked with dense sampling plus local optimisation on
+random models with up to ten classes and 64 features."""
 
 import warnings
 
