@@ -77,14 +77,16 @@ k0 + <k_x, Q' k_x> with k0 = (1 + rho) kappa0, and the expansion below
 holds with kappa0, H0 and E replaced by k0, (1 + rho) H0 and sqrt(1 + rho)
 E (||Q'^1/2|| <= sqrt(1 + rho)). e: ||E3|| <= gam' nLabs^2 (gam' =
 margin_rtol(N + 1, 0) >= 8 gamma_(N+1)); ||F||_2 <= ||F||_F <=
-(||rounding(Xs, Xs)||_F + N c_val u kmax) (1 + (N^2 + 4) u) (c_val as
-in (a) below, kmax = max k(x_i, x_i)); ||Ea|| <= 8 u max (L L^T)_ii
+(sqrt(N) ||R|| + N c_val u kmax) (1 + (N^2 + 4) u) (R = rounding over
+the hull box of the support points, >= every rounding(x_i, x_j)_j; c_val
+as in (a) below, kmax = max k(x_i, x_i)); ||Ea|| <= 8 u max (L L^T)_ii
 (GPC: 2 u of the I's addition and 3 u N Dmax^2 kmax for the products).
-delta (regressor, computed only when e nLinv^2 > 1e-8): Dn_ii = M_ii -
+delta (regressor, computed only when e nLinv^2 > 1e-6: below, the factor
+(1 + rho) moves the margins by < 1e-6 relative): Dn_ii = M_ii -
 fl(K)_ii - Ea_ii with M the matrix factored, M_ii >= fl(sum_j L_ij^2) (1 -
 gam' - (2N + 8) u) (Thm 10.3 on the diagonal, the row sum's rounding),
 fl(K)_ii <= Kc_ii + cv_i, Kc_ii <= our computed k_c(x_i, x_i) + cv_i (cv_i =
-c_val u kmax + rounding_ii), so delta = min_i of that lower bound (0 if not
+c_val u kmax + R_i), so delta = min_i of that lower bound (0 if not
 positive; Dn >= 0 is the lemma's premise: white parts and alpha are
 non-negative). Cost: rho = 0 whenever the noise exceeds the rounding
 errors (the usual case); the reviewer's case (white 3e-16, N = 200) gets
@@ -97,7 +99,7 @@ gamma-bound of the product (margin_rtol(N, 0) nLabs^2) + ||F||_F + 2 u
 ||tril(Hs)||_F, and lambda_min(Hs) >= lb by a Cholesky certificate, so L
 L^T >= Kc - e' I with e' = max(||Delta|| - lb, 0), and the same convex
 argument gives rho = e' nLinv^2. It is computed (O(N^3)) when the cheap
-bound gives rho > 1e-8, and the smaller rho is used; a subclass whose L
+bound, with delta, gives rho > 1e-6, and the smaller rho is used; a subclass whose L
 is not such a Cholesky factor (``_LEMMA_CHOLESKY_MODEL = False``, e.g. a
 QR-built factor) uses only the certificate.
 
@@ -938,10 +940,15 @@ class LatentVariance:
                 # (the multi-output LMC): kmax from the factor's rows.
                 kad = max(kad, krow)
             c_val = self._value_ulps(d)
-            rin = np.asarray(self.adapter.rounding(Xs, Xs), dtype=np.float64)
+            # Input rounding over the hull box of the support points (valid for
+            # every x in it, so for x = x_i): |rounding(x_i, x_j)| <= R_j, and
+            # the N x N matrix of bounds has Frobenius norm <= sqrt(N) ||R||
+            # (sqrt(2N) ||R|| for the symmetric maximum). O(N d), not O(N^2 d).
+            R = np.asarray(self.adapter.rounding(Xs.min(0)[None], Xs.max(0)[None]), dtype=np.float64)[0]
+            nR = np.float64(np.linalg.norm(R)) * (1.0 + (N + 4) * _U)
             fro = 1.0 + (N * N + 4) * _U
             # ||fl(K) - K||_2 <= ||.||_F: input rounding plus c_val u kad per entry.
-            nF = (np.float64(np.linalg.norm(rin)) + N * c_val * _U * kad) * fro
+            nF = (np.sqrt(np.float64(N)) * nR * (1.0 + 1e-15) + N * c_val * _U * kad) * fro
             if self.col_scale is None:
                 # L L^T = Kc + Dn + F + Ea + E3: Ea the diagonal additions of
                 # the white parts and alpha (<= 8 u krow), Dn >= delta I.
@@ -949,9 +956,12 @@ class LatentVariance:
                 delta = 0.0
                 rho0 = e * np.float64(norm_Linv) ** 2
                 cert = np.inf
-                if (not (rho0 <= 1e-8) and own) or not self._LEMMA_CHOLESKY_MODEL:
-                    delta = self._noise_lower(rows, rin, c_val, kad, krow)
-                    cert = self._lemma_certificate(norm_Linv, rin, c_val, kad)
+                # rho0 <= 1e-6 costs at most that relative on the margins:
+                # kept without the O(N^2 d + N^3) refinements.
+                if (not (rho0 <= 1e-6) and own) or not self._LEMMA_CHOLESKY_MODEL:
+                    delta = self._noise_lower(rows, R, c_val, kad, krow)
+                    if not (e <= delta) or not self._LEMMA_CHOLESKY_MODEL:
+                        cert = self._lemma_certificate(norm_Linv, nR, c_val, kad)
                 if not self._LEMMA_CHOLESKY_MODEL:
                     # L not from sklearn's Cholesky of fl(K) + noise: only
                     # the structure-free certificate is a proof.
@@ -970,7 +980,7 @@ class LatentVariance:
                 rho = min(rho, cert)
         return float(rho) if np.isfinite(rho) else np.inf
 
-    def _lemma_certificate(self, norm_Linv, rin, c_val, kad):
+    def _lemma_certificate(self, norm_Linv, nR, c_val, kad):
         """rho from a direct certificate of lambda_min(L L^T - Kc) (module
         doc, "The lemma for the float factor"; any L, no Cholesky model;
         regressor form S = (L L^T)^-1): Hs = fl(fl(L L^T) - fl(Kc)) (lower
@@ -988,8 +998,9 @@ class LatentVariance:
             fro = 1.0 + (N * N + 4) * _U
             nLa = np.float64(self._nLabs)
             # Hs is read from its lower triangle: entry (j, i) carries the
-            # bound of (i, j), so the symmetric maximum of the bounds.
-            nF = (np.float64(np.linalg.norm(np.maximum(rin, rin.T))) + N * c_val * _U * kad) * fro
+            # bound of (i, j), so the symmetric maximum of the bounds R_j
+            # (hull box, :meth:`_lemma_rho`): Frobenius <= sqrt(2 N) ||R||.
+            nF = (np.sqrt(2.0 * N) * nR * (1.0 + 1e-15) + N * c_val * _U * kad) * fro
             dlt = (margin_rtol(N, 0) * nLa * nLa + nF + _U * np.float64(np.linalg.norm(np.tril(Hs))) * 2.0 * fro) * (
                 1.0 + 1e-10
             )
@@ -1008,7 +1019,7 @@ class LatentVariance:
                     return float(rho) if np.isfinite(rho) else np.inf
         return np.inf
 
-    def _noise_lower(self, rows, rin, c_val, kad, krow):
+    def _noise_lower(self, rows, R, c_val, kad, krow):
         """delta <= min_i Dn_ii, the regressor's noise diagonal (white parts
         plus alpha), from the factor's row norms and the kernel's own
         diagonal without the white parts (module doc, "The lemma for the
@@ -1019,7 +1030,7 @@ class LatentVariance:
             lb = (
                 rows * (1.0 - margin_rtol(N + 1, 0) - (2 * N + 8) * _U)
                 - kc
-                - 2.0 * (c_val * _U * kad + np.diagonal(rin))
+                - 2.0 * (c_val * _U * kad + R)
                 - 8.0 * _U * krow * 1.01
             )
             delta = float(np.min(lb, initial=np.inf)) * (1.0 - 1e-12)

@@ -68,13 +68,16 @@ effect on t~^p by the mean value theorem; added as the absolute
 ``sum_i |w_i| rounding_i``). ``Exponentiation`` computes t~ ** p: numpy
 evaluates ``a ** 2`` as ``square(a)`` and ``a ** 1`` as a copy (exactly
 rounded; checked in tests/test_dotproduct.py), so the relative error is
-pi <= u for p <= 2 (pi = 0 for a plain ``DotProduct``, no power); for p >= 3 it calls the C library's ``pow``.
+pi <= u for p <= 2 (pi = 0 for a plain ``DotProduct``, no power); for p >= 3 it calls numpy's array
+power (its own SIMD loops or the C library's ``pow``, platform dependent: numpy 2.4 with AVX512 differs
+from glibc's pow on ~2.7% of bases, review finding 4).
 IEEE 754 does not fix pow's accuracy (it only recommends correct
 rounding), and the number certified is sklearn's own ``t~ ** p``, so no
 formula of ours can remove this dependence: it is a stated *platform
 assumption* that pow errs by at most 8 ulps, i.e. pi = 16 u relative
-(glibc >= 2.28 documents < 1 ulp; measured here, glibc 2.36: at most 1.1 u
-over 18000 random bases of magnitude 1e-30 .. 1e30, both signs, p = 3..7;
+(glibc's documented < 1 ulp does not apply where numpy uses its own
+loops, so the assumption rests on the platform test; measured here, numpy's
+array power: at most 1.1 u over 18000 random bases of magnitude 1e-30 .. 1e30, both signs, p = 3..7;
 tests/test_proof_gaps.py::test_platform_pow_accuracy_for_integer_exponents
 checks the 16 u allowance on the platform the tests run on). A
 ``ConstantKernel`` factor adds one rounding fl(C k~) and our scaled weights
