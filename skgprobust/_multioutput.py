@@ -70,7 +70,20 @@ branch and bound and driver apply unchanged: :meth:`predict` computes
 exactly these formulas (the same weights, the same triangular solve with
 ``L_``, the same per-latent coefficients).
 
-*The variance bounds' lemma (0 <= P <= I) holds.* Its proof in
+*The variance bounds' lemma (P <= (1 + rho) I) holds.* For the float
+factor, L L^T = Kc + E + Er with E PSD (the noise and white parts below) and
+Er the rounding (Cholesky's backward error and the Gram matrix's rounding),
+so P <= (1 + rho) I with the rho of
+:meth:`~skgprobust._bounds._variance.LatentVariance._lemma_rho` (module doc
+of :mod:`skgprobust._bounds._variance`, "The lemma for the float factor");
+every use below is scaled by (1 + rho), which the shared base does (rho is
+computed once per factor and shared by the outputs' copies). Here the
+output's adapter is not the support Gram's kernel, so rho is computed with
+no noise credit and kmax from the factor's rows
+(``_LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False``). Known gap: the LMC Gram's
+own input rounding (sum_l |W_{o_i l} W_{o_j l}| times each latent's
+rounding) is bounded through the output adapter's rounding, not itemised.
+In exact arithmetic the proof in
 :mod:`skgprobust._bounds._variance` needs only that ``L L^T = Kc + E`` with
 Kc the Gram matrix of the support points' kernel sections in the RKHS H of
 the cross-covariance kernel and E PSD: f_X^T S f_X = max_c (2 c^T f_X -
@@ -130,7 +143,7 @@ cross-covariance, what ``k_l(x, X)`` returns), the support points z_i =
   W_{o_i l}| a_t), plus its own and the mixture's rounding (16 + value_terms)
   u relative to sum_t a_t w_ti sup|kappa_t'| / l_tj (cancellation between
   latents of different signs is not assumed away). Every other bound of the
-  margins uses only ||L^-1 r_p(x)||^2 = q(x) <= k_pp(x, x) = kappa0 and
+  margins uses only ||L^-1 r_p(x)||^2 = q(x) <= (1 + rho) k_pp(x, x) = (1 + rho) kappa0 and
   ||L^-1 (r_p(x) - r_p(x0))|| <= ||k_x - k_x0||_H (the lemma) and the
   factor's constants (||L||abs, ||L^-1||, shared by the outputs).
 
@@ -320,6 +333,10 @@ class _OutputVariance(LatentVariance):
     """``var_p`` of one output: the shared factor's precomputations (inverse,
     spectrum, condition estimate) with this output's composite adapter; the
     rounding margin counts the L extra terms per value (module doc)."""
+
+    # The adapter is output p's sections, not the support Gram's kernel:
+    # _lemma_rho uses no noise credit (delta = 0) and kmax = max_i (L L^T)_ii.
+    _LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False
 
     def margin(self, scale, d):
         return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale

@@ -904,7 +904,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         P = weights.shape[1]
         std = np.broadcast_to(np.asarray(self._y_train_std, dtype=np.float64), (P,))
         mean = np.broadcast_to(np.asarray(self._y_train_mean, dtype=np.float64), (P,))
-        latent = LatentModel(Z, weights * std, mean, std, self.kernel_, L=self.L_)
+        latent = LatentModel(Z, weights * std, mean, std, self.kernel_, L=self.L_, cholesky_factor=False)
         return BoundModel("regression", [latent])
 
     def _model_predict(self, X, return_std=False):
@@ -1560,5 +1560,8 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         base = self.base_estimator_
         ests = base.estimators_ if hasattr(base, "estimators_") else [base]
         kind = fitted_decision_kind(self)  # the fitted wrapper's rule, not the parameter
-        latents = [LatentModel(e.inducing_points_, e.beta_[:, None], [0.0], [1.0], e.kernel_, L=e.L_) for e in ests]
+        latents = [
+            LatentModel(e.inducing_points_, e.beta_[:, None], [0.0], [1.0], e.kernel_, L=e.L_, cholesky_factor=False)
+            for e in ests
+        ]
         return BoundModel(kind, latents, classes=self.classes_, link=ProbitLink())

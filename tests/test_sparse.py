@@ -842,3 +842,20 @@ def test_classifier_explain_and_latent_range():
     r = clf.prediction_range(X[:2], 0.2, statistic="latent_mean", epsilon=1e-3, max_iter=300, random_state=0)
     m = clf.latent_mean_and_variance(X[:2])[0]
     assert np.all(r.min_lower[:, 0] <= m + 1e-12) and np.all(m <= r.max_upper[:, 0] + 1e-12)
+
+
+def test_sparse_factor_is_not_treated_as_a_cholesky_factor():
+    # The sparse models' L comes from a QR (L L^T = Kzz + PSD), not from a
+    # Cholesky of fl(K) + noise, so the variance bounds must certify the
+    # lemma P <= (1 + rho) I directly (review of this stop, finding 2).
+    from skgprobust._bounds._variance import NonCholeskyLatentVariance
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (80, 2))
+    sp = SparseGaussianProcessRegressor(
+        RBF(1.0) + WhiteKernel(0.1), inducing_points=15, optimizer=None, random_state=0
+    ).fit(X, np.sin(X[:, 0]))
+    lat = sp._bound_model().latents[0]
+    assert not lat.cholesky_factor
+    v = lat.variance()
+    assert isinstance(v, NonCholeskyLatentVariance) and v.rho >= 0

@@ -1501,3 +1501,15 @@ class LatentVariance:
         # eigenpairs, dr^T fl(S) dr <= sum_{j<m} lam_j (v_j . dr)^2 + (lam_m
         # (1 + eta) + eps) ||dr||^2 (:meth:`_rest`, :meth:`_eig_error`).
         return (self.lam[:m] * dz * dz).sum(-1) * (1 + 1e-12) + self._rest(m) * dr2
+
+
+class NonCholeskyLatentVariance(LatentVariance):
+    """:class:`LatentVariance` for a factor L that is *not* a Cholesky factor
+    of the rounded kernel matrix plus noise (the sparse models: L from a QR
+    of the whitened design). Higham's backward-error model then says nothing
+    about L L^T - Kc, so the lemma's rho comes only from the direct
+    certificate of lambda_min(fl(L L^T) - fl(Kc)) (an O(N^3) set-up over the
+    N support points, here the M inducing points); see "The lemma for the
+    float factor" in the module docstring."""
+
+    _LEMMA_CHOLESKY_MODEL = False

@@ -596,3 +596,11 @@ class PaperLatentVariance(LatentVariance):
         lower = np.where(np.isnan(lower), default.lower, lower)
         upper = np.where(np.isnan(upper), default.upper, upper)
         return VarianceBound(lower, upper, arg_min, arg_max, default.score)
+
+
+class NonCholeskyPaperLatentVariance(PaperLatentVariance):
+    """:class:`PaperLatentVariance` for a factor that is not a Cholesky factor
+    of the rounded kernel matrix plus noise (see
+    :class:`~skgprobust._bounds._variance.NonCholeskyLatentVariance`)."""
+
+    _LEMMA_CHOLESKY_MODEL = False

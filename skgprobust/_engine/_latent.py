@@ -103,6 +103,10 @@ class LatentModel:
     L: np.ndarray = field(default=None, repr=False)
     col_scale: np.ndarray = field(default=None, repr=False)
     adapter: object = field(default=None, repr=False)
+    #: False when ``L`` is not a Cholesky factor of the rounded kernel matrix
+    #: plus noise (sparse models: a QR); the variance bounds then certify the
+    #: lemma P <= (1 + rho) I directly (see ``_bounds._variance``).
+    cholesky_factor: bool = field(default=True, repr=False)
     _variances: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -139,9 +143,13 @@ class LatentModel:
                 var = self._variances.get(method)
                 if var is None:
                     if method == "default":
-                        from .._bounds._variance import LatentVariance as cls
+                        from .._bounds._variance import LatentVariance, NonCholeskyLatentVariance
+
+                        cls = LatentVariance if self.cholesky_factor else NonCholeskyLatentVariance
                     else:
-                        from .._bounds._variance_paper import PaperLatentVariance as cls
+                        from .._bounds._variance_paper import NonCholeskyPaperLatentVariance, PaperLatentVariance
+
+                        cls = PaperLatentVariance if self.cholesky_factor else NonCholeskyPaperLatentVariance
                     var = cls(self.adapter, self.L, self.col_scale)
                     var.method = method
                     self._variances[method] = var
