@@ -58,6 +58,7 @@ from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..exceptions import UnsupportedKernelError
 from ..kernels._base import TaylorModel
+from ._deadline import optional_work_expired
 from .._bounds._links import FiveErfLink
 from .._bounds._link_planes import link_plane
 
@@ -902,7 +903,10 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     are left alone; at most ``SLICE_MAX_CALLS`` relaxation bounds are spent,
     and ``SLICE_BOX_CALLS`` over all the refinements of one box (remembered
     for the last box per model; the objectives of a row are bound in a fixed
-    order, so the outcome does not depend on timing). Only proven t are
+    order, so without a time limit the outcome does not depend on timing).
+    With a ``time_limit`` it stops at the row's optional-work deadline
+    (:mod:`skgprobust._engine._deadline`, half the row's time): a bisection
+    step stopped early keeps the t proven so far. Only proven t are
     returned."""
     with np.errstate(invalid="ignore", divide="ignore"):
         at = _proba(probs.p(arg), c, False)
@@ -914,7 +918,7 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
         far = np.fmin(t_hi, at)
         gap = far - best
     todo = ~done & np.isfinite(best) & (gap > SLICE_MIN_GAP) & (gap < SLICE_MAX_GAP)
-    if not todo.any():
+    if not todo.any() or optional_work_expired():
         return best
     key = (quad.lo.tobytes(), quad.hi.tobytes())
     try:
@@ -940,10 +944,12 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
             if not need.any():
                 break
             ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget) >= 0))
+            if optional_work_expired():
+                break
         best = np.where(todo & ok, t, best)
         far = np.where(todo & ~ok, t, far)
         todo = todo & (np.abs(far - best) > 0.1 * SLICE_MIN_GAP)
-        if not todo.any() or budget[0] <= 0:
+        if not todo.any() or budget[0] <= 0 or optional_work_expired():
             break
     box_left[0] -= start - budget[0]
     return best

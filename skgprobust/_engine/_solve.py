@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._bnb import BranchAndBound
+from ._deadline import row_deadline
 from ._search import local_search, random_starts
 
 DEFAULT_MAX_ITER = 5000
@@ -122,6 +123,11 @@ class RangeOutcome:
 
 def solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
     """Certified minimum of each objective over [lo, hi], to epsilon."""
+    with row_deadline(budget):
+        return _solve_range(objectives, lo, hi, x0, epsilon, budget, rng)
+
+
+def _solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
     states = [BranchAndBound(f, lo, hi, candidates=x0) for f in objectives]
     todo = [s for s in states if s.gap > epsilon and not s.exhausted]
     for s, deadline in zip(todo, budget.search_deadlines(len(todo))):

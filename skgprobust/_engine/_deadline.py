@@ -1,0 +1,41 @@
+"""The current row's deadline for optional work.
+
+Objectives may do work that only sharpens a bound that is already sound
+(e.g. the latent slices of the one-vs-rest probability ranges). That work
+must not make a row overrun its ``time_limit``: the row's solver publishes,
+per thread, the ``time.perf_counter()`` value after which such work is
+skipped (a share of the row's time), and the objectives read it here. No
+bound depends on it: skipping only leaves the bound as it was.
+"""
+
+import threading
+import time
+from contextlib import contextmanager
+
+#: Share of a row's ``time_limit`` that optional tightening may use.
+OPTIONAL_SHARE = 0.5
+
+_ROW = threading.local()
+
+
+def optional_work_deadline():
+    """``time.perf_counter()`` value after which optional tightening is
+    skipped, or None (no time limit: the work is bounded by call budgets)."""
+    return getattr(_ROW, "deadline", None)
+
+
+def optional_work_expired():
+    """True once the current row's optional-work deadline has passed."""
+    dl = optional_work_deadline()
+    return dl is not None and time.perf_counter() >= dl
+
+
+@contextmanager
+def row_deadline(budget):
+    """Publish ``budget``'s optional-work deadline for the enclosed solve."""
+    prev = getattr(_ROW, "deadline", None)
+    _ROW.deadline = None if budget.time_limit is None else budget.start + OPTIONAL_SHARE * budget.time_limit
+    try:
+        yield
+    finally:
+        _ROW.deadline = prev
