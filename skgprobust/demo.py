@@ -15,6 +15,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from ._gpc import RobustGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
@@ -86,8 +87,12 @@ def regression_demo(n_test=30, gamma=0.1, delta=8.0, time_limit=0.5):
 def main():
     warnings.filterwarnings("ignore", category=BudgetExhaustedWarning)
     warnings.filterwarnings("ignore", category=ConvergenceWarning)  # hyper-parameter fit hitting bounds
-    classification_demo()
-    regression_demo()
+    # These models are small (a few hundred points): BLAS threads only add
+    # overhead, and on a loaded machine OpenBLAS oversubscription made this
+    # demo 2.5-7x slower (12 s pinned, 31 s unpinned at load ~3, 133 s at ~6).
+    with threadpool_limits(limits=1):
+        classification_demo()
+        regression_demo()
 
 
 if __name__ == "__main__":
