@@ -80,9 +80,10 @@ every use below is scaled by (1 + rho), which the shared base does (rho is
 computed once per factor and shared by the outputs' copies). Here the
 output's adapter is not the support Gram's kernel, so rho is computed with
 no noise credit and kmax from the factor's rows
-(``_LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False``). Known gap: the LMC Gram's
-own input rounding (sum_l |W_{o_i l} W_{o_j l}| times each latent's
-rounding) is bounded through the output adapter's rounding, not itemised.
+(``_LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False``); the LMC Gram's own
+rounding (entry (i, j): sum_l |W_{o_i l} W_{o_j l}| times latent l's
+rounding, L + 2 more roundings per value) is bounded with the coefficients
+max_p |W_pl| |W_{o_j l}| (``_SharedFactor``), valid for every output.
 In exact arithmetic the proof in
 :mod:`skgprobust._bounds._variance` needs only that ``L L^T = Kc + E`` with
 Kc the Gram matrix of the support points' kernel sections in the RKHS H of
@@ -336,7 +337,18 @@ class _OutputVariance(LatentVariance):
 
     # The adapter is output p's sections, not the support Gram's kernel:
     # _lemma_rho uses no noise credit (delta = 0) and kmax = max_i (L L^T)_ii.
+    # The shared base is built with the Gram rounding adapter (_SharedFactor),
+    # so its factor constants (rho, kappa) cover the Gram's rounding.
     _LEMMA_ADAPTER_IS_SUPPORT_KERNEL = False
+
+    def __init__(self, adapter, L, col_scale=None, smooth="parse", n_extra=0):
+        self.n_extra = n_extra
+        super().__init__(adapter, L, col_scale, smooth=smooth)
+
+    def _value_ulps(self, d):
+        # Each Gram / section value is a sum over the latents of products with
+        # fl(W W) coefficients: n_extra = L + 2 more roundings (module doc).
+        return super()._value_ulps(d) + self.n_extra
 
     def margin(self, scale, d):
         return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale
@@ -380,8 +392,10 @@ class _SharedFactor:
     """Builds the factor-dependent part of the variance bounds once per fit
     and hands out one :class:`_OutputVariance` per output."""
 
-    def __init__(self, L):
+    def __init__(self, L, gram_adapter=None, n_extra=0):
         self.L = L
+        self.gram_adapter = gram_adapter
+        self.n_extra = n_extra
         self._base = None
 
     def variance(self, adapter, n_extra, smooth=None):
@@ -390,7 +404,15 @@ class _SharedFactor:
             # forms: the base gets only the factor's precomputations; the
             # local RKHS bound is switched on per output with its own
             # SmoothCovariance (module doc), the polynomial form never.
-            self._base = _OutputVariance(adapter, self.L, None, smooth=None)
+            # The factor's constants (the lemma's rho, kappa) bound the
+            # rounding of the support Gram itself, entry (i, j) a sum of
+            # |W_{o_i l} W_{o_j l}| times latent l's rounding: the Gram
+            # adapter's coefficients max_p |W_pl| |W_{o_j l}| are >= those
+            # for every i, and >= every output's own, so the shared
+            # constants hold for every output (not only the first asked).
+            base_adapter = adapter if self.gram_adapter is None else self.gram_adapter
+            self._base = _OutputVariance(base_adapter, self.L, None, smooth=None,
+                                         n_extra=max(n_extra, self.n_extra))
             if self._base.smooth is not None or self._base.poly is not None:  # pragma: no cover
                 raise RuntimeError("The composite LMC kernel must not parse as a special covariance form.")
         if smooth is not None:
@@ -1487,8 +1509,11 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         Xs = self.X_train_[rows]
         d = Xs.shape[1]
         adapters = [make_adapter(k, Xs) for k in self.kernels_]
-        shared = _SharedFactor(self.L_)
         n_extra = self.n_latent_ + 2
+        # Rounding of the support Gram (see _SharedFactor.variance).
+        gram_coef = np.max(np.abs(self.W_), axis=0)[:, None] * np.abs(self.W_[outs]).T
+        gram_adapter = _OutputAdapter(_OutputCovariance(self.kernels_, self.W_[0]), Xs, adapters, gram_coef, self.W_[0])
+        shared = _SharedFactor(self.L_, gram_adapter, n_extra)
         latents = []
         for p in range(self.n_outputs_):
             wp = self.W_[p]

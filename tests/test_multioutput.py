@@ -8,6 +8,7 @@ Reference numbers are built here from the fitted hyperparameters
 estimator's internals.
 """
 
+import copy
 import pickle
 import warnings
 
@@ -851,3 +852,26 @@ def test_layout_fixed_at_fit_not_by_later_set_params():
         assert m.bounds_.shape == (t_fit.size, 2)
         assert m.log_marginal_likelihood() == lml
         assert m.log_marginal_likelihood(t_fit) == pytest.approx(lml, rel=1e-12)
+
+
+def test_shared_factor_constants_cover_every_outputs_rounding():
+    # Review (this stop): the shared lemma rho was computed from the first
+    # output's adapter; with W = [[1e-6], [1]] and inputs offset by 1e7 it was
+    # ~1e5 times too small for output 1. The shared base now bounds the
+    # support Gram's own rounding (>= every output's).
+    from skgprobust._bounds._variance import LatentVariance
+
+    rng = np.random.default_rng(0)
+    X = 1e7 + rng.uniform(0, 5, (30, 1))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 0])]
+    mo = MO(RBF(1.0), n_latent=1, W=np.array([[1e-6], [1.0]]), noise_level=1e-8, noise_level_bounds="fixed",
+            optimizer=None).fit(X, Y)
+    bm = mo._bound_model()
+    shared = bm.latents[0].variance()
+    for lat in bm.latents:
+        v = lat.variance()
+        assert v.rho == shared.rho
+        # rho recomputed with this output's own adapter never exceeds the shared one
+        own = copy.copy(v)
+        own.adapter = lat.adapter
+        assert LatentVariance._lemma_rho(own, v._norm_Linv) <= shared.rho
