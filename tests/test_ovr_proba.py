@@ -217,8 +217,10 @@ def test_latent_slices_are_sound_sweep(seed):
     K = int(rng.integers(3, 11))
     d = int(rng.choice([2, 8, 20, 64]))
     hws = tuple(rng.choice([0.01, 0.05, 0.2, 0.5], size=2, replace=False))
-    _check_sliced_sound(3000 + seed, K, d, int(rng.integers(20, 70)), half_widths=hws, n_samples=300,
-                        n_slices=int(rng.integers(1, 4)), steps=int(rng.integers(1, 5)), depth=int(rng.integers(0, 3)))
+    n = _check_sliced_sound(3000 + seed, K, d, int(rng.integers(20, 70)), half_widths=hws, n_samples=300,
+                            n_slices=int(rng.integers(1, 4)), steps=int(rng.integers(1, 5)),
+                            depth=int(rng.integers(0, 3)))
+    assert n > 0  # some node bound was attacked (the helper skips cases with nothing to check)
 
 
 def test_latent_slices_tighten_the_root_bound(monkeypatch):
