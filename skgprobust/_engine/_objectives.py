@@ -1297,7 +1297,8 @@ class _QuadRatio:
         bound over the two classes' means, whose leaves cover the box. With
         ``fail_fast`` a leaf below 0 ends it with -inf (a valid lower bound;
         the other nodes are skipped); so does running out of ``budget`` (a
-        one-element list: relaxation bounds left, counted down). One box
+        one-element list: relaxation bounds left, counted down) or passing
+        the row's optional-work deadline (:mod:`._deadline`). One box
         only (B = 1; else -inf).
         """
         n = N_SLICES if n_slices is None else int(n_slices)
@@ -1340,6 +1341,8 @@ class _QuadRatio:
                     slope[k] = (np.where(np.isfinite(gm), gm, 0.0), np.where(np.isfinite(gv), gv, 0.0))
             best = -np.inf
             for it in range(steps):
+                if optional_work_expired():
+                    return out  # past the row's optional-work deadline: -inf, t not proven (sound)
                 if budget is not None:
                     if budget[0] <= 0:
                         return out
