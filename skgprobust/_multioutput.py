@@ -1273,6 +1273,16 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         return self._problem().theta.copy()
 
     @property
+    def theta_layout_(self):
+        """Which parameter groups the fit optimised, dict ``{"W_fixed": bool,
+        "noise_fixed": bool}`` (recorded at fit: ``set_params`` without a
+        refit does not change it); :attr:`theta_` holds W only when not
+        ``W_fixed`` and the log noise variances only when not
+        ``noise_fixed``."""
+        check_is_fitted(self, self._fitted_attributes)
+        return {"W_fixed": bool(self._layout_[0]), "noise_fixed": bool(self._layout_[2])}
+
+    @property
     def bounds_(self):
         """Bounds of :attr:`theta_`, ndarray of shape (n_params, 2).
 
@@ -1362,9 +1372,14 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         if theta.ndim != 1:
             raise ValueError(f"theta must be one parameter vector, got shape {theta.shape}.")
         kernels, W, noise = self._problem().unpack(theta)
-        params = dict(kernel=None, kernels=[copy.deepcopy(k) for k in kernels], noise_level=np.array(noise))
+        W_fixed, W_bounds, noise_fixed, noise_bounds, jitter = self._layout_
+        # The fit's layout, not the current parameters (set_params after the
+        # fit must not change which entries theta holds).
+        params = dict(kernel=None, kernels=[copy.deepcopy(k) for k in kernels], noise_level=np.array(noise),
+                      noise_level_bounds="fixed" if noise_fixed else noise_bounds, alpha=jitter)
         if not isinstance(self.W, str):
             params["W"] = np.array(W)
+            params["W_bounds"] = "fixed" if W_fixed else W_bounds
         return clone(self).set_params(**params)
 
     # -- prediction ------------------------------------------------------------

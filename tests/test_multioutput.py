@@ -875,3 +875,19 @@ def test_shared_factor_constants_cover_every_outputs_rounding():
         own = copy.copy(v)
         own.adapter = lat.adapter
         assert LatentVariance._lemma_rho(own, v._norm_Linv) <= shared.rho
+
+
+def test_clone_with_theta_and_layout_follow_the_fit_not_later_params():
+    # Final review Q1: after set_params(noise_level_bounds="fixed") without a
+    # refit, clone_with_theta(theta_).fit() had another parameter vector.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (20, 2))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])]
+    mo = MO(ConstantKernel(1.0) * RBF(1.0), random_state=0).fit(X, Y)
+    assert mo.theta_layout_ == {"W_fixed": False, "noise_fixed": False}
+    n = mo.theta_.size
+    mo.set_params(noise_level_bounds="fixed")
+    assert mo.theta_layout_ == {"W_fixed": False, "noise_fixed": False}
+    m2 = mo.clone_with_theta(mo.theta_).set_params(optimizer=None).fit(X, Y)
+    assert m2.theta_.size == n
+    np.testing.assert_allclose(m2.theta_, mo.theta_, rtol=1e-12, atol=1e-12)

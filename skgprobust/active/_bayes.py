@@ -174,10 +174,9 @@ class _LMCAdapter:
 
     def layout(self, priors):
         f = self.fitted
-        # theta_'s documented layout: W is fixed for W="identity" or W_bounds="fixed",
-        # the noise variances for noise_level_bounds="fixed".
-        W_fixed = isinstance(f.W, str) or isinstance(f.W_bounds, str)
-        noise_fixed = isinstance(f.noise_level_bounds, str)
+        # theta_'s layout as fitted (not the current parameters).
+        fixed = f.theta_layout_
+        W_fixed, noise_fixed = fixed["W_fixed"], fixed["noise_fixed"]
         layout = lmc_prior_layout(f.kernels_, f.n_outputs_, f.n_latent_, W_fixed=W_fixed, noise_fixed=noise_fixed,
                                   priors=priors)
         if len(layout) != len(self.theta):  # pragma: no cover - guards the layout rule above
