@@ -195,6 +195,54 @@ class KernelAdapter:
         """
         return np.zeros((len(lo), len(self.Xs)))
 
+    def value_ulps(self, d):
+        """c_val: the relative rounding of sklearn's kernel values that
+        :meth:`rounding` does not carry.
+
+        Contract (used by the variance bounds, :mod:`skgprobust._bounds._variance`,
+        "Soundness margin" (a)): for x in box b (float inputs, d features),
+        sklearn's ``kernel(x[None], Xs)[0, i] = k~(x, x_i)`` satisfies
+
+            |k~(x, x_i) - k(x, x_i)| <= rounding(lo, hi)[b, i]
+                                          + value_ulps(d) u sqrt(k(x, x) k(x_i, x_i)),
+
+        u = 2^-53, k the exact kernel of the adapter (PSD). The default is the
+        earlier convention ``2 d + 64`` (an assumption for adapters that prove
+        nothing); :class:`SmoothCovariance <skgprobust._bounds._variance.SmoothCovariance>`
+        kernels: ``2 d + 44 + 2 T`` (proven there, T the number of RBF / Matern
+        terms); polynomial kernels of degree P: ``max(2 d + 64, (P + 1)(d + 4)
+        + 48)``. Adapters override it with a proven constant.
+        """
+        from .._bounds._variance import SmoothCovariance  # lazy: _variance imports this module
+        from .polynomial import PolynomialCovariance
+
+        sm = SmoothCovariance.parse(self.kernel, d)
+        if sm is not None:
+            return 2 * d + 44 + 2 * len(sm.terms) + sm.value_terms
+        pc = PolynomialCovariance.parse(self.kernel, d)
+        base = 2 * d + 64
+        return max(base, (pc.P + 1) * (d + 4) + 48) if pc is not None else base
+
+    def diag_ulps(self, d):
+        """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for
+        sklearn's own ``kernel.diag`` (:mod:`skgprobust._bounds._variance`,
+        "Soundness margin", (d)).
+
+        Proof, by the adapter tree (every diagonal is >= 0, so relative errors
+        of sums of non-negative terms are bounded by the terms' relative
+        errors; first order, the factor (1 + 2^-20) applied at every node
+        covers the second order for the sizes used): stationary leaves,
+        ``ConstantKernel``, ``WhiteKernel`` and ``ExpSineSquared`` fill the
+        diagonal with one float (exact; 1 is used, the default here for a
+        stationary kernel); ``DotProduct``: d + 2; ``Sum``: max(c1, c2) + 1;
+        ``Product``: c1 + c2 + 1; ``Exponentiation``: |p| c + 16 (each in its
+        adapter). Without an override: 8 for a stationary kernel (the earlier
+        constant), else ``2 d + 64`` (an assumption, like the default
+        :meth:`value_ulps`).
+        """
+        c = 8.0 if self.kernel.is_stationary() else 2.0 * d + 64.0
+        return float(c) * (1.0 + 2.0**-20)
+
     def mean_rtol(self, n_support, n_features):
         """Relative rounding margin of mean-type bounds built on this adapter.
 

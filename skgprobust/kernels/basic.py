@@ -22,6 +22,11 @@ class ConstantAdapter(KernelAdapter):
     def values(self, X):
         return np.full((len(X), len(self.Xs)), self.c)
 
+    def diag_ulps(self, d):
+        """1 (times 1 + 2^-20): sklearn fills the diagonal with the constant
+        (``WhiteKernel``: the noise level), exact."""
+        return 1.0 * (1.0 + 2.0**-20)
+
     def value_and_grad(self, X):
         n, N, d = len(X), len(self.Xs), self.Xs.shape[1]
         return self.values(X), np.zeros((n, N, d))
@@ -153,6 +158,10 @@ class ExpSineSquaredAdapter(KernelAdapter):
     def values(self, X):
         d = cdist(np.asarray(X, dtype=np.float64), self.Xs, "euclidean")
         return np.exp(-2 * (np.sin(np.pi * d / self.p) / self.ls) ** 2)
+
+    def diag_ulps(self, d):
+        """1 (times 1 + 2^-20): sklearn's ``ExpSineSquared.diag`` is ``np.ones``."""
+        return 1.0 * (1.0 + 2.0**-20)
 
     def value_and_grad(self, X):
         X = np.asarray(X, dtype=np.float64)

@@ -105,6 +105,11 @@ class SumAdapter(KernelAdapter):
     def diag(self, X):
         return self.k1.diag(X) + self.k2.diag(X)
 
+    def diag_ulps(self, d):
+        """``(max(c1, c2) + 1)(1 + 2^-20)``: fl(d1~ + d2~) of two
+        non-negative diagonals."""
+        return (max(self.k1.diag_ulps(d), self.k2.diag_ulps(d)) + 1.0) * (1.0 + 2.0**-20)
+
     def diag_interval(self, lo, hi):
         l1, h1 = self.k1.diag_interval(lo, hi)
         l2, h2 = self.k2.diag_interval(lo, hi)
@@ -215,6 +220,10 @@ class ProductAdapter(KernelAdapter):
     def diag(self, X):
         return self.k1.diag(X) * self.k2.diag(X)
 
+    def diag_ulps(self, d):
+        """``(c1 + c2 + 1)(1 + 2^-20)``: fl(d1~ d2~)."""
+        return (self.k1.diag_ulps(d) + self.k2.diag_ulps(d) + 1.0) * (1.0 + 2.0**-20)
+
     def diag_interval(self, lo, hi):
         l1, h1 = self.k1.diag_interval(lo, hi)
         l2, h2 = self.k2.diag_interval(lo, hi)
@@ -304,6 +313,13 @@ class ExponentiationAdapter(KernelAdapter):
 
     def diag(self, X):
         return self.base.diag(X) ** self.e
+
+    def diag_ulps(self, d):
+        """``(|e| c + 16)(1 + 2^-20)``, c the base's: (b (1 + delta)) ** e =
+        b ** e (1 + delta) ** e, |e| c u relative (first order), and numpy's
+        power within 8 ulps (16 u, the documented assumption of
+        :mod:`skgprobust.kernels.polynomial`)."""
+        return (abs(self.e) * self.base.diag_ulps(d) + 16.0) * (1.0 + 2.0**-20)
 
     def diag_interval(self, lo, hi):
         return self._power_interval(*self.base.diag_interval(lo, hi))

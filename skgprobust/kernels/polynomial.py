@@ -459,6 +459,20 @@ class DotProductPowerAdapter(KernelAdapter):
         t = np.einsum("ij,ij->i", X, X) + self.s2
         return t if self._plain else t**self.e
 
+    def diag_ulps(self, d):
+        """sklearn's ``diag``: t = einsum(x, x) + sigma_0^2 (d non-negative
+        products summed in any order and one addition: gamma_(d+1) <= (d + 2)
+        u relative, with the float s = fl(sigma_0^2) that this adapter uses),
+        then t ** p (|p| (d + 2) u, first order, and numpy's power within 8
+        ulps, 16 u, the documented assumption; no power for a plain
+        ``DotProduct``). Returns ``(d + 2)(1 + 2^-20)`` for a plain
+        ``DotProduct``, else ``(|p| (d + 2)(1 + 2^-20) + 16)(1 + 2^-20)`` (the
+        factors cover the second order, as in every ``diag_ulps``)."""
+        c = (d + 2.0) * (1.0 + 2.0**-20)
+        if self._plain:
+            return c
+        return (abs(float(self.e)) * c + 16.0) * (1.0 + 2.0**-20)
+
     # -- intervals ------------------------------------------------------
     def _base_interval(self, lo, hi):
         """t_i = s + x . x_i over the box: linear in x, so exact per coordinate."""

@@ -147,6 +147,11 @@ class StationaryAdapter(KernelAdapter):
         local = np.where(np.isfinite(local), local, np.inf)
         return 2.0 * g * np.minimum(local, self.phi_slope_sup() * (1.0 + 2.0 * g))
 
+    def diag_ulps(self, d):
+        """1 (times 1 + 2^-20): sklearn's ``diag`` of RBF, Matern and
+        RationalQuadratic is ``np.ones`` (exact)."""
+        return 1.0 * (1.0 + 2.0**-20)
+
     def _phi(self, X):
         return cdist(np.asarray(X, dtype=np.float64) / self.length_scale, self.Zs, "sqeuclidean")
 
@@ -514,6 +519,13 @@ class PoweredStationaryAdapter(StationaryAdapter):
             eb = eb + 4.0 * 2.0**-53 * b
             m = (b + eb) * (1.0 + 1e-12)
             return self.e * m ** (self.e - 1.0) * eb
+
+    def diag_ulps(self, d):
+        """``(e c + 16)(1 + 2^-20)``, c the base's: sklearn's diag is
+        fl(fl(b) ** e), (b (1 + delta)) ** e = b ** e (1 + delta) ** e (e c u
+        relative, first order) and numpy's power within 8 ulps (16 u, the
+        documented assumption of :mod:`skgprobust.kernels.polynomial`)."""
+        return (abs(self.e) * self.base.diag_ulps(d) + 16.0) * (1.0 + 2.0**-20)
 
     # (psi^e)'' need not be monotone: no Taylor model, the relaxation is used.
     def taylor(self, lo, hi, w, ranges=None):
