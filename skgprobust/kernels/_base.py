@@ -30,6 +30,16 @@ import numpy as np
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 
+#: Absolute allowance for subnormal results (underflow): every leaf's and
+#: composite's :meth:`KernelAdapter.rounding` adds it once (8 ulps of a
+#: subnormal result are 2^-1071, times at most 2^18 for Matern 2.5's
+#: polynomial factor; a few operations per node).
+SUBNORMAL = 2.0**-1040
+#: Relative widening of an absolute rounding bound that covers the products
+#: of its terms with relative errors of at most 2^-40 (a node's own
+#: rounding, numpy's power within 16 u, the bound's own evaluation).
+WIDEN = 1.0 + 2.0**-40
+
 
 def input_rounding(amax, Xs, scale):
     """(B, N): ``u (||amax_b / scale|| + ||x_i / scale||)``, the bound on the
@@ -120,6 +130,58 @@ class TaylorModel:
         )
 
 
+def power_rounding(e, m, mlo, R, c, Ahat, nonneg):
+    """(B, N) bound of ``|fl(k~ ** e) - k ** e|`` beyond ``16 u A`` (A =
+    A_b ** e, :meth:`KernelAdapter.value_ulps`), for sklearn's
+    ``Exponentiation`` of a base kernel whose computed value k~ satisfies
+    ``|k~ - k| <= R + c u A_b`` (the base adapter's :meth:`~KernelAdapter.rounding`
+    and :meth:`~KernelAdapter.value_ulps`), k in [mlo, m] over the box, A_b <= Ahat.
+
+    Proof. (i) Non-negative base (``nonneg``: A_b = k >= 0 and k~ >= 0; every
+    e > 0). Write k~ = a + rho with a = k (1 + theta), |theta| <= c u, |rho|
+    <= R (theta takes as much of the error as c u k allows). Then
+
+    * |a^e - k^e| = k^e |(1 + theta)^e - 1| <= m^e expm1(e |log1p(theta)|)
+      <= m^e expm1(e c u (1 + 2 c u)) (|log1p(t)| <= |t| / (1 - |t|)); for
+      large e this is the honest e-fold amplification of the base's
+      relative rounding, for any e (no first-order truncation);
+    * |k~^e - a^e| <= e max(a, k~)^(e - 1) R <= e (m (1 + c u) + R)^(e - 1) R
+      for e >= 1 (mean value theorem); for e < 1, t^e is concave and
+      subadditive: <= min(R^e, e min(a, k~)^(e - 1) R), min(a, k~) >= mlo (1
+      - c u) - R (the second form only where that is > 0).
+
+    (ii) Signed base, integer e >= 1: |k~ - k| <= E = R + c u Ahat and
+    |k~^e - k^e| <= e max(|k|, |k~|)^(e - 1) E <= e (m + E)^(e - 1) E.
+
+    Then numpy's power (8 ulps, the platform assumption): fl(k~^e) = k~^e (1
+    + pi) + sigma, |pi| <= 16 u, |sigma| <= 2^-1071, and |k~^e| <= A + D (D
+    the bound above; |k|^e <= A), so the total is <= D (1 + 16 u) + 16 u A +
+    2^-1071: this function returns D * WIDEN + SUBNORMAL and the power's
+    adapter has ``value_ulps`` 17 (16 and one of headroom). ``m`` and ``mlo``
+    are from the base's float interval, widened by 1e-6 relative (its own
+    rounding). Overflow gives inf (the bounds become infinite, never wrong).
+    """
+    u = _U
+    cu = float(c) * u
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        m = np.asarray(m, dtype=np.float64) * (1.0 + 1e-6)
+        R = np.asarray(R, dtype=np.float64)
+        if nonneg:
+            D1 = m**e * np.expm1(e * cu * (1.0 + 2.0 * cu))
+            if e >= 1:
+                D2 = e * (m * (1.0 + cu) + R) ** (e - 1.0) * R
+            else:
+                low = np.asarray(mlo, dtype=np.float64) * (1.0 - 1e-6) * (1.0 - cu) - R
+                alt = np.where(low > 0, e * np.where(low > 0, low, 1.0) ** (e - 1.0) * R, np.inf)
+                D2 = np.minimum(R**e, alt)
+            D = D1 + D2
+        else:
+            E = R + cu * np.asarray(Ahat, dtype=np.float64)
+            D = e * (m + E) ** (e - 1.0) * E
+        D = np.where(np.isnan(D), np.inf, D)
+    return D * WIDEN + SUBNORMAL
+
+
 def interval_lower(w, klo, khi):
     """sum_i min(w klo, w khi): the lower bound of sum_i w_i k_i from intervals."""
     return np.minimum(w * klo, w * khi).sum(axis=-1)
@@ -184,9 +246,11 @@ class KernelAdapter:
         ``u (|x| + |x_i|) / length_scale``, far beyond any relative margin when
         features carry a large offset (e.g. timestamps). The bounds add
         ``sum_i |w_i| E[b, i]`` to their margin. The relative rounding of the
-        value itself (a few ulps: exp, a power, a product) is covered
-        elsewhere (``mag``). Every error that is *not* a bounded multiple of
-        the value belongs here, e.g. the rounding of a distance: sklearn's
+        value itself (exp, a power, a product: :meth:`value_ulps` u A, A the
+        term magnitude) is covered elsewhere (``mag``, :meth:`mean_rtol`;
+        the variance bounds' c_val). Every error that is *not* a bounded
+        multiple of the value belongs here (and what exceeds
+        :meth:`value_ulps`), e.g. the rounding of a distance: sklearn's
         squared distance errs by ~ (d + 2) u relative, which moves an RBF
         value by ~ (phi / 2) (d + 2) u of itself, unbounded as phi grows
         (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rounding`
@@ -200,28 +264,38 @@ class KernelAdapter:
         :meth:`rounding` does not carry.
 
         Contract (used by the variance bounds, :mod:`skgprobust._bounds._variance`,
-        "Soundness margin" (a)): for x in box b (float inputs, d features),
+        "Soundness margin" (a), and covered by the mean bounds' relative
+        margin :meth:`mean_rtol`): for x in box b (float inputs, d features),
         sklearn's ``kernel(x[None], Xs)[0, i] = k~(x, x_i)`` satisfies
 
-            |k~(x, x_i) - k(x, x_i)| <= rounding(lo, hi)[b, i]
-                                          + value_ulps(d) u sqrt(k(x, x) k(x_i, x_i)),
+            |k~(x, x_i) - k(x, x_i)| <= rounding(lo, hi)[b, i] + value_ulps(d) u A(x, x_i),
 
-        u = 2^-53, k the exact kernel of the adapter (PSD). The default is the
-        earlier convention ``2 d + 64`` (an assumption for adapters that prove
-        nothing); :class:`SmoothCovariance <skgprobust._bounds._variance.SmoothCovariance>`
-        kernels: ``2 d + 44 + 2 T`` (proven there, T the number of RBF / Matern
-        terms); polynomial kernels of degree P: ``max(2 d + 64, (P + 1)(d + 4)
-        + 48)``. Adapters override it with a proven constant.
+        u = 2^-53, k the exact kernel at the float inputs, and A the *term
+        magnitude*: A = |k| for a leaf kernel, A1 + A2 for a sum, A1 A2 for a
+        product, A_b ** e for a power. Always |k| <= A; A = k for a
+        ``nonnegative`` adapter (every term >= 0); and for PSD leaves (every
+        registered leaf, constants >= 0) A <= sqrt(k(x, x) k(x_i, x_i))
+        (Cauchy-Schwarz per leaf; sqrt(a1 b1) + sqrt(a2 b2) <= sqrt((a1 + a2)
+        (b1 + b2)) for sums; products and powers multiply), which is the form
+        the variance bounds use. ``magnitude(lo, hi)`` bounds A over a box.
+
+        Platform assumption (as numpy's ``pow`` in
+        :mod:`skgprobust.kernels.polynomial`): numpy's ``exp``, ``sin`` and
+        ``pow`` err by at most 8 ulps, i.e. 16 u relative plus 2^-1071 for
+        subnormal results (measured: ``tests/test_rounding.py::test_platform_elementary_functions``).
+        Every adapter here overrides this with a proven constant (its
+        docstring); the default, ``2 d + 64``, is the earlier convention, an
+        *assumption* for third-party adapters that prove nothing.
         """
-        from .._bounds._variance import SmoothCovariance  # lazy: _variance imports this module
-        from .polynomial import PolynomialCovariance
+        return 2 * d + 64
 
-        sm = SmoothCovariance.parse(self.kernel, d)
-        if sm is not None:
-            return 2 * d + 44 + 2 * len(sm.terms) + sm.value_terms
-        pc = PolynomialCovariance.parse(self.kernel, d)
-        base = 2 * d + 64
-        return max(base, (pc.P + 1) * (d + 4) + 48) if pc is not None else base
+    def magnitude(self, lo, hi):
+        """(B, N) upper bound of the term magnitude A(x, x_i) (:meth:`value_ulps`)
+        over each box. Default (leaves, A = |k|): ``max(|klo|, |khi|)`` from
+        :meth:`interval`, widened by 1e-6 relative (the interval's own
+        rounding)."""
+        klo, khi = self.interval(lo, hi)
+        return np.maximum(np.abs(klo), np.abs(khi)) * (1.0 + 1e-6)
 
     def diag_ulps(self, d):
         """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for
@@ -267,14 +341,18 @@ class KernelAdapter:
 
         The default, ``margin_rtol(N, d) = (8 (N + d) + 256) u``, is the
         generous constant every adapter was written for (several ulps per
-        term, 8x headroom on the sum). Adapters that prove a smaller constant
+        term, 8x headroom on the sum): of its constant 256 u, 200 u are the
+        budget for (iii)'s relative rounding of each kernel value,
+        :meth:`value_ulps` (<= 21 for every leaf here, c1 + c2 + 1 for a
+        product, 17 for a power); a tree whose :meth:`value_ulps` exceeds 200
+        (deep products) gets the excess added. Adapters that prove a smaller constant
         for their terms override it (:class:`~skgprobust.kernels.polynomial.DotProductPowerAdapter`
         and plain ``DotProduct``; ``WhiteAdapter``: 0, exact zeros; ``SumAdapter`` /
         ``ProductAdapter`` with a constant factor: the children's constant + 2u).
         Callers that combine several models' weights add their own margin for
         the combination, as before.
         """
-        return margin_rtol(n_support, n_features)
+        return margin_rtol(n_support, n_features) + max(float(self.value_ulps(n_features)) - 200.0, 0.0) * _U
 
     # -- optional -------------------------------------------------------
     def relax(self, lo, hi, w):

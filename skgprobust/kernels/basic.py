@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import DotProduct
 
-from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, input_rounding
 from ._radial import RadialParts, radial_geometry, radial_taylor
 from .polynomial import DotProductPowerAdapter
 
@@ -26,6 +26,12 @@ class ConstantAdapter(KernelAdapter):
         """1 (times 1 + 2^-20): sklearn fills the diagonal with the constant
         (``WhiteKernel``: the noise level), exact."""
         return 1.0 * (1.0 + 2.0**-20)
+
+    def value_ulps(self, d):
+        """0: sklearn's ``ConstantKernel.__call__`` is ``np.full(..., c)`` and
+        ``WhiteKernel``'s cross-covariance ``np.zeros``, exact (``rounding``:
+        0 too)."""
+        return 0.0
 
     def value_and_grad(self, X):
         n, N, d = len(X), len(self.Xs), self.Xs.shape[1]
@@ -172,7 +178,35 @@ class ExpSineSquaredAdapter(KernelAdapter):
         unit = (X[:, None, :] - self.Xs[None]) / np.where(d > 0, d, 1.0)[:, :, None]
         return K, (dk_dd * (d > 0))[:, :, None] * unit
 
+    def value_ulps(self, d):
+        """17: sklearn's last operation, fl(exp(-t~)), errs by 16 u of
+        exp(-t~) (the platform assumption) <= 16 u (k + rounding); the rest
+        (the argument, sin and the squaring, amplified by exp) is in
+        :meth:`rounding`. One ulp of headroom."""
+        return 17.0
+
     def rounding(self, lo, hi):
+        """(a) The argument (comment below): ``(d + 12) a c u (||amax|| +
+        ||x_i||)``. (b) sklearn's t~ = fl(2 fl(fl(fl(sin(arg~)) / l)^2))
+        = t (1 + eta) (t = 2 sin(arg~)^2 / l^2 at its rounded argument; sin
+        within 16 u, the division and the square one u each, the doubling
+        exact): |eta| <= (1 + 16 u)^2 (1 + u)^3 - 1 <= 35.01 u =: n. exp(-t~)
+        - exp(-t) = e^-t (e^(-t eta) - 1), of modulus <= e^-t expm1(t n) <=
+        (khi + (a)) expm1(2 n / l^2) (t <= 2 / l^2, e^-t <= k at the rounded
+        argument) and, by the mean value theorem, <= t n e^(-t (1 - n)) <=
+        n / (e (1 - n)) (sup_t t e^(-a t) = 1 / (a e)): the smaller is taken.
+        Without (b) this was the "few ulps relative" convention: t n relative
+        is up to 70 u / l^2, unbounded for small length scales. (c) exp's own
+        16 u relative: :meth:`value_ulps`; times (a) + (b): ``WIDEN``; and
+        ``SUBNORMAL``."""
+        arg = self._argument_rounding(lo, hi)
+        n = 35.01 * 2.0**-53
+        _, khi = self.interval(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            far = np.minimum((khi * (1.0 + 1e-6) + arg) * np.expm1(2.0 * n * self.a), n / (np.e * (1.0 - n)))
+        return (arg + far) * WIDEN + SUBNORMAL
+
+    def _argument_rounding(self, lo, hi):
         # |dk/dr| = k a c |sin(c r)| <= a c. sklearn subtracts the raw inputs
         # (relative error u per difference), sums the squares ((d + 1) u
         # relative), takes the root and scales by pi / p: its argument errs by

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ..exceptions import UnsupportedKernelError
-from ._base import KernelAdapter, Relaxation, interval_lower
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, interval_lower, power_rounding
 from ._radial import parts_of, product_parts, radial_geometry, radial_taylor
 
 
@@ -13,7 +13,7 @@ def _interval_product(a1, b1, a2, b2):
     return c.min(0), c.max(0)
 
 
-_U = 2.0**-53
+_U = 2.0**-53  # unit roundoff
 
 
 class SumAdapter(KernelAdapter):
@@ -100,7 +100,22 @@ class SumAdapter(KernelAdapter):
         return l1 + l2, h1 + h2
 
     def rounding(self, lo, hi):
-        return self.k1.rounding(lo, hi) + self.k2.rounding(lo, hi)
+        """``(R1 + R2) WIDEN``. sklearn's ``Sum`` returns fl(k~1 + k~2): with
+        |k~j - kj| <= Rj + cj u Aj (the children's contracts,
+        :meth:`~skgprobust.kernels.KernelAdapter.value_ulps`), |fl(k~1 + k~2) -
+        k| <= (R1 + R2)(1 + u) + (max(c1, c2) + 1 + max(c1, c2) u) u (A1 +
+        A2), and A = A1 + A2: the absolute part here, the relative one in
+        :meth:`value_ulps` (an addition never underflows inexactly)."""
+        return (self.k1.rounding(lo, hi) + self.k2.rounding(lo, hi)) * WIDEN
+
+    def value_ulps(self, d):
+        """``(max(c1, c2) + 1)(1 + 2^-20)`` (proof in :meth:`rounding`; the
+        factor covers max(c) u <= 2^-21)."""
+        return (max(self.k1.value_ulps(d), self.k2.value_ulps(d)) + 1.0) * (1.0 + 2.0**-20)
+
+    def magnitude(self, lo, hi):
+        """A1 + A2 (widened by 1e-12 for its own rounding)."""
+        return (self.k1.magnitude(lo, hi) + self.k2.magnitude(lo, hi)) * (1.0 + 1e-12)
 
     def diag(self, X):
         return self.k1.diag(X) + self.k2.diag(X)
@@ -195,14 +210,55 @@ class ProductAdapter(KernelAdapter):
         return _interval_product(l1, h1, l2, h2)
 
     def rounding(self, lo, hi):
+        """Absolute part of the rounding of sklearn's fl(k~1 k~2).
+
+        With |k~j - kj| = |ej| <= Rj + cj u Aj (children's contracts, Aj their
+        term magnitudes, |kj| <= min(mj, Aj), mj the interval maximum, Aj <=
+        Ahat_j = ``magnitude``) and A = A1 A2:
+
+            |fl(k~1 k~2) - k1 k2| <= |k~1| |e2| + |k2| |e1| + u |k~1 k~2| + 2^-1075
+
+        and expanding |k~1| <= |k1| + R1 + c1 u A1, |k~2| likewise:
+        |k~1| |e2| <= (m1 + R1 + c1 u Ahat1) R2 + c2 u A + c2 u Ahat2 R1 +
+        c1 c2 u^2 A; |k2| |e1| <= m2 R1 + c1 u A; u |k~1 k~2| <= u (1 + c1 u)(1
+        + c2 u) A + u (1 + c1 u) Ahat1 R2 + u (1 + c2 u) Ahat2 R1 + u R1 R2.
+        Relative part: (c1 + c2 + 1)(1 + 2^-20) u A (:meth:`value_ulps`, for
+        cj u <= 2^-21); absolute part:
+        ``[(m1 + R1 + (c1 + 2) u Ahat1) R2 + (m2 + (c2 + 2) u Ahat2) R1] WIDEN
+        + SUBNORMAL``. (The cross terms c u Ahat R were missing before; the
+        relative parts of the children were assumed to fit the few-ulps
+        convention.)
+
+        Constant factor C: fl(C k~) = C k~ (1 + delta): |.| <= |C| R (1 + u) +
+        (c + 1 + c u) u |C| A_o, A = |C| A_o: ``|C| R WIDEN + SUBNORMAL``.
+        """
         if self.const is not None:
-            return abs(self.const) * self.other.rounding(lo, hi)
-        # |a~ b~ - a b| <= |a~| |b~ - b| + |b| |a~ - a|
+            return abs(self.const) * self.other.rounding(lo, hi) * WIDEN + SUBNORMAL
+        d = lo.shape[1]
         e1, e2 = self.k1.rounding(lo, hi), self.k2.rounding(lo, hi)
         l1, h1 = self.k1.interval(lo, hi)
         l2, h2 = self.k2.interval(lo, hi)
-        m1, m2 = np.maximum(np.abs(l1), np.abs(h1)), np.maximum(np.abs(l2), np.abs(h2))
-        return (m1 + e1) * e2 + m2 * e1
+        m1 = np.maximum(np.abs(l1), np.abs(h1)) * (1.0 + 1e-6)
+        m2 = np.maximum(np.abs(l2), np.abs(h2)) * (1.0 + 1e-6)
+        c1, c2 = self.k1.value_ulps(d), self.k2.value_ulps(d)
+        a1, a2 = self.k1.magnitude(lo, hi), self.k2.magnitude(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = ((m1 + e1 + (c1 + 2.0) * _U * a1) * e2 + (m2 + (c2 + 2.0) * _U * a2) * e1) * WIDEN
+        return np.where(np.isnan(out), np.inf, out) + SUBNORMAL
+
+    def value_ulps(self, d):
+        """``(c1 + c2 + 1)(1 + 2^-20)``; with a constant factor ``(c + 1)(1 +
+        2^-20)`` (``ConstantKernel`` values are exact). Proof in :meth:`rounding`."""
+        if self.const is not None:
+            return (self.other.value_ulps(d) + 1.0) * (1.0 + 2.0**-20)
+        return (self.k1.value_ulps(d) + self.k2.value_ulps(d) + 1.0) * (1.0 + 2.0**-20)
+
+    def magnitude(self, lo, hi):
+        """A1 A2 (|C| A for a constant factor), widened by 1e-12."""
+        if self.const is not None:
+            return abs(self.const) * self.other.magnitude(lo, hi) * (1.0 + 1e-12)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.k1.magnitude(lo, hi) * self.k2.magnitude(lo, hi) * (1.0 + 1e-12)
 
     def mean_rtol(self, n_support, n_features):
         """``C * k``: the other factor's constant plus 2 u (sklearn's product
@@ -304,12 +360,31 @@ class ExponentiationAdapter(KernelAdapter):
         return K**self.e, np.nan_to_num(dK)[:, :, None] * G
 
     def rounding(self, lo, hi):
-        e = self.base.rounding(lo, hi)
-        if self.e < 1:  # |a^e - b^e| <= |a - b|^e for a, b >= 0
-            return e**self.e
+        """:func:`~skgprobust.kernels._base.power_rounding` of the base (proof
+        there): the base's absolute rounding *and* its relative rounding
+        (``value_ulps``, c_b u A_b) carried through the power for every e > 0
+        (m^e expm1(e c_b u (1 + 2 c_b u)) for a non-negative base, any e; the
+        mean value theorem for the rest), plus numpy's power (16 u relative:
+        :meth:`value_ulps`; its product with the absolute part: WIDEN).
+        Before, the base's relative rounding amplified e-fold and the power's
+        own were assumed to fit the relative margin (they did up to e ~ 20-30)."""
+        d = lo.shape[1]
+        R = self.base.rounding(lo, hi)
         l, h = self.base.interval(lo, hi)
-        m = np.maximum(np.abs(l), np.abs(h)) + e
-        return self.e * m ** (self.e - 1) * e
+        m = np.maximum(np.abs(l), np.abs(h))
+        if self.base.nonnegative:
+            return power_rounding(self.e, m, np.maximum(l, 0.0), R, self.base.value_ulps(d), None, True)
+        return power_rounding(self.e, m, None, R, self.base.value_ulps(d), self.base.magnitude(lo, hi), False)
+
+    def value_ulps(self, d):
+        """17: numpy's power within 8 ulps (16 u of |k~^e| <= A + rounding) and
+        one of headroom; everything of the base is in :meth:`rounding`."""
+        return 17.0
+
+    def magnitude(self, lo, hi):
+        """A_b ** e (widened by 1e-12)."""
+        with np.errstate(over="ignore"):
+            return self.base.magnitude(lo, hi) ** self.e * (1.0 + 1e-12)
 
     def diag(self, X):
         return self.base.diag(X) ** self.e

@@ -162,7 +162,7 @@ from scipy.special import comb
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
-from ._base import KernelAdapter, Relaxation, TaylorModel, interval_lower
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, interval_lower
 
 
 def is_dot_product_power(kernel):
@@ -527,7 +527,9 @@ class DotProductPowerAdapter(KernelAdapter):
         underflow). Then t~^p: by the mean value theorem
         |t~^p - t^p| <= p max(|t|, |t~|)^(p-1) |t~ - t| <= p (m_i + e_i)^(p-1) e_i,
         m_i = max |t| over the box. The relative rounding of the power is in
-        :meth:`mean_rtol`."""
+        :meth:`mean_rtol` and :meth:`value_ulps`: fl(t~^p) = t~^p (1 + pi),
+        |pi t~^p| <= pi (|t|^p + this bound), the second part covered by
+        ``WIDEN`` (pi <= 16 u), plus ``SUBNORMAL`` for an underflowing power."""
         amax = np.maximum(np.abs(lo), np.abs(hi))
         d = self.Xs.shape[1]
         e = (d + 1) * (1.0 + 2.0**-30) * _U * (amax @ self.absXs.T + self.s2) + d * 2.0**-1074
@@ -536,8 +538,20 @@ class DotProductPowerAdapter(KernelAdapter):
         if self.p == 1:
             return e
         l, h = self._base_interval(lo, hi)
-        m = np.maximum(np.abs(l), np.abs(h)) + e
-        return self.p * m ** (self.p - 1) * e
+        m = np.maximum(np.abs(l), np.abs(h)) * (1.0 + 1e-12) + e
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.p * m ** (self.p - 1) * e * WIDEN + SUBNORMAL
+
+    def value_ulps(self, d):
+        """pi / u: 0 for a plain ``DotProduct`` and for ``DotProduct ** 1``
+        (no power; numpy's ``a ** 1`` is a copy), 1 for p = 2 (``square``,
+        correctly rounded), 16 for p >= 3 (numpy's power within 8 ulps, the
+        platform assumption), times (1 + 2^-20); relative to A = |t|^p <=
+        sqrt(k(x, x) k(x_i, x_i)) (Cauchy-Schwarz, s >= 0). Everything else
+        (the inner product, its underflow, and its effect through the power)
+        is in :meth:`rounding`."""
+        pi = 0.0 if self.p == 1 else (1.0 if self.p == 2 else 16.0)
+        return pi * (1.0 + 2.0**-20)
 
     def mean_rtol(self, n_support, n_features):
         """``(N + 12 + pi) u``, pi = 1 for p <= 2 and 16 for p >= 3 (the

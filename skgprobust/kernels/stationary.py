@@ -13,7 +13,16 @@ psi(phi_0) - b * phi_0, the paper's App. A.1 has a typo there).
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._base import KernelAdapter, Relaxation, TaylorModel, input_rounding, interval_lower
+from ._base import (
+    SUBNORMAL,
+    WIDEN,
+    KernelAdapter,
+    Relaxation,
+    TaylorModel,
+    input_rounding,
+    interval_lower,
+    power_rounding,
+)
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
 _TINY = 1e-200
@@ -99,11 +108,13 @@ class StationaryAdapter(KernelAdapter):
         ``lipschitz_r`` >= sup |d psi(r^2) / dr|.
 
         (b) The distance itself. sklearn computes phi~ = fl(sum_j
-        fl(fl(z_j - z_ij)^2)) (RBF, Matern nu = inf, RationalQuadratic:
+        fl(fl(z_j - z_ij)^2)) (RBF, RationalQuadratic:
         ``cdist(..., "sqeuclidean")``), relative error <= gamma_(d+2); Matern
         with finite nu takes r~ = fl(sqrt(phi~)) and s~ = fl(fl(sqrt(3 or 5))
         r~), relative <= (d / 2 + 4) u (1 + O(u)), i.e. its value is psi at
-        phi (1 + eta)^2 with |2 eta + eta^2| <= (d + 8) u (1 + 1e-6). In both
+        phi (1 + eta)^2 with |2 eta + eta^2| <= (d + 8) u (1 + 1e-6); Matern
+        nu = inf squares r~ = fl(sqrt(phi~)) again (``dists ** 2``: (d + 2) +
+        1 + 2 + 1 = d + 6 roundings of phi, inside the same g). In all
         cases the value is psi(phi (1 + theta)) up to a few ulps *relative*
         (exp, the polynomial factor, the power: the relative margin
         ``margin_rtol`` covers those), with |theta| <= g = (d + 8) u (1 +
@@ -126,10 +137,17 @@ class StationaryAdapter(KernelAdapter):
         2 I more), then widened by a relative 1e-10 against g and the
         squaring. For a box far from x_i this decays with psi' (RBF:
         pU e^(-pL / 2) / 2), for a near one it is about phi |psi'(phi)|.
+
+        (c) What remains of sklearn's evaluation is relative to the value at
+        the rounded distance, psi(phi~) <= k + (a) + (b): the subclass's
+        :meth:`value_ulps` u k, and the same relative error times (a) + (b),
+        which the factor ``WIDEN`` (1 + 2^-40 >= 1 + 21 u) covers; plus
+        ``SUBNORMAL`` for underflowing results (exp within 8 ulps of a
+        subnormal number, times Matern's polynomial factor <= 2^18).
         """
         amax = np.maximum(np.abs(lo), np.abs(hi))
         inp = input_rounding(amax, self.Xs, self.length_scale)
-        return 5.0 * self.lipschitz_r() * inp + self._distance_rounding(lo, hi, inp)
+        return (5.0 * self.lipschitz_r() * inp + self._distance_rounding(lo, hi, inp)) * WIDEN + SUBNORMAL
 
     def _distance_rounding(self, lo, hi, inp):
         """Part (b) of :meth:`rounding`, shape (B, N)."""
@@ -338,6 +356,16 @@ class StationaryAdapter(KernelAdapter):
 class RBFAdapter(StationaryAdapter):
     """RBF: psi(phi) = exp(-phi / 2)."""
 
+    def value_ulps(self, d):
+        """17. sklearn returns fl(exp(fl(-0.5 phi~))); :meth:`rounding` covers
+        exp(-phi~ / 2) - k (inputs and distance). -0.5 phi~ is exact (for
+        phi~ < 2^-1021 it errs by <= 2^-1075, moving exp by no more:
+        ``SUBNORMAL``), and numpy's exp errs by <= 16 u of its value (the
+        platform assumption, :meth:`KernelAdapter.value_ulps`), i.e. <= 16 u
+        (k + rounding): 16 u k here, the rest in ``WIDEN``. One ulp of
+        headroom."""
+        return 17.0
+
     def values(self, X):
         return np.exp(-0.5 * self._phi(X))
 
@@ -366,6 +394,19 @@ class MaternAdapter(StationaryAdapter):
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
         self.nu = float(kernel.nu)
+
+    def value_ulps(self, d):
+        """sklearn's value at the rounded argument s~ (or r~, phi~: in
+        :meth:`rounding`), then relative to it (all factors >= 0): nu = 0.5,
+        fl(exp(-r~)), and nu = inf, fl(exp(fl(-(r~^2)) / 2)) (the square is in
+        rounding part (b), the halving exact): exp's 16 u -> 17; nu = 1.5,
+        fl(fl(1 + s~) fl(exp(-s~))): (1 + u)^2 (1 + 16 u) - 1 <= 18.001 u ->
+        19; nu = 2.5, fl(fl(fl(1 + s~) + fl(fl(s~^2) / 3)) fl(exp(-s~))): the
+        polynomial of non-negative terms errs by <= (1 + u)^3 - 1, the product
+        u, exp 16 u: <= 20.001 u -> 21. Each is relative to psi(s~) <= k +
+        rounding; the part times the rounding is in ``WIDEN`` (see
+        :meth:`StationaryAdapter.rounding`, (c))."""
+        return {0.5: 17.0, 1.5: 19.0, 2.5: 21.0}.get(self.nu, 17.0 if self.nu == np.inf else 2 * d + 64)
 
     def values(self, X):
         # Same operations as sklearn (euclidean cdist, formula in r).
@@ -446,6 +487,12 @@ class RationalQuadraticAdapter(StationaryAdapter):
         super().__init__(kernel, Xs)
         self.a = float(kernel.alpha)
 
+    def value_ulps(self, d):
+        """1 (headroom; 0 is proven): :meth:`rounding` carries sklearn's whole
+        evaluation, the base's alpha-fold relative error and the power's own
+        16 u (``2 (expm1(...) + 8 u) khi``, class docstring), absolutely."""
+        return 1.0
+
     def rounding(self, lo, hi):
         base = super().rounding(lo, hi)
         _, _, _, pL, pU, _ = self._ranges(lo, hi)
@@ -498,27 +545,32 @@ class PoweredStationaryAdapter(StationaryAdapter):
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
 
     def rounding(self, lo, hi):
-        """Rounding of fl(b~ ** e), b~ the base kernel's computed value.
-
-        ``|b~^e - b^e| <= e max(b, b~)^(e - 1) |b~ - b|`` (mean value theorem,
-        e >= 1, b, b~ >= 0) with ``|b~ - b| <= E_b + 4 u b`` (E_b the base
-        adapter's own :meth:`rounding`, which includes everything specific
+        """Rounding of fl(b~ ** e), b~ the base kernel's computed value:
+        :func:`~skgprobust.kernels._base.power_rounding` (proof there) with the
+        base's own :meth:`rounding` E_b (which includes everything specific
         to the base, e.g. the alpha-fold rounding of a RationalQuadratic's
-        base; 4 u b its exp / power in relative terms) and max(b, b~) <=
-        psi_b(pL) + E_b + 4 u b; the power's own rounding is a few ulps
-        relative (the relative margin). Without this the base's own
-        rounding was replaced by the generic stationary one, which misses a
-        RationalQuadratic's alpha u relative error: certified point bounds
-        of ``RationalQuadratic(alpha=1e5) ** e`` (e = 1, 2) excluded sklearn's
-        predict by up to 2e-5 (``tests/test_rounding.py``).
+        base) and its relative constant c_b = ``base.value_ulps(d)``, b in
+        [psi_b(pU), psi_b(pL)] (phi-range widened by 1e-10 relative): e
+        (b (1 + c_b u) + E_b)^(e - 1) E_b + b^e expm1(e c_b u (1 + 2 c_b u)),
+        the base's relative rounding amplified e-fold for every e (before:
+        4 u b to first order, short of the exp's 16 u and of large e), and
+        numpy's power in :meth:`value_ulps`. Without the base's own rounding
+        certified point bounds of ``RationalQuadratic(alpha=1e5) ** e`` (e =
+        1, 2) excluded sklearn's predict by up to 2e-5
+        (``tests/test_rounding.py``).
         """
+        d = lo.shape[1]
         eb = self.base.rounding(lo, hi)
-        _, _, _, pL, _, _ = self._ranges(lo, hi)
+        _, _, _, pL, pU, _ = self._ranges(lo, hi)
         with np.errstate(over="ignore", invalid="ignore"):
             b = self.base.psi(np.maximum(pL * (1.0 - 1e-10), 0.0))
-            eb = eb + 4.0 * 2.0**-53 * b
-            m = (b + eb) * (1.0 + 1e-12)
-            return self.e * m ** (self.e - 1.0) * eb
+            blo = self.base.psi(pU * (1.0 + 1e-10))
+        return power_rounding(self.e, b, blo, eb, self.base.value_ulps(d), None, True)
+
+    def value_ulps(self, d):
+        """17: numpy's power within 8 ulps and one of headroom (the base's
+        relative rounding is in :meth:`rounding`)."""
+        return 17.0
 
     def diag_ulps(self, d):
         """``(e c + 16)(1 + 2^-20)``, c the base's: sklearn's diag is
