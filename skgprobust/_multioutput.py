@@ -304,6 +304,39 @@ class _OutputAdapter(KernelAdapter):
     def diag(self, X):
         return self.kernel.diag(X)
 
+    def value_ulps(self, d):
+        """c_val of the composite value (:meth:`KernelAdapter.value_ulps`), the
+        L + 2 extra roundings of the combination not included (the variance
+        bounds add them: ``_OutputVariance.n_extra``; the mean bounds:
+        ``mag_factor``): ``max_l c_l + 1`` over the kept latents.
+
+        Proof. Entry i is ``sum_l c_l k_l(x, x_i)`` with ``c_l = W_pl
+        W_{o_i l}`` (exact; its rounding, the products and the sum are the
+        extra roundings). Latent l's value errs by at most ``rounding_l +
+        c_l u A_l`` with ``A_l <= sqrt(k_l(x, x) k_l(x_i, x_i))`` (PSD leaves,
+        :meth:`KernelAdapter.value_ulps`), and :meth:`rounding` carries
+        ``sum_l |c_l| rounding_l``. The rest is ``<= max_l c_l u sum_l |W_pl|
+        |W_{o_i l}| sqrt(k_l(x, x)) sqrt(k_l(x_i, x_i)) <= max_l c_l u
+        sqrt(k_pp(x, x) k_{o_i o_i}(x_i, x_i))`` by Cauchy-Schwarz, the form
+        the variance bounds use (``k_pp`` the output's diagonal, the support
+        side bounded by the factor's rows). The + 1 covers the second-order
+        terms. With no latent: 0 (every value is an exact zero)."""
+        if not self.adapters:
+            return 0.0
+        return max(float(a.value_ulps(d)) for a in self.adapters) + 1.0
+
+    def diag_ulps(self, d):
+        """c_diag of ``k_pp(x, x) = sum_l fl(fl(W_pl^2) fl(k_l(x, x)))`` as
+        :meth:`_OutputCovariance.diag` and ``predict`` compute it (same order):
+        every term is >= 0 and errs by <= (c_l + 2) u relative (its latent's
+        diagonal, the square, the product), the L' - 1 additions of
+        non-negative terms by <= (L' - 1) u of the sum: ``max_l c_l + L' + 1``
+        (L' kept latents), times (1 + 2^-20) for the second order."""
+        if not self.adapters:
+            return 0.0
+        c = max(float(a.diag_ulps(d)) for a in self.adapters)
+        return (c + len(self.adapters) + 1.0) * (1.0 + 2.0**-20)
+
     def diag_interval(self, lo, hi):
         dlo, dhi = np.zeros(len(lo)), np.zeros(len(lo))
         for a, w in zip(self.adapters, self.w2):
@@ -346,9 +379,11 @@ class _OutputVariance(LatentVariance):
         super().__init__(adapter, L, col_scale, smooth=smooth)
 
     def _value_ulps(self, d):
-        # Each Gram / section value is a sum over the latents of products with
-        # fl(W W) coefficients: n_extra = L + 2 more roundings (module doc).
-        return super()._value_ulps(d) + self.n_extra
+        # The composite adapter's own constant (_OutputAdapter.value_ulps: the
+        # latents' proven constants) plus the combination's roundings: each
+        # Gram / section value is a sum over the latents of products with
+        # fl(W W) coefficients, n_extra = L + 2 more roundings (module doc).
+        return self.adapter.value_ulps(d) + self.n_extra
 
     def margin(self, scale, d):
         return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale
@@ -1525,9 +1560,14 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         d = Xs.shape[1]
         adapters = [make_adapter(k, Xs) for k in self.kernels_]
         n_extra = self.n_latent_ + 2
-        # Rounding of the support Gram (see _SharedFactor.variance).
-        gram_coef = np.max(np.abs(self.W_), axis=0)[:, None] * np.abs(self.W_[outs]).T
-        gram_adapter = _OutputAdapter(_OutputCovariance(self.kernels_, self.W_[0]), Xs, adapters, gram_coef, self.W_[0])
+        # Rounding of the support Gram (see _SharedFactor.variance). Every
+        # latent that reaches some output is kept (wmax_l = max_p |W_pl| > 0):
+        # with wp = W_[0], latents with W_0l = 0 were dropped from the Gram's
+        # rounding (W = [[1e-6, 0], [0, 1]], inputs offset 1e7: shared rho
+        # 1.8e-4 where output 1 needs 35).
+        wmax = np.max(np.abs(self.W_), axis=0)
+        gram_coef = wmax[:, None] * np.abs(self.W_[outs]).T
+        gram_adapter = _OutputAdapter(_OutputCovariance(self.kernels_, wmax), Xs, adapters, gram_coef, wmax)
         shared = _SharedFactor(self.L_, gram_adapter, n_extra)
         latents = []
         for p in range(self.n_outputs_):
