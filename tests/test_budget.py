@@ -18,6 +18,8 @@ from skgprobust._engine._bnb import BranchAndBound
 from skgprobust._engine._search import local_search
 from skgprobust._engine._solve import Budget, solve_deviation, solve_range, solve_sign
 
+from ._helpers import BOUND_TOL
+
 LIMIT = 0.5
 #: The contract (10% + 50 ms) and a little slack for a loaded machine.
 ALLOWED = 1.1 * LIMIT + 0.05 + 0.03
@@ -80,7 +82,7 @@ def test_solve_range_holds_time_limit_with_slow_boxes():
     assert wall <= ALLOWED and out.time <= ALLOWED, (wall, out.time)
     assert out.n_iter > 0
     for f, lower, x in zip(fs, out.lower, out.argmin):
-        assert lower <= f.true_min(lo, hi) + 1e-12
+        assert lower <= f.true_min(lo, hi) + BOUND_TOL
         assert np.all((lo <= x) & (x <= hi))
     assert not out.converged.any()
 
@@ -93,7 +95,7 @@ def test_solve_sign_holds_time_limit_with_slow_boxes():
     out, wall = _timed(lambda: solve_sign(f, lo, hi, x0, budget, np.random.default_rng(0), lambda x: False))
     assert wall <= ALLOWED and out.time <= ALLOWED, (wall, out.time)
     assert out.status == "unknown" and out.n_iter > 0
-    assert out.bound <= f.true_min(lo, hi) + 1e-12
+    assert out.bound <= f.true_min(lo, hi) + BOUND_TOL
 
 
 def test_solve_deviation_holds_time_limit_with_slow_boxes():
@@ -110,7 +112,7 @@ def test_solve_deviation_holds_time_limit_with_slow_boxes():
     ))
     assert wall <= ALLOWED and out.time <= ALLOWED, (wall, out.time)
     assert out.status == "unknown" and out.n_iter > 0
-    assert out.bound >= true_dev - 1e-12  # an upper bound of the worst deviation
+    assert out.bound >= true_dev - BOUND_TOL  # an upper bound of the worst deviation
 
 
 def test_time_limit_counts_the_setup():
@@ -122,7 +124,7 @@ def test_time_limit_counts_the_setup():
     time.sleep(0.3)
     out, _ = _timed(lambda: solve_range([f], lo, hi, x0, 0.0, budget, np.random.default_rng(0)))
     assert budget.elapsed() <= ALLOWED and out.time <= ALLOWED
-    assert out.lower[0] <= f.true_min(lo, hi) + 1e-12
+    assert out.lower[0] <= f.true_min(lo, hi) + BOUND_TOL
 
 
 def test_root_is_bounded_even_when_the_time_is_up():
@@ -175,7 +177,7 @@ def test_slow_local_search_leaves_time_for_branch_and_bound():
     out, wall = _timed(lambda: solve_range([f], lo, hi, x0, 0.0, budget, np.random.default_rng(0)))
     assert wall <= ALLOWED, wall
     assert out.n_iter > 0
-    assert out.lower[0] <= f.true_min(lo, hi) + 1e-12
+    assert out.lower[0] <= f.true_min(lo, hi) + BOUND_TOL
 
 
 def test_local_search_stops_at_its_deadline():
@@ -225,8 +227,8 @@ def test_regressor_std_range_rows_hold_time_limit():
     assert wall / len(Xt) <= ALLOWED + 0.2, wall  # + per-call setup shared by the rows
     assert np.all(r.n_iter > 0)
     _, std = reg.predict(np.vstack([Xt, rng.uniform(Xt[0] - 0.2, Xt[0] + 0.2, size=(200, d))]), return_std=True)
-    assert r.min_lower[0, 0] <= std[[0] + list(range(3, 203))].min() + 1e-9
-    assert r.max_upper[0, 0] >= std[[0] + list(range(3, 203))].max() - 1e-9
+    assert r.min_lower[0, 0] <= std[[0] + list(range(3, 203))].min() + BOUND_TOL
+    assert r.max_upper[0, 0] >= std[[0] + list(range(3, 203))].max() - BOUND_TOL
 
 
 def test_budget_warning_points_at_the_callers_line():

@@ -8,7 +8,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 
-from ._helpers import TOL, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
+from ._helpers import BOUND_TOL, TOL, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
 
 EPS = 1e-3
 
@@ -47,8 +47,8 @@ def _check_brackets(r, fn, X_test, gamma, d, features=None):
         v = fn(G)
         gmin, gmax = v.min(), v.max()
         # Certified bounds bracket the grid extremes.
-        assert r.min_lower[i, 0] <= gmin + TOL, (i, r.min_lower[i, 0], gmin)
-        assert r.max_upper[i, 0] >= gmax - TOL, (i, r.max_upper[i, 0], gmax)
+        assert r.min_lower[i, 0] <= gmin + BOUND_TOL, (i, r.min_lower[i, 0], gmin)
+        assert r.max_upper[i, 0] >= gmax - BOUND_TOL, (i, r.max_upper[i, 0], gmax)
         assert in_box(r.argmin[i, 0], lo[i], hi[i]) and in_box(r.argmax[i, 0], lo[i], hi[i])
         # These easy problems converge within the default budget ...
         assert r.converged[i, 0], (i, r.min_upper[i, 0] - r.min_lower[i, 0], r.max_upper[i, 0] - r.max_lower[i, 0])
@@ -58,7 +58,7 @@ def _check_brackets(r, fn, X_test, gamma, d, features=None):
         assert r.max_upper[i, 0] - r.max_lower[i, 0] <= EPS
         assert r.min_upper[i, 0] <= gmin + EPS + TOL
         assert r.max_lower[i, 0] >= gmax - EPS - TOL
-        assert r.min_upper[i, 0] >= r.min_lower[i, 0] - TOL
+        assert r.min_upper[i, 0] >= r.min_lower[i, 0] - BOUND_TOL
 
 
 @pytest.mark.parametrize("kind", ["matern25", "rbf"])
@@ -86,7 +86,7 @@ def test_regressor_range_one_feature_moves():
         G = _grid(lo[i], hi[i], 2001)  # first coordinate fixed: 2001 points
         assert len(G) == 2001
         v = gpr_predict(reg, G)[:, 0]
-        assert r.min_lower[i, 0] <= v.min() + TOL and r.max_upper[i, 0] >= v.max() - TOL
+        assert r.min_lower[i, 0] <= v.min() + BOUND_TOL and r.max_upper[i, 0] >= v.max() - BOUND_TOL
         assert r.converged[i, 0]
         assert r.min_upper[i, 0] <= v.min() + EPS + TOL and r.max_lower[i, 0] >= v.max() - EPS - TOL
 
@@ -115,7 +115,7 @@ def test_classifier_certify_agrees_with_dense_grid():
         G = _grid(lo[i], hi[i], 201)
         grid_changes = np.any(gpc_predict(clf, G) != labels[i])
         sign = 1.0 if labels[i] == clf.classes_[1] else -1.0
-        assert c.bound[i] <= (sign * gpc_latent(clf, G)).min() + TOL
+        assert c.bound[i] <= (sign * gpc_latent(clf, G)).min() + BOUND_TOL
         if c.status[i] == "robust":
             assert not grid_changes and c.bound[i] > 0
         else:
@@ -140,13 +140,13 @@ def test_regressor_certify_decides_close_to_the_true_deviation():
         assert D > 1e-2
         hi_c = reg.certify([[x]], gamma, delta=1.02 * D, random_state=0)
         assert hi_c.status[0] == "robust", (x, D, hi_c.bound)
-        assert D - TOL <= hi_c.bound[0] <= 1.02 * D
+        assert D - BOUND_TOL <= hi_c.bound[0] <= 1.02 * D
         lo_c = reg.certify([[x]], gamma, delta=0.98 * D, random_state=0)
         assert lo_c.status[0] == "not_robust", (x, D, lo_c.bound)
         cex = lo_c.counterexample[0]
         assert x - gamma <= cex[0] <= x + gamma
         assert abs(gpr_predict(reg, cex)[0, 0] - gpr_predict(reg, [[x]])[0, 0]) > 0.98 * D
-        assert lo_c.bound[0] >= D - TOL
+        assert lo_c.bound[0] >= D - BOUND_TOL
 
 
 # --------------------------------------------------------------------------
@@ -192,10 +192,10 @@ def test_classifier_budget_exhaustion_is_honest(budget):
     sign = 1.0 if gpc_predict(clf, X)[0] == clf.classes_[1] else -1.0
     margin = sign * gpc_latent(clf, G)
     assert margin.min() > 0  # really robust
-    assert c.bound[0] <= margin.min() + TOL
+    assert c.bound[0] <= margin.min() + BOUND_TOL
     # With the default budget the same row is proven robust.
     full = clf.certify(X, gamma, random_state=0)
-    assert full.status[0] == "robust" and 0 < full.bound[0] <= margin.min() + TOL
+    assert full.status[0] == "robust" and 0 < full.bound[0] <= margin.min() + BOUND_TOL
 
 
 @pytest.mark.parametrize("budget", BUDGETS, ids=repr)
@@ -209,7 +209,7 @@ def test_range_budget_exhaustion_is_honest(budget):
     lo, hi = expected_box(X_test, gamma)
     for i in range(len(X_test)):
         v = gpr_predict(reg, _grid(lo[i], hi[i], 201))[:, 0]
-        assert r.min_lower[i, 0] <= v.min() + TOL and r.max_upper[i, 0] >= v.max() - TOL
+        assert r.min_lower[i, 0] <= v.min() + BOUND_TOL and r.max_upper[i, 0] >= v.max() - BOUND_TOL
         assert in_box(r.argmin[i, 0], lo[i], hi[i]) and in_box(r.argmax[i, 0], lo[i], hi[i])
         assert abs(r.min_upper[i, 0] - gpr_predict(reg, r.argmin[i, 0])[0, 0]) <= TOL
     with warnings.catch_warnings(record=True) as caught:
@@ -231,7 +231,7 @@ def test_regressor_certify_budget_exhaustion_gives_unknown():
         with pytest.warns(BudgetExhaustedWarning):
             c = reg.certify([[x]], gamma, delta=1.001 * D, random_state=0, **budget)
         assert c.status[0] == "unknown" and np.all(np.isnan(c.counterexample[0]))
-        assert c.bound[0] >= D - TOL
+        assert c.bound[0] >= D - BOUND_TOL
     c = reg.certify([[x]], gamma, delta=1.001 * D, random_state=0)
     assert c.status[0] == "robust"
 
@@ -262,4 +262,4 @@ def test_time_limit_is_respected():
     lo, hi = expected_box(X_test, 1.0)
     for i in range(len(X_test)):
         v = gpr_predict(reg, _grid(lo[i], hi[i], 201))[:, 0]
-        assert r.min_lower[i, 0] <= v.min() + TOL and r.max_upper[i, 0] >= v.max() - TOL
+        assert r.min_lower[i, 0] <= v.min() + BOUND_TOL and r.max_upper[i, 0] >= v.max() - BOUND_TOL

@@ -18,6 +18,8 @@ from skgprobust._engine._solve import (
     solve_sign,
 )
 
+from ._helpers import BOUND_TOL
+
 # --------------------------------------------------------------------------
 # Synthetic objectives
 # --------------------------------------------------------------------------
@@ -590,7 +592,7 @@ def test_solve_deviation_not_robust(P, norm):
     out = solve_deviation(
         objs, center, LO, HI, X0, delta, norm, Budget(max_iter=20_000), np.random.default_rng(0), deviation
     )
-    assert out.status == "not_robust" and out.bound >= grid - 1e-12
+    assert out.status == "not_robust" and out.bound >= grid - BOUND_TOL
     x = out.counterexample
     assert np.all((x >= LO) & (x <= HI)) and deviation(x) > delta
 

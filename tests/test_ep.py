@@ -25,7 +25,7 @@ from skgprobust._bounds._links import FiveErfLink, ProbitLink
 from skgprobust import EPGaussianProcessClassifier
 from skgprobust._ep import _BinaryGaussianProcessClassifierEP, expectation_propagation
 
-from ._helpers import FAST, SLOW, SWEEP_EXAMPLES, TOL, attack, box_points, budgets, datasets, kernels, perturbations
+from ._helpers import BOUND_TOL, FAST, SLOW, SWEEP_EXAMPLES, attack, box_points, budgets, datasets, kernels, perturbations
 from .test_soundness import Case, _call, check_gpc_certificate, check_range
 
 
@@ -253,7 +253,7 @@ def test_not_converged_still_consistent():
     for i in range(2):
         P = box_points(X[i] - 0.3, X[i] + 0.3, rng, 2000)
         p = clf.predict_proba(P)
-        assert np.all(p >= r.min_lower[i] - TOL) and np.all(p <= r.max_upper[i] + TOL)
+        assert np.all(p >= r.min_lower[i] - BOUND_TOL) and np.all(p <= r.max_upper[i] + BOUND_TOL)
 
 
 # --------------------------------------------------------------------------
@@ -296,7 +296,7 @@ def test_probability_range_brackets_dense_grid_tightly(fitted):
     G = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     for i, x in enumerate(rows):
         P = clf.predict_proba(x + G)
-        assert np.all(P.min(0) >= r.min_lower[i] - TOL) and np.all(P.max(0) <= r.max_upper[i] + TOL)
+        assert np.all(P.min(0) >= r.min_lower[i] - BOUND_TOL) and np.all(P.max(0) <= r.max_upper[i] + BOUND_TOL)
         assert np.all(P.min(0) - r.min_lower[i] <= 2e-4) and np.all(r.max_upper[i] - P.max(0) <= 2e-4)
 
 
@@ -312,7 +312,7 @@ def test_latent_range_converges_in_1d():
         for i, x in enumerate(rows):
             P = x + np.linspace(-0.4, 0.4, 20001)[:, None]
             vals = clf.latent_mean_and_variance(P)[0][:, None] if statistic == "latent_mean" else clf.predict_proba(P)
-            assert np.all(vals.min(0) >= r.min_lower[i] - TOL) and np.all(vals.max(0) <= r.max_upper[i] + TOL)
+            assert np.all(vals.min(0) >= r.min_lower[i] - BOUND_TOL) and np.all(vals.max(0) <= r.max_upper[i] + BOUND_TOL)
             assert np.all(vals.min(0) - r.min_lower[i] <= 2e-5) and np.all(r.max_upper[i] - vals.max(0) <= 2e-5)
 
 
@@ -343,7 +343,7 @@ def test_multiclass_one_vs_rest_and_one_vs_one():
     for i in range(2):
         Q = box_points(X[i] - 0.1, X[i] + 0.1, np.random.default_rng(i), 2000)
         Pq = ovr.predict_proba(Q)
-        assert np.all(Pq >= r.min_lower[i] - TOL) and np.all(Pq <= r.max_upper[i] + TOL)
+        assert np.all(Pq >= r.min_lower[i] - BOUND_TOL) and np.all(Pq <= r.max_upper[i] + BOUND_TOL)
     ovo = EPGaussianProcessClassifier(kernel, optimizer=None, multi_class="one_vs_one").fit(X, y)
     assert ovo._bound_model().kind == "one_vs_one"
     assert not hasattr(ovo, "predict_proba")
@@ -369,7 +369,7 @@ def test_pickle_and_pandas(fitted):
     c = fd.certify(df.iloc[:2], 0.1, features=["b"], random_state=0)
     assert c.status.shape == (2,)
     e = fd.explain(df.iloc[:2], 0.2, epsilon=0.05, random_state=0)
-    assert e.values.shape == (2, 2) and np.all(e.lower <= e.values + TOL) and np.all(e.values <= e.upper + TOL)
+    assert e.values.shape == (2, 2) and np.all(e.lower <= e.values + BOUND_TOL) and np.all(e.values <= e.upper + BOUND_TOL)
 
 
 def test_n_jobs_gives_identical_results(fitted):
@@ -586,6 +586,6 @@ def test_range_converges_to_dense_grid_2d():
     r = clf.prediction_range(rows, 0.5, epsilon=1e-4, random_state=0)
     for i, x in enumerate(rows):
         vals = clf.predict_proba(x + G)
-        assert np.all(vals.min(0) >= r.min_lower[i] - TOL) and np.all(vals.max(0) <= r.max_upper[i] + TOL)
+        assert np.all(vals.min(0) >= r.min_lower[i] - BOUND_TOL) and np.all(vals.max(0) <= r.max_upper[i] + BOUND_TOL)
         if r.converged[i].all():
             assert np.all(vals.min(0) - r.min_lower[i] <= 2e-4) and np.all(r.max_upper[i] - vals.max(0) <= 2e-4)

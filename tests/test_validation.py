@@ -15,7 +15,7 @@ from skgprobust import (
     UnsupportedKernelError,
 )
 
-from ._helpers import TOL, attack, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
+from ._helpers import BOUND_TOL, TOL, attack, expected_box, gpc_latent, gpc_predict, gpr_predict, in_box
 
 pd = pytest.importorskip("pandas")
 
@@ -247,7 +247,7 @@ def test_domain_clips_the_box(fitted_reg):
     for i in range(2):
         assert in_box(r.argmin[i, 0], lo[i], hi[i]) and in_box(r.argmax[i, 0], lo[i], hi[i])
         atk = attack(lambda P: gpr_predict(fitted_reg, P)[:, 0], lo[i], hi[i], np.random.default_rng(i))
-        assert atk.min >= r.min_lower[i, 0] - TOL and atk.max <= r.max_upper[i, 0] + TOL
+        assert atk.min >= r.min_lower[i, 0] - BOUND_TOL and atk.max <= r.max_upper[i, 0] + BOUND_TOL
 
 
 # --------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def test_float32_input(reg_data, clf_data):
         assert in_box(r.argmin[i, 0], lo[i], hi[i])
         assert abs(r.min_upper[i, 0] - gpr_predict(reg, r.argmin[i, 0])[0, 0]) <= TOL
         atk = attack(lambda P: gpr_predict(reg, P)[:, 0], lo[i], hi[i], np.random.default_rng(i))
-        assert atk.min >= r.min_lower[i, 0] - TOL and atk.max <= r.max_upper[i, 0] + TOL
+        assert atk.min >= r.min_lower[i, 0] - BOUND_TOL and atk.max <= r.max_upper[i, 0] + BOUND_TOL
     c = reg.certify(X32[:3], 0.2, delta=0.5, random_state=0)
     assert c.status.shape == (3,)
 
@@ -365,7 +365,7 @@ def test_zero_gamma_and_no_moving_features_give_the_prediction(fitted_reg, fitte
         np.testing.assert_array_equal(r.argmin[:, 0], X)
         np.testing.assert_array_equal(r.argmax[:, 0], X)
         assert np.all(np.abs(r.min_upper - y) <= TOL) and np.all(np.abs(r.max_lower - y) <= TOL)
-        assert np.all(r.min_lower <= y + TOL) and np.all(r.max_upper >= y - TOL)
+        assert np.all(r.min_lower <= y + BOUND_TOL) and np.all(r.max_upper >= y - BOUND_TOL)
         assert np.all(r.max_upper - r.min_lower <= 1e-6)
         c = fitted_reg.certify(X, delta=1e-6, random_state=0, **kw)
         np.testing.assert_array_equal(c.status, ["robust", "robust"])
@@ -407,7 +407,7 @@ def test_classifier_label_types(encode):
         atk = attack(lambda P: gpc_latent(clf, P), lo[i], hi[i], np.random.default_rng(i), n_samples=2000)
         sign = 1.0 if labels[i] == clf.classes_[1] else -1.0
         margin_min = min(sign * atk.min, sign * atk.max)
-        assert c.bound[i] <= margin_min + TOL
+        assert c.bound[i] <= margin_min + BOUND_TOL
         if c.status[i] == "robust":
             assert np.all(clf.predict(atk.points) == labels[i])
         elif c.status[i] == "not_robust":
