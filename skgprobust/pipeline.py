@@ -23,8 +23,11 @@ queries the model sees numbers up to half a float32 ulp outside that image;
 the box is widened to cover them too (:func:`_float32_hull`), so certificates
 hold for float64 and float32 raw queries alike. float16 queries (rounded to
 about 1e-3 by the scalers) are not covered by that widening: this module's
-:class:`Pipeline` gives float16 input to its steps as float64; a plain
-scikit-learn Pipeline queried with float16 data is outside the certificates. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
+:class:`Pipeline` gives float16 input to its steps as float64 in every
+method that takes raw input (``fit``, ``predict``, ``predict_proba``,
+``predict_log_proba``, ``decision_function``, ``score_samples``, ``score``,
+``transform``, ``fit_transform``, ``fit_predict``); a plain scikit-learn
+Pipeline queried with float16 data is outside the certificates. Other steps (PCA, PolynomialFeatures, encoders, custom functions)
 raise :class:`UnsupportedStepError`.
 
 Points found in the model's input space are mapped back with the exact
@@ -790,21 +793,24 @@ def _final_has(attr):
     return check
 
 
-def _estimator_has(attr):
-    """Available when the final estimator has ``attr`` (as sklearn's Pipeline)."""
+def _sklearn_has(name):
+    """Available exactly when scikit-learn's Pipeline offers ``name`` for
+    this instance (its own ``available_if`` check, whatever the version)."""
 
     def check(self):
-        getattr(self._final_estimator, attr)
+        getattr(super(Pipeline, self), name)  # raises AttributeError as sklearn's check does
         return True
 
     return check
 
 
 def _no_float16(X):
-    """X with float16 data as float64 (arrays and DataFrame columns); other
-    input unchanged. The certified boxes cover float64 and float32 raw
-    queries (:func:`_float32_hull`), not the coarser float16 rounding of
-    the scalers (up to 1e-3 relative)."""
+    """X with float16 data as float64 (arrays, lists and DataFrame columns);
+    other input unchanged. Every :class:`Pipeline` method that gives raw
+    input to the steps goes through here. The certified boxes cover float64
+    and float32 raw queries (:func:`_float32_hull`), not the coarser
+    float16 rounding of the scalers (up to 1e-3 relative), which keep
+    float16 input in float16."""
     dtype = getattr(X, "dtype", None)
     if dtype is not None and dtype == np.float16:
         return np.asarray(X, dtype=np.float64)
@@ -813,6 +819,14 @@ def _no_float16(X):
         f16 = [c for c, t in zip(X.columns, dtypes) if t == np.float16]
         if f16:
             return X.astype({c: np.float64 for c in f16})
+        return X
+    if isinstance(X, (list, tuple)):
+        try:
+            arr = np.asarray(X)
+        except ValueError:  # ragged: left to the steps' own validation
+            return X
+        if arr.dtype == np.float16:
+            return arr.astype(np.float64)
     return X
 
 
@@ -837,17 +851,70 @@ class Pipeline(_SkPipeline):
     (3,)
     """
 
-    @available_if(_estimator_has("predict"))
+    # Every method that gives raw input to the steps casts float16 input to
+    # float64 first (_no_float16): sklearn's scalers keep float16, and the
+    # certificates cover the float64 (and float32) image of a raw box only.
+    # inverse_transform takes output-space data and is left as sklearn's.
+
+    def fit(self, X, y=None, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.fit`; float16 input is given
+        to the steps as float64."""
+        return super().fit(_no_float16(X), y, **params)
+
+    @available_if(_sklearn_has("fit_transform"))
+    def fit_transform(self, X, y=None, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.fit_transform`; float16 input
+        is given to the steps as float64."""
+        return super().fit_transform(_no_float16(X), y, **params)
+
+    @available_if(_sklearn_has("fit_predict"))
+    def fit_predict(self, X, y=None, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.fit_predict`; float16 input is
+        given to the steps as float64."""
+        return super().fit_predict(_no_float16(X), y, **params)
+
+    @available_if(_sklearn_has("predict"))
     def predict(self, X, **params):
         """As :meth:`sklearn.pipeline.Pipeline.predict`; float16 input is
         given to the steps as float64 (what the certificates cover)."""
         return super().predict(_no_float16(X), **params)
 
-    @available_if(_estimator_has("predict_proba"))
+    @available_if(_sklearn_has("predict_proba"))
     def predict_proba(self, X, **params):
         """As :meth:`sklearn.pipeline.Pipeline.predict_proba`; float16 input
         is given to the steps as float64 (what the certificates cover)."""
         return super().predict_proba(_no_float16(X), **params)
+
+    @available_if(_sklearn_has("predict_log_proba"))
+    def predict_log_proba(self, X, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.predict_log_proba`; float16
+        input is given to the steps as float64."""
+        return super().predict_log_proba(_no_float16(X), **params)
+
+    @available_if(_sklearn_has("decision_function"))
+    def decision_function(self, X, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.decision_function`; float16
+        input is given to the steps as float64."""
+        return super().decision_function(_no_float16(X), **params)
+
+    @available_if(_sklearn_has("score_samples"))
+    def score_samples(self, X):
+        """As :meth:`sklearn.pipeline.Pipeline.score_samples`; float16 input
+        is given to the steps as float64."""
+        return super().score_samples(_no_float16(X))
+
+    @available_if(_sklearn_has("transform"))
+    def transform(self, X, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.transform`; float16 input is
+        given to the steps as float64."""
+        return super().transform(_no_float16(X), **params)
+
+    @available_if(_sklearn_has("score"))
+    def score(self, X, y=None, sample_weight=None, **params):
+        """As :meth:`sklearn.pipeline.Pipeline.score`; float16 input is given
+        to the steps as float64 (the predictions scored are the certified
+        ones)."""
+        return super().score(_no_float16(X), y, sample_weight=sample_weight, **params)
 
     @available_if(_final_has("certify"))
     def certify(self, X, gamma, **kwargs):
