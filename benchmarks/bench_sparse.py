@@ -66,12 +66,34 @@ Laplace GPC: logistic, a different likelihood) with the same kernel at N = M
 and N = 2000: fit, predict_proba of 1000 points, accuracy, probability
 ranges (epsilon = 0.01) and certify per row.
 
+Std ranges at high signal-to-noise (``--std``): Friedman #1 (noise 0.3), N =
+2500, M = 200, C * RBF(ARD) + White fitted (noise ~0.004 of var(y)), std
+ranges gamma 0.02, epsilon 0.01, 5 rows (see :func:`std_ranges`). Measured
+(load 9.4 on 2 cores; ``--reference`` = the code path that assumed the
+lemma for the QR-built factor, a timing reference only):
+
+==========================  ======  =========  ============
+model                       rho     converged  median s/row
+==========================  ======  =========  ============
+FITC, shift at 0 (before)   2.4e-3  80%        3.62
+FITC, jitter certified      0       100%       0.05
+FITC reference              --      100%       0.06
+VFE, shift at 0 (before)    2.8e-4  100%       0.52
+VFE, jitter certified       0       100%       0.05
+VFE reference               --      100%       0.05
+==========================  ======  =========  ============
+
+(before = the certificate with its shift at 0, load 4.0; the widths of the
+certified ranges equal the reference's.) Sparse classifier (moons, M = 100,
+FITC): rho 7.7e-7 -> 0, certify 40 rows 0.07 -> 0.05 s, ranges 100%.
+
 How to run
 ----------
 ::
 
     python benchmarks/bench_sparse.py            # about 10-15 min on 2 loaded cores
     python benchmarks/bench_sparse.py --quick    # about 2 min
+    python benchmarks/bench_sparse.py --std --reference   # about 1 min
 
 BLAS is pinned to one thread (set before numpy is imported); rows run
 serially.
@@ -277,12 +299,82 @@ def like_for_like(quick):
                  "range ms exact", "sparse", "ratio"], out))
 
 
+def std_ranges(reference=False, rows=5, time_limit=5.0):
+    """``--std``: std ranges of sparse FITC / VFE models at high signal-to-noise.
+
+    Friedman #1 (``make_friedman1(3000, n_features=5, noise=0.3,
+    random_state=0)``), N = 2500 training rows, M = 200 inducing inputs,
+    ``ConstantKernel * RBF(ARD) + WhiteKernel`` fitted (normalize_y; the
+    fitted noise is ~0.004 of var(y), so the latent variance is a small
+    difference of large terms), ``prediction_range(statistic="std",
+    gamma=0.02, epsilon=0.01)`` on the first ``rows`` of the last 500
+    points, ``time_limit`` s per row. Reports the variance factor's lemma
+    constants (rho, and e of L L^T >= Kc - e I), the set-up time, the
+    fraction converged and seconds per row. ``--reference`` also runs the
+    models with ``cholesky_factor=True`` (the pre-certificate code path,
+    which assumed the lemma without proof for the QR-built factor: a speed
+    reference only, not a sound configuration). Then the sparse classifier
+    (moons, 2500 points, M = 100, FITC): certify 40 rows and probability
+    ranges of 10 rows (gamma 0.05, epsilon 0.01).
+    """
+    from sklearn.datasets import make_moons
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust import SparseGaussianProcessClassifier
+
+    X, y = make_friedman1(n_samples=3000, n_features=5, noise=0.3, random_state=0)
+    out = []
+    for approx in ("fitc", "vfe"):
+        sp = SparseGaussianProcessRegressor(
+            ConstantKernel(1.0) * RBF(np.ones(5)) + WhiteKernel(0.1),
+            inducing_points=200, approximation=approx, random_state=0, normalize_y=True,
+        ).fit(X[:2500], y[:2500])
+        for flag in ((False, True) if reference else (False,)):
+            sp.__dict__.pop("_skgp_bound_model", None)
+            lat = sp._bound_model().latents[0]
+            lat.cholesky_factor = flag
+            lat._variances.clear()
+            t0 = time.perf_counter()
+            v = lat.variance()
+            t_set = time.perf_counter() - t0
+            r = sp.prediction_range(X[2500:2500 + rows], 0.02, statistic="std", epsilon=0.01,
+                                    time_limit=time_limit, random_state=0)
+            name = f"{approx}" + (" (reference: lemma assumed)" if flag else "")
+            out.append([name, f"{v.rho:.2g}", f"{getattr(v, 'lemma_e', float('nan')):.2g}", f"{t_set:.2f}",
+                        f"{np.mean(r.converged):.0%}", f"{np.median(r.time):.2f}", f"{np.max(r.time):.2f}",
+                        f"{np.max(r.max_upper[:, 0] - r.min_lower[:, 0]):.4f}"])
+        sp.__dict__.pop("_skgp_bound_model", None)
+    print(table(["model", "rho", "e", "set-up s", "converged", "median s/row", "max s/row", "max width"], out))
+    Xc, yc = make_moons(3000, noise=0.2, random_state=0)
+    sc = SparseGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), inducing_points=100, approximation="fitc",
+                                         random_state=0).fit(Xc[:2500], yc[:2500])
+    v = sc._bound_model().latents[0].variance()
+    t0 = time.perf_counter()
+    c = sc.certify(Xc[2500:2540], 0.05, time_limit=2, random_state=0)
+    t_c = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pr = sc.prediction_range(Xc[2500:2510], 0.05, epsilon=0.01, time_limit=2, random_state=0)
+    t_r = time.perf_counter() - t0
+    print(table(["classifier", "rho", "certify unknown", "certify s", "ranges converged", "ranges s"],
+                [["moons FITC M=100", f"{v.rho:.2g}", f"{np.mean(c.status == 'unknown'):.0%}", f"{t_c:.2f}",
+                  f"{np.mean(pr.converged):.0%}", f"{t_r:.2f}"]]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="N = 20,000, 6 rows, M in {100, 300}")
     ap.add_argument("--classification-only", action="store_true", help="only the binary part")
     ap.add_argument("--like-for-like-only", action="store_true", help="only sparse vs exact at Z = X")
+    ap.add_argument("--std", action="store_true", help="only the std ranges of FITC / VFE (and the sparse classifier)")
+    ap.add_argument("--reference", action="store_true",
+                    help="with --std: also the pre-certificate code path (timing only)")
+    ap.add_argument("--rows", type=int, default=5, help="with --std: rows per model")
     args = ap.parse_args()
+    if args.std:
+        print(f"# {package_state()}")
+        std_ranges(args.reference, args.rows)
+        print(f"# done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if args.like_for_like_only:
         print(f"# {package_state()}")
         like_for_like(args.quick)

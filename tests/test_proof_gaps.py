@@ -470,3 +470,35 @@ def test_s_error_against_high_precision():
 
 def _mp_norm2_mp(M):
     return float(max(mpmath.svd_r(M, compute_uv=False)))
+
+
+def test_per_point_lemma_reviewer_case():
+    """The per-point lemma (module doc of _bounds._variance, "The per-point
+    lemma") on the reviewer's case, where the float factor really breaks
+    "P <= I" (q* > kappa0 in 60 digits): q*(x) <= kappa0 + e ||a*(x)||^2 with
+    the proven shift e (``lemma_e``) and a* = (L L^T)^-1 k(Xs, x), at every
+    point checked, and that excess is below rho kappa0 (the rho lemma's)."""
+    reg, X = _tiny_white_regressor(80, 3e-16)
+    var = reg._bound_model().variances("default")[0]
+    assert var.rho > 0 and 0 < var.lemma_e < np.inf
+    L = reg.L_
+    N = L.shape[0]
+    Lm = [[mpmath.mpf(float(L[i, j])) for j in range(i + 1)] for i in range(N)]
+    e = mpmath.mpf(var.lemma_e)
+    worst, beaten = -mpmath.inf, 0
+    for k in range(0, N, 4):
+        x = mpmath.mpf(float(X[k, 0]))
+        z = []
+        for i in range(N):
+            r = _matern25_mp(abs(x - mpmath.mpf(float(X[i, 0]))) / mpmath.mpf(0.3))
+            z.append((r - mpmath.fsum(Lm[i][j] * z[j] for j in range(i))) / Lm[i][i])
+        a = [None] * N
+        for i in reversed(range(N)):
+            a[i] = (z[i] - mpmath.fsum(Lm[j][i] * a[j] for j in range(i + 1, N))) / Lm[i][i]
+        q = mpmath.fsum(zi * zi for zi in z)
+        excess = e * mpmath.fsum(ai * ai for ai in a)
+        worst = max(worst, q - 1)
+        assert q <= 1 + excess
+        beaten += excess < var.rho
+    assert worst > 0  # the lemma as stated fails here, the per-point form holds
+    assert beaten > 0

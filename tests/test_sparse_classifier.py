@@ -433,3 +433,31 @@ def test_gradient_random_kernels(case):
 @given(_gradient_cases())
 def test_gradient_random_kernels_sweep(case):
     _check_gradient(case)
+
+
+@pytest.mark.filterwarnings("ignore::skgprobust.BudgetExhaustedWarning")
+@pytest.mark.parametrize("inference", ["ep", "laplace"])
+def test_sparse_classifier_lemma_certified_and_per_point_path_sound(inference):
+    """The classifier shares the QR-built variance factor: the lemma's
+    certificate credits the jitter (rho = 0), and with an inflated (still
+    valid) shift, rho > 0, the probability ranges through the per-point path
+    of the variance bound contain every predict_proba value that dense
+    sampling plus L-BFGS-B finds, at zero tolerance."""
+    from ._helpers import attack
+    from .test_sparse import _inflate
+
+    X, y, _ = _data(n=80)
+    clf = SparseGaussianProcessClassifier(
+        ConstantKernel(4.0) * RBF([0.6, 0.9]), inducing_points=15, approximation="fitc", inference=inference,
+        optimizer=None, random_state=0,
+    ).fit(X, y)
+    assert clf._bound_model().latents[0].variance().rho == 0.0
+    (v,) = _inflate(clf, 0.05)
+    assert v.rho >= 0.05
+    x0, gamma = X[:2], 0.1
+    r = clf.prediction_range(x0, gamma, epsilon=1e-3, max_iter=30, random_state=0)
+    for i in range(len(x0)):
+        for j in range(r.min_lower.shape[1]):
+            atk = attack(lambda P, j=j: clf.predict_proba(P)[:, j], x0[i] - gamma, x0[i] + gamma,
+                         np.random.default_rng(i), n_samples=2000)
+            assert r.min_lower[i, j] <= atk.min and atk.max <= r.max_upper[i, j]

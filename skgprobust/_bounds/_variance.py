@@ -101,7 +101,46 @@ L^T >= Kc - e' I with e' = max(||Delta|| - lb, 0), and the same convex
 argument gives rho = e' nLinv^2. It is computed (O(N^3)) when the cheap
 bound, with delta, gives rho > 1e-6, and the smaller rho is used; a subclass whose L
 is not such a Cholesky factor (``_LEMMA_CHOLESKY_MODEL = False``, e.g. a
-QR-built factor) uses only the certificate.
+QR-built factor) uses only the certificate. Its shift is chosen to certify
+lambda_min(Hs) >= ||Delta|| where it can (then e' = 0): the sparse models'
+L L^T = Kzz + j I + (PSD) exceeds Kc by their jitter j (1e-8 of the mean
+diagonal), which a shift at 0 never credited (Friedman #1, N = 2500, M =
+200: FITC rho 2.4e-3 -> 0, VFE 2.8e-4 -> 0).
+
+*The per-point lemma* (sharper where rho > 0; :meth:`LatentVariance._local_bounds`).
+rho = e nLinv^2 charges every x the worst direction of (L L^T)^-1; the
+loss is per point ||a(x)||^2 instead, a(x) = (L L^T)^-1 D r(x) (the
+adjoint weights below, ||a|| <= nLinv q^1/2 and usually far smaller). Let e
+>= 0 with L L^T >= Kc' - e I (Kc' = D Kc D; the shift behind rho,
+``lemma_e``: e - delta, or the certificate's e', whichever gave rho). For
+f in H let a_f = (L L^T)^-1 D f_X, c = D a_f, p = <f, P f> = c^T f_X =
+<f, g_c> (g_c as in the lemma). Cauchy-Schwarz: p <= ||f|| ||g_c||, and
+||g_c||^2 = c^T Kc c = a_f^T Kc' a_f <= a_f^T (L L^T + e I) a_f = p + e
+||a_f||^2. So p^2 <= ||f||^2 (p + s), s = e ||a_f||^2, i.e. p <= ||f||^2
+/ 2 + (||f||^4 / 4 + ||f||^2 s)^1/2 <= ||f||^2 + s (square both sides;
+p >= 0 as S is PSD). With Psi the PSD operator <f, Psi f> = ||a_f||^2:
+Q'' = I + e Psi - P >= 0, and at f = k_x: q(x) <= kappa0 + e ||a(x)||^2.
+The local bound with Q'' in place of Q': v(x) = diag(x) - kappa0 - e
+||a(x)||^2 + ||Q''^1/2 k_x||^2 exactly; with k_x = k_x0 + w + E as below,
+||Q''^1/2 k_x|| lies within ||Q''^1/2 E|| of P''(u)^1/2, P''(u) =
+||Q''^1/2 (k_x0 + w)||^2 = P(u) + e ||a(k_x0 + w)||^2 with P(u) the
+real-arithmetic quadratic (kappa0, H0 unscaled); so P(u) <= P''(u) <=
+P(u) + T with T = e a_box^2, a_box >= ||a(k_x0 + w)|| and >= ||a(x)|| over
+the box (a_box = aR + nLinv^2 dR + nLinv (1 + rho)^1/2 Dh, "The weights
+over the box": ||a_w|| <= nLinv <w, P w>^1/2 <= nLinv (1 + rho)^1/2 ||w||,
+the rho-lemma, still valid). ||Q''^1/2 E||^2 = ||E||^2 + e ||a_E||^2 -
+<E, P E> <= ||E||^2 + (e nLinv^2 - 1) <E, P E> (||a_E|| <= nLinv
+<E, P E>^1/2), so <= ||E||^2 when rho <= 1, and <= (1 + (rho - 1)(1 +
+rho)) ||E||^2 otherwise. Hence, per box, v lies in [dlo - kappa0 - T +
+max(sqrt(P_min) - E'', 0)^2, dhi - kappa0 + (sqrt(P_max + T) + E'')^2]
+(dropping -e ||a(x)||^2 <= 0 above), with the rounding margins of P and
+of sklearn's evaluation as for the rho path (they bound the same computed
+quantities; the magnitude of P's Hessian is its own). The rho path stays:
+the tighter of the two is taken per box and side. Measured (Friedman #1,
+N = 2500, M = 200, FITC with a certificate shift giving rho = 2.4e-3, e =
+4e-7): rho kappa0 = 3.7 against v ~ 4e-3 (the rho path's P carries it,
+and its error 2 P^1/2 E), while e ||a(x)||^2 <= 3.4e-6 (||a|| <= 2.9 at
+100 test points).
 
 *Expansion.* For x = x0 + u (x0 the box centre) let w = D k_x0[u] =
 sum_j u_j d/dy_j k_c(., y)|_{y = x0} (in H: the kernels are C^2) and
@@ -723,6 +762,7 @@ class LatentVariance:
         # lemma for the float factor"): P <= (1 + rho) I; every use of it is
         # scaled by (1 + rho) (the kappa-scaled margin here, the RKHS terms
         # and kappa0 of the local and polynomial bounds).
+        self.lemma_e = 0.0
         self.rho = self._lemma_rho(norm_Linv) if N else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
             kap = self._kappa(norm_Linv) * (1.0 + self.rho) * (1.0 + 1e-15)
@@ -922,8 +962,11 @@ class LatentVariance:
 
     def _lemma_rho(self, norm_Linv):
         """rho >= 0 with P <= (1 + rho) I for the float factor (module doc,
-        "The lemma for the float factor"): ``max(e - delta, 0) nLinv^2``,
-        ``inf`` when that is not finite."""
+        "The lemma for the float factor"): ``e nLinv^2`` with e >= 0 and
+        L L^T >= Kc' - e I (Kc' = D Kc D), ``inf`` when that is not finite.
+        Sets ``self.lemma_e`` to that e (the per-point lemma, module doc
+        "The per-point lemma")."""
+        self.lemma_e = np.inf
         N = self.n_support
         d = self.adapter.Xs.shape[1]
         L = self.L
@@ -965,7 +1008,7 @@ class LatentVariance:
                 if not self._LEMMA_CHOLESKY_MODEL:
                     # L not from sklearn's Cholesky of fl(K) + noise: only
                     # the structure-free certificate is a proof.
-                    return cert
+                    return self._rho_of(cert, norm_Linv)
             else:
                 # L L^T = I + Dc K Dc + Dc F Dc + Ep (3 u N Dmax^2 kad) + EI (u krow) + E3.
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
@@ -974,22 +1017,43 @@ class LatentVariance:
             if not np.isfinite(e):
                 return np.inf
             if e <= delta:
+                self.lemma_e = 0.0
                 return 0.0
-            rho = (e - delta) * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
+            # L L^T >= Kc' - (e - delta) I; fl(e - delta) rounded up by the factor.
+            ep = (e - delta) * (1.0 + 1e-10)
             if self.col_scale is None:
-                rho = min(rho, cert)
+                ep = min(ep, cert)
+            return self._rho_of(ep, norm_Linv)
+
+    def _rho_of(self, ep, norm_Linv):
+        """rho = ep nLinv^2 (rounded up) for the shift ep of L L^T >= Kc' -
+        ep I; records ``self.lemma_e = ep``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            ep = np.float64(ep)
+            if not (ep >= 0 and np.isfinite(ep)):
+                self.lemma_e = np.inf
+                return np.inf
+            self.lemma_e = float(ep)
+            if ep == 0:
+                return 0.0
+            rho = ep * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
         return float(rho) if np.isfinite(rho) else np.inf
 
     def _lemma_certificate(self, norm_Linv, nR, c_val, kad):
-        """rho from a direct certificate of lambda_min(L L^T - Kc) (module
-        doc, "The lemma for the float factor"; any L, no Cholesky model;
-        regressor form S = (L L^T)^-1): Hs = fl(fl(L L^T) - fl(Kc)) (lower
-        triangle, our kernel values), L L^T - Kc = Hs + Delta with ||Delta||_2
-        <= gam_N nLabs^2 (the product, any order) + ||F||_F (kernel values:
-        rounding(Xs, Xs) + c_val u kmax per entry) + u ||Hs||_F (the
-        subtraction), all rounded up; lambda_min(Hs) >= lb by
+        """e' >= 0 with L L^T >= Kc - e' I from a direct certificate of
+        lambda_min(L L^T - Kc) (module doc, "The lemma for the float
+        factor"; any L, no Cholesky model; regressor form S = (L L^T)^-1):
+        Hs = fl(fl(L L^T) - fl(Kc)) (lower triangle, our kernel values),
+        L L^T - Kc = Hs + Delta with ||Delta||_2 <= gam_N nLabs^2 (the
+        product, any order) + ||F||_F (kernel values: rounding(Xs, Xs) +
+        c_val u kmax per entry) + u ||Hs||_F (the subtraction), all rounded
+        up; lambda_min(Hs) >= lb by
         :func:`~skgprobust._fp.psd_lower_certificate`. With e' = max(||Delta||
-        - lb, 0): rho = e' nLinv^2; ``inf`` when no shift certifies."""
+        - lb, 0) (rounded up; rho = e' nLinv^2); ``inf`` when no shift
+        certifies. The shift c of the certificate (lb ~ c) is 4 ||Delta||
+        first (success with lb >= ||Delta||: e' = 0), then just below an
+        estimate of lambda_min(Hs) (``eigvalsh``; only chooses c), then
+        fixed fallbacks; the first success is used."""
         N = self.n_support
         L = self.L
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1007,16 +1071,30 @@ class LatentVariance:
             if not (np.isfinite(dlt) and np.all(np.isfinite(Hs))):
                 return np.inf
             dmin = float(np.min(np.diag(Hs)))
-            for c in (0.5 * dmin, 0.0, -dlt, -10.0 * dlt, -1e3 * dlt, -1e6 * dlt):
-                if c > 0 and c <= dlt:
-                    continue  # cannot beat c = 0
+            # Shifts c for the certificate lb = c - (its rounding): the first
+            # that certifies is used (descending). 4 dlt first: lb >= dlt
+            # there already gives e' = 0 (e.g. the sparse models' jitter,
+            # L L^T - Kc >= j I in real arithmetic); then just below an
+            # estimate of lambda_min(Hs) (eigvalsh: it only picks shifts,
+            # every bound comes from the certificate); then fixed fallbacks.
+            if 4.0 * dlt <= dmin:
+                lb = psd_lower_certificate(Hs, 4.0 * dlt)
+                if lb >= dlt:
+                    return 0.0
+            try:
+                lam = float(np.linalg.eigvalsh(Hs, UPLO="L")[0])
+            except np.linalg.LinAlgError:  # pragma: no cover - only picks shifts
+                lam = np.nan
+            cands = [0.0, -dlt, -10.0 * dlt, -1e3 * dlt, -1e6 * dlt]
+            if np.isfinite(lam):
+                cands += [lam - 0.02 * abs(lam) - dlt, lam - 0.2 * abs(lam) - 2.0 * dlt]
+            for c in sorted(set(cands), reverse=True):
+                if c > dmin or not np.isfinite(c):
+                    continue  # Hs - c I has a non-positive diagonal entry
                 lb = psd_lower_certificate(Hs, c)
                 if lb > -np.inf:
                     ep = dlt - lb
-                    if ep <= 0:
-                        return 0.0
-                    rho = ep * (1.0 + 1e-10) * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
-                    return float(rho) if np.isfinite(rho) else np.inf
+                    return 0.0 if ep <= 0 else float(ep * (1.0 + 1e-10))
         return np.inf
 
     def _noise_lower(self, rows, R, c_val, kad, krow):
@@ -1370,7 +1448,18 @@ class LatentVariance:
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
         h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0
         Dh = np.sqrt((H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
-        own, skl = self._local_margins(lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0)
+        # The per-point lemma's path (module doc, "The per-point lemma"): P
+        # without the factor (1 + rho), its own Hessian and magnitude.
+        per_point = self.rho > 0 and np.isfinite(self.lemma_e)
+        if per_point:
+            H1n = np.diag(sm.H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+            scale_n = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
+            scale_n = scale_n + (np.abs(H1n) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
+        own, skl, a_box, own_n = self._local_margins(
+            lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n if per_point else None
+        )
+        if per_point:
+            mPn = np.minimum(self.margin(scale_n, d) + 2.0 * np.sqrt(F) * din + din * din, own_n)
         mP = np.minimum(mP, own)
         p_lo = np.where(np.isfinite(p_lo), p_lo - mP, 0.0)
         p_hi = np.where(np.isfinite(p_hi), p_hi + mP, np.inf)
@@ -1384,6 +1473,26 @@ class LatentVariance:
         upper = dhi - k0 + s_hi * s_hi + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
         upper = np.where(np.isfinite(upper), upper, np.inf)
+        if per_point:
+            # Q'' = I + e Psi - P >= 0: v = diag - kappa0 - e ||a(x)||^2 +
+            # ||Q''^1/2 k_x||^2, P'' = P + e ||a(k_x0 + w)||^2 in [P, P + T],
+            # T = e a_box^2 >= e ||a||^2 over the box, ||Q''^1/2 E|| <= fE E.
+            vcn = sm.kappa0 - q0
+            pn_lo, _ = taylor_lower(TaylorModel(vcn, g, zeros, 2.0 * H1n, mag, mag), h)
+            mn_hi, _ = taylor_lower(TaylorModel(-vcn, -g, zeros, -2.0 * H1n, mag, mag), h)
+            with np.errstate(over="ignore", invalid="ignore"):
+                T = self.lemma_e * a_box * a_box * (1.0 + 1e-10)
+                fE = 1.0 + max(self.rho - 1.0, 0.0) * (1.0 + self.rho)
+                En = np.sqrt(E2 * fE) * (1.0 + 1e-12)
+                pn_lo = np.where(np.isfinite(pn_lo), pn_lo - mPn, 0.0)
+                pn_hi = np.where(np.isfinite(mn_hi), -mn_hi + mPn + T, np.inf)
+                sn_lo = np.maximum(np.sqrt(np.maximum(pn_lo, 0.0)) - En, 0.0)
+                sn_hi = np.sqrt(np.maximum(pn_hi, 0.0)) + En
+                lower_n = dlo - sm.kappa0 - T + sn_lo * sn_lo - mg
+                upper_n = dhi - sm.kappa0 + sn_hi * sn_hi + mg
+            # Both paths are valid bounds of the same v: the tighter per side.
+            lower = np.where(np.isfinite(lower_n) & (lower_n > lower), lower_n, lower)
+            upper = np.where(np.isfinite(upper_n) & (upper_n < upper), upper_n, upper)
         arg_min = np.clip(x0 + u_lo, lo, hi)
         arg_max = np.clip(x0 + u_hi, lo, hi)
         score = (
@@ -1393,11 +1502,15 @@ class LatentVariance:
         )
         return lower, upper, arg_min, arg_max, score
 
-    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0):
+    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n=None):
         """The componentwise rounding margins of the local bound (module doc,
-        "Rounding of the local bound"): (own, skl), bounds on |P~ - P| over
-        the box (our evaluation of P) and on |v~(x) - v(x)| at every x of the
-        box (sklearn's evaluation of v). Infinite where they do not apply."""
+        "Rounding of the local bound"): (own, skl, a_box, own_n), bounds on
+        |P~ - P| over the box (our evaluation of P) and on |v~(x) - v(x)| at
+        every x of the box (sklearn's evaluation of v), a_box >= ||a(x)|| =
+        ||(L L^T)^-1 D r(x)|| for every x of the box and >= ||(L L^T)^-1 D
+        (r0 + J u)|| for every |u| <= h ("The weights over the box"), and
+        ``own`` for the per-point lemma's P (magnitude ``scale_n``; None
+        when not given). Infinite where they do not apply."""
         sm = self.smooth
         B, d = lo.shape
         N = self.n_support
@@ -1432,6 +1545,7 @@ class LatentVariance:
             # (Dh is already that of H0' = (1 + rho) H0).
             e_in = np.minimum(2.0 * a_ex * dn, 2.0 * np.sqrt(k0 + Dh * Dh) * nLinv * dn) + nL2 * dn * dn
             own = (e_solve + e_in + gam * scale) * (1.0 + 1e-10)
+            own_n = None if scale_n is None else (e_solve + e_in + gam * scale_n) * (1.0 + 1e-10)
             # sklearn at any x of the box: its solve with its kernel values r~(x).
             a_x = aR + nL2 * dR + nLinv * Dh  # >= ||(L L^T)^-1 D r(x)||
             a_sk = a_x + nL2 * dRx
@@ -1443,7 +1557,10 @@ class LatentVariance:
             skl = (e_sk + e_inx) * (1.0 + 1e-10)
         own = np.where(np.isfinite(own), own, np.inf)
         skl = np.where(np.isfinite(skl), skl, np.inf)
-        return own, skl
+        a_box = np.where(np.isfinite(a_x), a_x, np.inf)
+        if own_n is not None:
+            own_n = np.where(np.isfinite(own_n), own_n, np.inf)
+        return own, skl, a_box, own_n
 
     def input_rounding(self, lo, hi, dhi):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
