@@ -182,8 +182,8 @@ def check_range(case, r, fn, warned):
             assert in_box(r.argmax[i, j], lo[i], hi[i]), (i, j, r.argmax[i, j], lo[i], hi[i])
             assert abs(r.min_upper[i, j] - fn(r.argmin[i, j])[0, j]) <= TOL
             assert abs(r.max_lower[i, j] - fn(r.argmax[i, j])[0, j]) <= TOL
-            assert r.min_lower[i, j] <= r.min_upper[i, j] + TOL
-            assert r.max_lower[i, j] <= r.max_upper[i, j] + TOL
+            assert r.min_lower[i, j] <= r.min_upper[i, j] + BOUND_TOL
+            assert r.max_lower[i, j] <= r.max_upper[i, j] + BOUND_TOL
             assert not np.isnan(r.min_lower[i, j]) and not np.isnan(r.max_upper[i, j])
             # The attack: nothing below min_lower, nothing above max_upper.
             atk = attack(lambda P, j=j: fn(P)[:, j], lo[i], hi[i], rng)

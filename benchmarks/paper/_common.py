@@ -104,4 +104,4 @@ def sampled_outside(clf, x, r_min, r_max, col, gamma, features=None, domain=None
     if domain is not None:
         P = np.clip(P, *domain)
     p = clf.predict_proba(P)[:, col]
-    return int(np.sum((p < r_min - 1e-9) | (p > r_max + 1e-9)))
+    return int(np.sum((p < r_min) | (p > r_max)))
