@@ -111,9 +111,15 @@ How to run
 ::
 
     python benchmarks/bench_safe_al.py --quick            # a few minutes
-    python benchmarks/bench_safe_al.py --reps 10          # the full study (long)
+    python benchmarks/bench_safe_al.py --reps 30 --out results/safe_al   # the full study
+    python benchmarks/bench_safe_al.py --reps 30 --out results/safe_al --table-only
 
 BLAS threads are pinned to 1; repetitions run in parallel with ``--n-jobs``.
+With ``--out DIR`` every repetition is stored in DIR (keyed by data set,
+pipeline, a digest of the settings and the repetition) and loaded instead of
+rerun, repetitions run in the order rep 0 of every case, rep 1, ..., and
+the table (with the seed's numbers side by side) is written to
+``DIR/bench_safe_al.md``; ``--table-only`` tabulates what is stored.
 """
 
 import os
@@ -394,8 +400,69 @@ def run_one(name, rep, pipeline, gamma=None, config=None):
     return hist, fracs
 
 
+#: The seed's numbers (Li et al. 2022, Sec. 5 and supplementary tables 1-3),
+#: shown next to ours: safe-query ratio (%), N_sum to its RMSE target, final
+#: RMSE (EngE only, at N_sum = 107; read off its figure 2 as quoted in issue
+#: 14) and the range of its safety-model precision over N_sum.
+SEED = {
+    ("toy", "AL_MOGP"): ("96.24 +- 0.47", "24", "-", "0.990-0.993"),
+    ("toy", "RS_MOGP"): ("99.06 +- 0.34", "42", "-", "0.991-0.993"),
+    ("toy", "AL_indGPs"): ("96.75 +- 0.39", "38", "-", "0.989-0.994"),
+    ("toy", "AL_MOGP_nosafe"): ("26.75 +- 0.67", "-", "-", "-"),
+    ("mogp", "AL_MOGP"): ("98.80 +- 0.34", "83", "-", "0.9975-0.9983"),
+    ("mogp", "RS_MOGP"): ("99.69 +- 0.13", "101", "-", "0.9975-0.9981"),
+    ("mogp", "AL_indGPs"): ("99.19 +- 0.24", "115", "-", "0.9976-0.9987"),
+    ("mogp", "AL_MOGP_nosafe"): ("78.26 +- 2.87", "-", "-", "-"),
+    ("enge", "AL_MOGP"): ("99.21 +- 0.18", "54", "0.85", "0.9828-0.9841"),
+    ("enge", "RS_MOGP"): ("98.81 +- 0.28", "several hundred", "1.23", "0.9841-0.9890"),
+    ("enge", "AL_indGPs"): ("98.93 +- 0.22", "63", "0.93", "0.9827-0.9843"),
+    ("enge", "AL_MOGP_nosafe"): ("85.59 +- 0.35", "-", "-", "-"),
+}
+
+HEADERS = ["data", "pipeline", "reps", "safe queries %", "seed's safe %", "first RMSE", "final RMSE",
+           "seed's final RMSE", "N_sum to RMSE target", "seed's N_sum", "safety precision", "seed's precision",
+           "s / iteration", "certified safe fraction by iteration", "s / repetition", "CPU s / repetition"]
+
+
+def _config_tag(gamma):
+    """Short digest of the settings a cached repetition depends on (``--out``)."""
+    import hashlib
+
+    key = repr(sorted((k, repr(v)) for k, v in CONFIG.items())) + repr(gamma)
+    return hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+def run_cached(out, name, rep, pipeline, gamma=None, config=None):
+    """:func:`run_one` with its result stored in ``out`` (``--out``): a
+    repetition already there for the same settings is loaded, not rerun, so
+    that long studies can be run in pieces and the tables rebuilt."""
+    import pickle
+
+    if config is not None:
+        CONFIG.update(config)
+    if out is None:
+        t, c = time.perf_counter(), time.process_time()
+        hist, fracs = run_one(name, rep, pipeline, gamma)
+        return hist, fracs, time.perf_counter() - t, time.process_time() - c
+    path = os.path.join(out, f"{name}__{pipeline}__{_config_tag(gamma)}__{rep}.pkl")
+    if os.path.exists(path):
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    t, c = time.perf_counter(), time.process_time()
+    hist, fracs = run_one(name, rep, pipeline, gamma)
+    res = (hist, fracs, time.perf_counter() - t, time.process_time() - c)
+    with open(path + ".tmp", "wb") as fh:
+        pickle.dump(res, fh)
+    os.replace(path + ".tmp", path)
+    print(f"# {name} {pipeline} rep {rep}: {res[2]:.0f} s ({res[3]:.0f} s CPU), {100 * hist.safe_query_ratio[-1]:.1f}% safe, "
+          f"final RMSE {hist.rmse[-1]:.3f}; load {os.getloadavg()[0]:.1f}", flush=True)
+    return res
+
+
 def summarise(name, pipeline, results):
-    hists = [h for h, _ in results]
+    hists = [r[0] for r in results]
+    rep_time = np.array([r[2] for r in results])
+    rep_cpu = np.array([r[3] if len(r) > 3 else np.nan for r in results])  # CPU time (stored runs from session 8 on)
     ratio = np.array([h.safe_query_ratio[-1] for h in hists])
     rmse_final = np.array([h.rmse[-1] for h in hists])
     rmse_first = np.array([h.rmse[0] for h in hists])
@@ -406,8 +473,8 @@ def summarise(name, pipeline, results):
     hit = np.flatnonzero(mean_curve <= RMSE_TARGET[name])
     reach = str(int(nsum[hit[0]])) if hit.size else f"> {int(nsum[-1])}"
     frac_by_iter = {}
-    for _, fr in results:
-        for k, v in fr.items():
+    for r in results:
+        for k, v in r[1].items():
             frac_by_iter.setdefault(k, []).append(v)
     frac = ", ".join(f"{k}: {np.mean(v):.2f}" for k, v in sorted(frac_by_iter.items())) or "-"
 
@@ -418,8 +485,9 @@ def summarise(name, pipeline, results):
         se = a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0
         return (fmt + " +- " + fmt).format(a.mean(), se)
 
-    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), pm(rmse_first), pm(rmse_final), reach, pm(prec),
-            pm(it_time, "{:.2f}"), frac]
+    seed = SEED.get((name, pipeline), ("-",) * 4)
+    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), seed[0], pm(rmse_first), pm(rmse_final), seed[2],
+            reach, seed[1], pm(prec), seed[3], pm(it_time, "{:.2f}"), frac, pm(rep_time, "{:.0f}"), pm(rep_cpu, "{:.1f}")]
 
 
 def main():
@@ -459,6 +527,11 @@ def main():
                     help="EngE test rows (random rows of the test measurements; the RMSE uses their safe ones). "
                          "HC errors are heavy-tailed: 1000 rows move a repetition's RMSE by +-0.1; "
                          "another size also draws other initial data")
+    ap.add_argument("--out", default=None,
+                    help="folder for the results: each repetition is stored there (and loaded instead of rerun "
+                         "when present with the same settings) and the table is written to bench_safe_al.md")
+    ap.add_argument("--table-only", action="store_true",
+                    help="with --out: only tabulate the repetitions already stored there (no new runs)")
     args = ap.parse_args()
     CONFIG.update(hyper=args.hyper, hyper_output=args.hyper_output or args.hyper,
                   output_normalize=not args.no_output_normalize, restarts=args.restarts,
@@ -467,24 +540,45 @@ def main():
                   samples=dict(n_samples=args.samples, n_burn=args.n_burn, n_steps=args.n_steps) if args.samples else None)
     if args.quick:
         args.reps, args.datasets = 2, [d for d in args.datasets if d != "enge"]
-    print(f"# {package_state()}")
-    print(f"# {args.reps} repetitions per pipeline, delta = 0.05, partially observed outputs; {CONFIG}")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    head = [f"# {package_state()}",
+            f"# {'up to ' if args.table_only else ''}{args.reps} repetitions per pipeline (column reps), delta = 0.05, partially observed outputs; {CONFIG}"]
+    print("\n".join(head), flush=True)
     pipelines = args.pipelines or (list(PIPELINES) + (["AL_MOGP_certified"] if args.certified else []))
+    cases = [(name, pipeline) for name in args.datasets for pipeline in pipelines
+             if not (pipeline == "AL_MOGP_certified" and name == "enge")]
+    if args.table_only:
+        if not args.out:
+            ap.error("--table-only needs --out")
+        tag = _config_tag(args.gamma)
+        done = {c: [r for r in range(args.reps)
+                    if os.path.exists(os.path.join(args.out, f"{c[0]}__{c[1]}__{tag}__{r}.pkl"))] for c in cases}
+    else:
+        # Repetition by repetition across all cases, so that a study stopped
+        # early (--out keeps what is done) has about as many repetitions of each.
+        tasks = [(c, r) for r in range(args.reps) for c in cases]
+        out = Parallel(n_jobs=args.n_jobs)(delayed(run_cached)(args.out, c[0], r, c[1], args.gamma, dict(CONFIG))
+                                           for c, r in tasks)
+        results = dict(zip(tasks, out))
+        done = {c: list(range(args.reps)) for c in cases}
     rows = []
-    for name in args.datasets:
-        for pipeline in pipelines:
-            if pipeline == "AL_MOGP_certified" and name == "enge":
-                continue
-            t = time.perf_counter()
-            res = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(name, r, pipeline, args.gamma, dict(CONFIG)) for r in range(args.reps))
-            rows.append(summarise(name, pipeline, res) + [f"{time.perf_counter() - t:.0f}"])
-            print(table(["data", "pipeline", "reps", "safe queries %", "first RMSE", "final RMSE", f"N_sum to RMSE target",
-                         "safety precision", "s / iteration", "certified safe fraction by iteration", "wall s"], rows[-1:]),
-                  flush=True)
+    for c in cases:
+        if done[c]:
+            res = [results[c, r] if not args.table_only else run_cached(args.out, c[0], r, c[1], args.gamma)
+                   for r in done[c]]
+            rows.append(summarise(c[0], c[1], res))
+    text = "\n".join(head + ["", table(HEADERS, rows), "",
+                              "Mean +- standard error over repetitions. RMSE targets (the seed's): "
+                              + ", ".join(f"{k} <= {v}" for k, v in RMSE_TARGET.items())
+                              + "; N_sum is where the mean RMSE curve first reaches it. s / iteration and s / repetition are "
+                              "wall times on a shared machine (see the load above); CPU s / repetition is the "
+                              "process's CPU time (runs stored before it was recorded: -)."])
     print()
-    print(table(["data", "pipeline", "reps", "safe queries %", "first RMSE", "final RMSE", "N_sum to RMSE target",
-                 "safety precision", "s / iteration", "certified safe fraction by iteration", "wall s"], rows))
-    print("\nRMSE targets (the seed's): " + ", ".join(f"{k} <= {v}" for k, v in RMSE_TARGET.items()))
+    print(text)
+    if args.out:
+        with open(os.path.join(args.out, "bench_safe_al.md"), "w") as fh:
+            fh.write(text + "\n")
 
 
 if __name__ == "__main__":
