@@ -435,6 +435,10 @@ def _value_rounding_worst(kernel, Xs, lo, hi, seed=0, npts=4):
     d = Xs.shape[1]
     R, c = ad.rounding(lo, hi), ad.value_ulps(d)
     assert R.shape == (len(lo), len(Xs)) and np.all(R >= 0) and c >= 0
+    # the one-pass parts: the same rounding (bitwise), an enclosure of k and a
+    # bound of A over each box
+    Rp, klo, khi, Ahat = ad.rounding_parts(lo, hi)
+    np.testing.assert_array_equal(Rp, R)
     worst = 0.0
     for b in range(len(lo)):
         for j in range(npts):
@@ -446,6 +450,7 @@ def _value_rounding_worst(kernel, Xs, lo, hi, seed=0, npts=4):
                 v, A = _mp_kernel(mp, kernel, x, Xs[i])
                 M = mp.sqrt(dx * _mp_kernel(mp, kernel, Xs[i], Xs[i], True)[0])
                 assert A <= M * (1 + mp.mpf(2) ** -150)
+                assert A <= Ahat[b, i] and klo[b, i] <= v <= khi[b, i]
                 err = abs(mp.mpf(float(K[i])) - v)
                 bound = mp.mpf(float(R[b, i])) + c * u * A
                 worst = max(worst, float(err / bound) if bound > 0 else (0.0 if err == 0 else np.inf))

@@ -130,6 +130,17 @@ class TaylorModel:
         )
 
 
+def widen_enclosure(klo, khi):
+    """``(klo', khi', A)``: the float enclosure [klo, khi] of k over a box
+    widened by 1e-6 relative and ``SUBNORMAL`` absolute (its own rounding,
+    including results that underflowed to 0 or were flushed), and A =
+    max(|klo'|, |khi'|), the term magnitude of a leaf (A = |k|)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo_w = klo - 1e-6 * np.abs(klo) - SUBNORMAL
+        hi_w = khi + 1e-6 * np.abs(khi) + SUBNORMAL
+    return lo_w, hi_w, np.maximum(np.abs(lo_w), np.abs(hi_w))
+
+
 def power_rounding(e, m, mlo, R, c, Ahat, nonneg):
     """(B, N) bound of ``|fl(k~ ** e) - k ** e|`` beyond ``16 u A`` (A =
     A_b ** e, :meth:`KernelAdapter.value_ulps`), for sklearn's
@@ -289,13 +300,23 @@ class KernelAdapter:
         """
         return 2 * d + 64
 
+    def rounding_parts(self, lo, hi):
+        """``(R, klo, khi, A)``, each (B, N): :meth:`rounding`, an enclosure
+        [klo, khi] of k over each box (possibly wider than :meth:`interval`:
+        it serves only as a bound in rounding terms), and an upper bound A of
+        the term magnitude (:meth:`value_ulps`) over each box.
+
+        Composite adapters build their rounding from their children's parts
+        in one pass, so each leaf computes its distances once (stationary
+        leaves: one ``cdist`` for all four). Default (leaves, A = |k|):
+        :meth:`rounding`, and :meth:`interval` through :func:`widen_enclosure`
+        (its own rounding, underflow included)."""
+        return (self.rounding(lo, hi),) + widen_enclosure(*self.interval(lo, hi))
+
     def magnitude(self, lo, hi):
         """(B, N) upper bound of the term magnitude A(x, x_i) (:meth:`value_ulps`)
-        over each box. Default (leaves, A = |k|): ``max(|klo|, |khi|)`` from
-        :meth:`interval`, widened by 1e-6 relative (the interval's own
-        rounding)."""
-        klo, khi = self.interval(lo, hi)
-        return np.maximum(np.abs(klo), np.abs(khi)) * (1.0 + 1e-6)
+        over each box: ``rounding_parts(lo, hi)[3]``."""
+        return self.rounding_parts(lo, hi)[3]
 
     def diag_ulps(self, d):
         """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import DotProduct
 
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, input_rounding
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, input_rounding, widen_enclosure
 from ._radial import RadialParts, radial_geometry, radial_taylor
 from .polynomial import DotProductPowerAdapter
 
@@ -198,13 +198,31 @@ class ExpSineSquaredAdapter(KernelAdapter):
         Without (b) this was the "few ulps relative" convention: t n relative
         is up to 70 u / l^2, unbounded for small length scales. (c) exp's own
         16 u relative: :meth:`value_ulps`; times (a) + (b): ``WIDEN``; and
-        ``SUBNORMAL``."""
+        ``SUBNORMAL``. (b) is a constant (e^-t <= 1): <= 13 u, and <= 70 u /
+        l^2 for l > 2.3."""
         arg = self._argument_rounding(lo, hi)
+        return (arg + self._exp_argument_rounding()) * WIDEN + SUBNORMAL
+
+    def _exp_argument_rounding(self):
+        """Part (b) of :meth:`rounding`: min(expm1(2 n a), n / (e (1 - n))),
+        n = 35.01 u (e^-t <= 1 at every argument)."""
         n = 35.01 * 2.0**-53
-        _, khi = self.interval(lo, hi)
-        with np.errstate(over="ignore", invalid="ignore"):
-            far = np.minimum((khi * (1.0 + 1e-6) + arg) * np.expm1(2.0 * n * self.a), n / (np.e * (1.0 - n)))
-        return (arg + far) * WIDEN + SUBNORMAL
+        return min(float(np.expm1(2.0 * n * self.a)), n / (np.e * (1.0 - n)))
+
+    def rounding_parts(self, lo, hi):
+        """:meth:`rounding` and a cheap enclosure of k: the distance range
+        [r_c - ||h|| - s, r_c + ||h|| + s] from one ``cdist`` of the box
+        centres (r_c's relative error (d / 2 + 3) u and ||h||'s are inside the
+        1e-10 widening; s = 4 u ||amax|| covers the rounded centre and
+        half-widths), through ``_k_range`` and
+        :func:`~skgprobust.kernels._base.widen_enclosure`."""
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        centre, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        rc = cdist(centre, self.Xs, "euclidean")
+        w = (np.linalg.norm(h, axis=-1) * (1.0 + 1e-10) + 4.0 * 2.0**-53 * np.linalg.norm(amax, axis=-1))[:, None]
+        klo, khi = self._k_range(np.maximum(rc * (1.0 - 1e-10) - w, 0.0), rc * (1.0 + 1e-10) + w)
+        R = (self._argument_rounding(lo, hi) + self._exp_argument_rounding()) * WIDEN + SUBNORMAL
+        return (R,) + widen_enclosure(klo, khi)
 
     def _argument_rounding(self, lo, hi):
         # |dk/dr| = k a c |sin(c r)| <= a c. sklearn subtracts the raw inputs

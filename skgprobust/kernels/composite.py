@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ..exceptions import UnsupportedKernelError
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, interval_lower, power_rounding
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, interval_lower, power_rounding, widen_enclosure
 from ._radial import parts_of, product_parts, radial_geometry, radial_taylor
 
 
@@ -108,14 +108,17 @@ class SumAdapter(KernelAdapter):
         :meth:`value_ulps` (an addition never underflows inexactly)."""
         return (self.k1.rounding(lo, hi) + self.k2.rounding(lo, hi)) * WIDEN
 
+    def rounding_parts(self, lo, hi):
+        """Children's parts added (A1 + A2 widened by 1e-12 for its own rounding)."""
+        R1, l1, h1, A1 = self.k1.rounding_parts(lo, hi)
+        R2, l2, h2, A2 = self.k2.rounding_parts(lo, hi)
+        l, h, _ = widen_enclosure(l1 + l2, h1 + h2)
+        return (R1 + R2) * WIDEN, l, h, (A1 + A2) * (1.0 + 1e-12)
+
     def value_ulps(self, d):
         """``(max(c1, c2) + 1)(1 + 2^-20)`` (proof in :meth:`rounding`; the
         factor covers max(c) u <= 2^-21)."""
         return (max(self.k1.value_ulps(d), self.k2.value_ulps(d)) + 1.0) * (1.0 + 2.0**-20)
-
-    def magnitude(self, lo, hi):
-        """A1 + A2 (widened by 1e-12 for its own rounding)."""
-        return (self.k1.magnitude(lo, hi) + self.k2.magnitude(lo, hi)) * (1.0 + 1e-12)
 
     def diag(self, X):
         return self.k1.diag(X) + self.k2.diag(X)
@@ -234,17 +237,28 @@ class ProductAdapter(KernelAdapter):
         """
         if self.const is not None:
             return abs(self.const) * self.other.rounding(lo, hi) * WIDEN + SUBNORMAL
+        return self.rounding_parts(lo, hi)[0]
+
+    def rounding_parts(self, lo, hi):
+        """:meth:`rounding` with the product's enclosure (interval product of
+        the children's) and A1 A2 (|C| A), from one pass over the children."""
+        if self.const is not None:
+            R, l, h, A = self.other.rounding_parts(lo, hi)
+            C = self.const
+            l, h, _ = widen_enclosure(*((C * l, C * h) if C >= 0 else (C * h, C * l)))
+            return abs(C) * R * WIDEN + SUBNORMAL, l, h, abs(C) * A * (1.0 + 1e-12) + SUBNORMAL
         d = lo.shape[1]
-        e1, e2 = self.k1.rounding(lo, hi), self.k2.rounding(lo, hi)
-        l1, h1 = self.k1.interval(lo, hi)
-        l2, h2 = self.k2.interval(lo, hi)
+        e1, l1, h1, a1 = self.k1.rounding_parts(lo, hi)
+        e2, l2, h2, a2 = self.k2.rounding_parts(lo, hi)
         m1 = np.maximum(np.abs(l1), np.abs(h1)) * (1.0 + 1e-6)
         m2 = np.maximum(np.abs(l2), np.abs(h2)) * (1.0 + 1e-6)
         c1, c2 = self.k1.value_ulps(d), self.k2.value_ulps(d)
-        a1, a2 = self.k1.magnitude(lo, hi), self.k2.magnitude(lo, hi)
         with np.errstate(over="ignore", invalid="ignore"):
             out = ((m1 + e1 + (c1 + 2.0) * _U * a1) * e2 + (m2 + (c2 + 2.0) * _U * a2) * e1) * WIDEN
-        return np.where(np.isnan(out), np.inf, out) + SUBNORMAL
+            A = a1 * a2 * (1.0 + 1e-12) + SUBNORMAL  # underflow: still >= A
+        with np.errstate(over="ignore", invalid="ignore"):
+            lo_k, hi_k, _ = widen_enclosure(*_interval_product(l1, h1, l2, h2))
+        return np.where(np.isnan(out), np.inf, out) + SUBNORMAL, lo_k, hi_k, A
 
     def value_ulps(self, d):
         """``(c1 + c2 + 1)(1 + 2^-20)``; with a constant factor ``(c + 1)(1 +
@@ -253,12 +267,6 @@ class ProductAdapter(KernelAdapter):
             return (self.other.value_ulps(d) + 1.0) * (1.0 + 2.0**-20)
         return (self.k1.value_ulps(d) + self.k2.value_ulps(d) + 1.0) * (1.0 + 2.0**-20)
 
-    def magnitude(self, lo, hi):
-        """A1 A2 (|C| A for a constant factor), widened by 1e-12."""
-        if self.const is not None:
-            return abs(self.const) * self.other.magnitude(lo, hi) * (1.0 + 1e-12)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self.k1.magnitude(lo, hi) * self.k2.magnitude(lo, hi) * (1.0 + 1e-12)
 
     def mean_rtol(self, n_support, n_features):
         """``C * k``: the other factor's constant plus 2 u (sklearn's product
@@ -368,23 +376,28 @@ class ExponentiationAdapter(KernelAdapter):
         :meth:`value_ulps`; its product with the absolute part: WIDEN).
         Before, the base's relative rounding amplified e-fold and the power's
         own were assumed to fit the relative margin (they did up to e ~ 20-30)."""
+        return self.rounding_parts(lo, hi)[0]
+
+    def rounding_parts(self, lo, hi):
+        """:meth:`rounding`, the power of the base's enclosure, and A_b ** e
+        (widened by 1e-12), from one pass over the base."""
         d = lo.shape[1]
-        R = self.base.rounding(lo, hi)
-        l, h = self.base.interval(lo, hi)
+        R, l, h, Ab = self.base.rounding_parts(lo, hi)
         m = np.maximum(np.abs(l), np.abs(h))
         if self.base.nonnegative:
-            return power_rounding(self.e, m, np.maximum(l, 0.0), R, self.base.value_ulps(d), None, True)
-        return power_rounding(self.e, m, None, R, self.base.value_ulps(d), self.base.magnitude(lo, hi), False)
+            out = power_rounding(self.e, m, np.maximum(l, 0.0), R, self.base.value_ulps(d), None, True)
+        else:
+            out = power_rounding(self.e, m, None, R, self.base.value_ulps(d), Ab, False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            klo, khi, _ = widen_enclosure(*self._power_interval(l, h))
+            A = Ab**self.e * (1.0 + 1e-12) + SUBNORMAL
+        return out, klo, khi, A
 
     def value_ulps(self, d):
         """17: numpy's power within 8 ulps (16 u of |k~^e| <= A + rounding) and
         one of headroom; everything of the base is in :meth:`rounding`."""
         return 17.0
 
-    def magnitude(self, lo, hi):
-        """A_b ** e (widened by 1e-12)."""
-        with np.errstate(over="ignore"):
-            return self.base.magnitude(lo, hi) ** self.e * (1.0 + 1e-12)
 
     def diag(self, X):
         return self.base.diag(X) ** self.e

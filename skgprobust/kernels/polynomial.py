@@ -162,7 +162,7 @@ from scipy.special import comb
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, interval_lower
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, interval_lower, widen_enclosure
 
 
 def is_dot_product_power(kernel):
@@ -530,6 +530,9 @@ class DotProductPowerAdapter(KernelAdapter):
         :meth:`mean_rtol` and :meth:`value_ulps`: fl(t~^p) = t~^p (1 + pi),
         |pi t~^p| <= pi (|t|^p + this bound), the second part covered by
         ``WIDEN`` (pi <= 16 u), plus ``SUBNORMAL`` for an underflowing power."""
+        return self._rounding_from(lo, hi, None if self.p == 1 else self._base_interval(lo, hi))
+
+    def _rounding_from(self, lo, hi, base_interval):
         amax = np.maximum(np.abs(lo), np.abs(hi))
         d = self.Xs.shape[1]
         e = (d + 1) * (1.0 + 2.0**-30) * _U * (amax @ self.absXs.T + self.s2) + d * 2.0**-1074
@@ -537,10 +540,19 @@ class DotProductPowerAdapter(KernelAdapter):
             e = (d + 2) * 2 * _U * (amax @ self.absXs.T + self.s2) + d * 2.0**-1074
         if self.p == 1:
             return e
-        l, h = self._base_interval(lo, hi)
+        l, h = base_interval
         m = np.maximum(np.abs(l), np.abs(h)) * (1.0 + 1e-12) + e
         with np.errstate(over="ignore", invalid="ignore"):
             return self.p * m ** (self.p - 1) * e * WIDEN + SUBNORMAL
+
+    def rounding_parts(self, lo, hi):
+        """:meth:`rounding` and :meth:`interval` (through
+        :func:`~skgprobust.kernels._base.widen_enclosure`, A = max |t|^p) from
+        one evaluation of the base's range."""
+        bi = self._base_interval(lo, hi)
+        with np.errstate(over="ignore"):
+            enc = widen_enclosure(*self._power_interval(*bi))
+        return (self._rounding_from(lo, hi, bi),) + enc
 
     def value_ulps(self, d):
         """pi / u: 0 for a plain ``DotProduct`` and for ``DotProduct ** 1``

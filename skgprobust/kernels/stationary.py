@@ -22,6 +22,7 @@ from ._base import (
     input_rounding,
     interval_lower,
     power_rounding,
+    widen_enclosure,
 )
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
@@ -145,12 +146,30 @@ class StationaryAdapter(KernelAdapter):
         ``SUBNORMAL`` for underflowing results (exp within 8 ulps of a
         subnormal number, times Matern's polynomial factor <= 2^18).
         """
+        return self._rounding_ranges(lo, hi)[0]
+
+    def _rounding_ranges(self, lo, hi):
+        """``(rounding, pL, pU)``: :meth:`rounding` and the widened phi-range of
+        its part (b), which encloses the exact phi(x, x_i) over each box (and
+        sklearn's rounded one); one ``cdist`` for both."""
         amax = np.maximum(np.abs(lo), np.abs(hi))
         inp = input_rounding(amax, self.Xs, self.length_scale)
-        return (5.0 * self.lipschitz_r() * inp + self._distance_rounding(lo, hi, inp)) * WIDEN + SUBNORMAL
+        dist, pL, pU = self._distance_rounding(lo, hi, inp, with_range=True)
+        return (5.0 * self.lipschitz_r() * inp + dist) * WIDEN + SUBNORMAL, pL, pU
 
-    def _distance_rounding(self, lo, hi, inp):
-        """Part (b) of :meth:`rounding`, shape (B, N)."""
+    def rounding_parts(self, lo, hi):
+        """:meth:`~skgprobust.kernels.KernelAdapter.rounding_parts` from one
+        ``cdist``: the enclosure is [psi(pU), psi(pL)] over the widened
+        phi-range of :meth:`rounding` (psi decreasing), through
+        :func:`~skgprobust.kernels._base.widen_enclosure`."""
+        R, pL, pU = self._rounding_ranges(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            klo, khi = self.psi(pU), self.psi(pL)
+        return (R,) + widen_enclosure(klo, khi)
+
+    def _distance_rounding(self, lo, hi, inp, with_range=False):
+        """Part (b) of :meth:`rounding`, shape (B, N) (with ``with_range``: and
+        its phi-range pL, pU)."""
         d = lo.shape[1]
         g = (d + 8.0) * 2.0**-53 * (1.0 + 1e-6)
         centre = 0.5 * (lo + hi) / self.length_scale
@@ -163,7 +182,8 @@ class StationaryAdapter(KernelAdapter):
         with np.errstate(all="ignore"):
             local = pU * np.abs(self.dpsi(pL))
         local = np.where(np.isfinite(local), local, np.inf)
-        return 2.0 * g * np.minimum(local, self.phi_slope_sup() * (1.0 + 2.0 * g))
+        out = 2.0 * g * np.minimum(local, self.phi_slope_sup() * (1.0 + 2.0 * g))
+        return (out, pL, pU) if with_range else out
 
     def diag_ulps(self, d):
         """1 (times 1 + 2^-20): sklearn's ``diag`` of RBF, Matern and
@@ -493,9 +513,12 @@ class RationalQuadraticAdapter(StationaryAdapter):
         16 u (``2 (expm1(...) + 8 u) khi``, class docstring), absolutely."""
         return 1.0
 
-    def rounding(self, lo, hi):
-        base = super().rounding(lo, hi)
-        _, _, _, pL, pU, _ = self._ranges(lo, hi)
+    def _rounding_ranges(self, lo, hi):
+        """The stationary rounding plus the alpha-fold term (class docstring),
+        over the widened phi-range [pL, pU] of the stationary part (which
+        encloses phi over the box; before: the narrower ``_ranges``, a
+        second pass over the distances)."""
+        base, pL, pU = super()._rounding_ranges(lo, hi)
         d = lo.shape[1]
         u = 2.0**-53
         expo = (self.a * u + 0.5 * pU * (d + 6) * u) * (1.0 + 4.0 * u)
@@ -503,7 +526,7 @@ class RationalQuadraticAdapter(StationaryAdapter):
         with np.errstate(over="ignore", invalid="ignore"):
             rel = np.minimum(np.expm1(np.minimum(expo, 700.0)), 1e300) + 8.0 * u
             value = np.where(khi > 0, 2.0 * rel * khi, 0.0)
-        return base + value
+        return base + value, pL, pU
 
     def values(self, X):
         d2 = cdist(np.asarray(X, dtype=np.float64), self.Xs, "sqeuclidean")
@@ -559,13 +582,17 @@ class PoweredStationaryAdapter(StationaryAdapter):
         1, 2) excluded sklearn's predict by up to 2e-5
         (``tests/test_rounding.py``).
         """
+        return self._rounding_ranges(lo, hi)[0]
+
+    def _rounding_ranges(self, lo, hi):
+        """:meth:`rounding` from the base's rounding and widened phi-range
+        (same length scales: one ``cdist`` for the whole tower of powers)."""
         d = lo.shape[1]
-        eb = self.base.rounding(lo, hi)
-        _, _, _, pL, pU, _ = self._ranges(lo, hi)
-        with np.errstate(over="ignore", invalid="ignore"):
+        eb, pL, pU = self.base._rounding_ranges(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             b = self.base.psi(np.maximum(pL * (1.0 - 1e-10), 0.0))
             blo = self.base.psi(pU * (1.0 + 1e-10))
-        return power_rounding(self.e, b, blo, eb, self.base.value_ulps(d), None, True)
+        return power_rounding(self.e, b, blo, eb, self.base.value_ulps(d), None, True), pL, pU
 
     def value_ulps(self, d):
         """17: numpy's power within 8 ulps and one of headroom (the base's
