@@ -473,6 +473,8 @@ _VALUE_KERNELS = {
     "(dot+c)**3": (DotProduct(0.5) + ConstantKernel(1.0)) ** 3,
     "(dot*rbf)**2": (DotProduct(0.5) * RBF(3.0)) ** 2,
     "dot**5": DotProduct(0.5) ** 5,
+    "((dot+c)**2)**0.5": ((DotProduct(0.5) + ConstantKernel(0.3)) ** 2) ** 0.5,
+    "((dot+c)**2)**1.5": ((DotProduct(0.5) + ConstantKernel(0.3)) ** 2) ** 1.5,
     "c*rbf+white": ConstantKernel(3.0) * RBF(1.0) + WhiteKernel(1e-3),
     "rbf*matern+c*dot": RBF(1.0) * Matern(2.0, nu=2.5) + ConstantKernel(0.1) * DotProduct(1.0),
 }

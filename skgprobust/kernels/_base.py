@@ -161,8 +161,11 @@ def power_rounding(e, m, mlo, R, c, Ahat, nonneg):
       subadditive: <= min(R^e, e min(a, k~)^(e - 1) R), min(a, k~) >= mlo (1
       - c u) - R (the second form only where that is > 0).
 
-    (ii) Signed base, integer e >= 1: |k~ - k| <= E = R + c u Ahat and
-    |k~^e - k^e| <= e max(|k|, |k~|)^(e - 1) E <= e (m + E)^(e - 1) E.
+    (ii) Otherwise (a signed base with integer e >= 1, or a non-negative base
+    whose A_b may exceed k, e.g. an even power of a signed sum): |k~ - k| <=
+    E = R + c u Ahat and |k~^e - k^e| <= e max(|k|, |k~|)^(e - 1) E <= e (m
+    + E)^(e - 1) E for e >= 1 (mean value theorem, integer e or k, k~ >= 0);
+    for e < 1 (k, k~ >= 0) <= min(E^e, e (mlo - E)^(e - 1) E) as in (i).
 
     Then numpy's power (8 ulps, the platform assumption): fl(k~^e) = k~^e (1
     + pi) + sigma, |pi| <= 16 u, |sigma| <= 2^-1071, and |k~^e| <= A + D (D
@@ -188,7 +191,12 @@ def power_rounding(e, m, mlo, R, c, Ahat, nonneg):
             D = D1 + D2
         else:
             E = R + cu * np.asarray(Ahat, dtype=np.float64)
-            D = e * (m + E) ** (e - 1.0) * E
+            if e >= 1:
+                D = e * (m + E) ** (e - 1.0) * E
+            else:
+                low = np.asarray(mlo, dtype=np.float64) * (1.0 - 1e-6) - E
+                alt = np.where(low > 0, e * np.where(low > 0, low, 1.0) ** (e - 1.0) * E, np.inf)
+                D = np.minimum(E**e, alt)
         D = np.where(np.isnan(D), np.inf, D)
     return D * WIDEN + SUBNORMAL
 
@@ -211,6 +219,11 @@ class KernelAdapter:
 
     #: True when k(x, x') >= 0 for all inputs (needed by Exponentiation).
     nonnegative = True
+    #: True when the term magnitude A (:meth:`value_ulps`) equals |k|: every
+    #: leaf; sums of non-negative such children, products and powers of such
+    #: children. A power of a non-negative base with this property carries
+    #: the base's relative rounding relatively (:func:`power_rounding`).
+    magnitude_is_value = True
 
     def __init__(self, kernel, Xs):
         self.kernel = kernel

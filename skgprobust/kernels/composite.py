@@ -68,6 +68,8 @@ class SumAdapter(KernelAdapter):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+        # A1 + A2 = |k1| + |k2| = k1 + k2 only for non-negative children.
+        self.magnitude_is_value = self.nonnegative and self.k1.magnitude_is_value and self.k2.magnitude_is_value
 
     def _own_constant(self, n_support, n_features):
         """max(r1, r2) + 2 u when both children have a constant of their own
@@ -190,6 +192,7 @@ class ProductAdapter(KernelAdapter):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+        self.magnitude_is_value = self.k1.magnitude_is_value and self.k2.magnitude_is_value
         self.const = None
         if type(kernel.k1) is ConstantKernel:
             self.const, self.other = float(kernel.k1.constant_value), self.k2
@@ -357,6 +360,7 @@ class ExponentiationAdapter(KernelAdapter):
                 "have sound bounds."
             )
         self.nonnegative = self.base.nonnegative or (self.integer and int(self.e) % 2 == 0)
+        self.magnitude_is_value = self.base.magnitude_is_value
 
     def values(self, X):
         return self.base.values(X) ** self.e
@@ -384,10 +388,8 @@ class ExponentiationAdapter(KernelAdapter):
         d = lo.shape[1]
         R, l, h, Ab = self.base.rounding_parts(lo, hi)
         m = np.maximum(np.abs(l), np.abs(h))
-        if self.base.nonnegative:
-            out = power_rounding(self.e, m, np.maximum(l, 0.0), R, self.base.value_ulps(d), None, True)
-        else:
-            out = power_rounding(self.e, m, None, R, self.base.value_ulps(d), Ab, False)
+        relative = self.base.nonnegative and self.base.magnitude_is_value
+        out = power_rounding(self.e, m, np.maximum(l, 0.0), R, self.base.value_ulps(d), Ab, relative)
         with np.errstate(over="ignore", invalid="ignore"):
             klo, khi, _ = widen_enclosure(*self._power_interval(l, h))
             A = Ab**self.e * (1.0 + 1e-12) + SUBNORMAL
