@@ -1050,13 +1050,15 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         ``predict_proba``) over each box; also the mean boxes. Each box's
         result is a function of that box alone (computed for the boxes not in
         the per-box cache, in one batch), so serving it from the cache
-        changes no number."""
+        changes no number. An entry is one box's rows of the batch arrays
+        (p_lo, p_hi (m,); the mean boxes' argmin, argmax, score stacked
+        (m, d)): misses and hits are assembled with O(B) array operations."""
         key = (lo.shape, lo.tobytes(), hi.tobytes())
         cache = self._cache
         if cache is not None and cache[0] == key:
             return cache[1]
         B, m = len(lo), len(self.means)
-        store = self._box_cache
+        store = self._box_cache  # read once: threads may replace it meanwhile
         keys = [lo[i].tobytes() + hi[i].tobytes() for i in range(B)]
         got = [store.get(k) for k in keys]
         miss = [i for i in range(B) if got[i] is None]
@@ -1068,25 +1070,38 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             if ok.any():
                 p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
             p_lo, p_hi = p_lo - self.tolerance, p_hi + self.tolerance
+            # (n_miss, m, d) each: one stack per field, not per box and class
+            a_min = np.stack([bx.arg_mu_min for bx in boxes], axis=1)
+            a_max = np.stack([bx.arg_mu_max for bx in boxes], axis=1)
+            sc = np.stack([bx.score for bx in boxes], axis=1)
             if len(store) + len(miss) > self._BOX_CACHE:
-                store.clear()  # (no iteration: safe if threads share the cache)
+                store = self._box_cache = {}  # (no iteration: safe if threads share the cache)
             for t, i in enumerate(miss):
-                got[i] = (p_lo[t], p_hi[t], [(bx.arg_mu_min[t], bx.arg_mu_max[t], bx.score[t]) for bx in boxes])
+                got[i] = (p_lo[t], p_hi[t], a_min[t], a_max[t], sc[t])
                 store[keys[i]] = got[i]
             # the cost of bounding boxes afresh (the latent box may have come
             # from its own cache: then this records less than a fresh box)
             self.note_cost(time.perf_counter() - t0, len(miss))
-        boxes = [
-            _MeanBox(
-                np.array([g[2][c][0] for g in got]).reshape(B, -1),
-                np.array([g[2][c][1] for g in got]).reshape(B, -1),
-                np.array([g[2][c][2] for g in got]).reshape(B, -1),
-            )
-            for c in range(m)
-        ]
-        result = (np.array([g[0] for g in got]).reshape(B, m), np.array([g[1] for g in got]).reshape(B, m), boxes)
+        if B == 0:
+            d = lo.shape[1]
+            P_lo, P_hi, A_min, A_max, SC = np.empty((0, m)), np.empty((0, m)), *(np.empty((0, m, d)) for _ in range(3))
+        else:
+            P_lo, P_hi, A_min, A_max, SC = (np.stack([g[f] for g in got]) for f in range(5))
+        boxes = [_MeanBox(A_min[:, c], A_max[:, c], SC[:, c]) for c in range(m)]
+        result = (P_lo, P_hi, boxes)
         self._cache = (key, result)
         return result
+
+    def __getstate__(self):
+        """Pickled without its caches (process workers start empty: the
+        per-box cache alone holds up to 512 entries of 3 (m, d) arrays)."""
+        state = dict(self.__dict__)
+        state["_cache"] = None
+        state["_latent_cache"] = None
+        state["_certify_cache"] = None
+        state["_p_cache"] = {}
+        state["_box_cache"] = {}
+        return state
 
     def diff_box(self, lo, hi, cls):
         """Bounds (d_lo, d_hi), each (B, m), of the snapped mean differences

@@ -619,6 +619,37 @@ def test_per_box_probability_cache_changes_no_number_and_reports_cost():
         assert np.all(P >= r_lo[j]) and np.all(P <= r_hi[j])
 
 
+def test_probability_caches_stay_behind_when_pickled():
+    """The probability object travels to process workers without its caches
+    (up to 512 per-box entries): pickling a filled one is as small as an
+    empty one (but for its cost record), the copy starts empty and bounds the same boxes to the same
+    numbers (also an empty batch)."""
+    X, y = _data(m=3, n_per=6, seed=22)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    probs = clf._bound_model().probabilities()
+    empty = len(pickle.dumps(probs))
+    rng = np.random.default_rng(4)
+    lo = X[:6] - rng.uniform(0.01, 0.3, size=(6, 2))
+    hi = X[:6] + rng.uniform(0.01, 0.3, size=(6, 2))
+    p_lo, p_hi, boxes = probs.p_box(lo, hi)
+    probs.p(X[:3])
+    probs.certify_latent(lo, hi, 0)
+    assert len(probs._box_cache) == 6
+    copy = pickle.loads(pickle.dumps(probs))
+    # (box_seconds, a float, is all that changed)
+    assert len(pickle.dumps(probs)) - empty < 100 < len(pickle.dumps(probs._box_cache))
+    assert copy._box_cache == {} and copy._p_cache == {} and copy._cache is None
+    assert copy._latent_cache is None and copy._certify_cache is None
+    c_lo, c_hi, cb = copy.p_box(lo, hi)
+    np.testing.assert_array_equal(c_lo, p_lo)
+    np.testing.assert_array_equal(c_hi, p_hi)
+    for c in range(3):
+        np.testing.assert_array_equal(cb[c].arg_mu_max, boxes[c].arg_mu_max)
+    assert len(probs._box_cache) == 6  # the original keeps its cache
+    z_lo, z_hi, zb = copy.p_box(lo[:0], hi[:0])
+    assert z_lo.shape == (0, 3) and z_hi.shape == (0, 3) and zb[0].score.shape == (0, 2)
+
+
 # --------------------------------------------------------------------------
 # sklearn conventions and bad input
 # --------------------------------------------------------------------------
