@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import minimize_scalar
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
@@ -49,27 +48,36 @@ def regressor():
 
 
 def segment_extremes(fn, x, i, a, b):
-    """Min and max of fn on x + t e_i, t in [a, b]: a dense grid, then a
-    bounded scalar refinement around the best grid points."""
+    """Min and max of fn on x + t e_i, t in [a, b]: a dense grid, then three
+    zooms (801 points each) into the cells around the best grid point, each
+    one call of ``fn`` on all its points (the spacing ends at (b - a) / 800 /
+    400**3). Within 5e-13 of the bounded scalar search it replaces (measured
+    on the binary fixture, either side: batch rounding of predict_proba),
+    which cost ~50 single-point calls per extreme."""
     if b <= a:
         v = fn(x[None])[0]
         return v, v
+
+    def values(t):
+        P = np.repeat(x[None], len(t), 0)
+        P[:, i] = x[i] + t
+        return fn(P)
+
     t = np.linspace(a, b, 801)
-    P = np.repeat(x[None], len(t), 0)
-    P[:, i] = x[i] + t
-    v = fn(P)
+    v = values(t)
     out = []
     for sign in (1.0, -1.0):
-        k = int(np.argmin(sign * v))
-        lo_t, hi_t = t[max(k - 1, 0)], t[min(k + 1, len(t) - 1)]
-
-        def g(s, sign=sign):
-            q = x.copy()
-            q[i] += s
-            return sign * fn(q[None])[0]
-
-        r = minimize_scalar(g, bounds=(lo_t, hi_t), method="bounded", options={"xatol": 1e-12})
-        out.append(sign * min(sign * v[k], r.fun))
+        tt, w = t, sign * v
+        best = w.min()
+        for _ in range(3):
+            k = int(np.argmin(w))
+            lo_t, hi_t = tt[max(k - 1, 0)], tt[min(k + 1, len(tt) - 1)]
+            if not hi_t > lo_t:
+                break
+            tt = np.linspace(lo_t, hi_t, 801)
+            w = sign * values(tt)
+            best = min(best, w.min())
+        out.append(sign * best)
     return out[0], out[1]
 
 
