@@ -893,3 +893,55 @@ def test_clone_with_theta_and_layout_follow_the_fit_not_later_params():
     m2 = mo.clone_with_theta(mo.theta_).set_params(optimizer=None).fit(X, Y)
     assert m2.theta_.size == n
     np.testing.assert_allclose(m2.theta_, mo.theta_, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["offset", "scales"])
+def test_output_value_ulps_cover_predicts_sections_against_mpmath(case):
+    """The variance bounds' kernel-value contract for an LMC output (session 8:
+    ``_OutputAdapter.value_ulps`` = the latents' max + 1, plus L + 2 extra
+    roundings): predict's own sections r_p(x)_i = sum_l fl(W_pl W_{o_i l})
+    k~_l(x, x_i) differ from the exact sum_l W_pl W_{o_i l} k_l(x, x_i) (200
+    bits, exact W products) by <= rounding + c_val u sqrt(k_pp(x, x)
+    k_{o_i o_i}(x_i, x_i)), at points of boxes around inputs offset by 1e4
+    and with outputs of scales 1e-3 .. 1e3; one latent does not reach output 0."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 200
+    from .test_rounding import _mp_kernel
+
+    rng = np.random.default_rng(3)
+    d, u = 2, 2.0**-53
+    off = 1e4 if case == "offset" else 0.0
+    X = off + rng.uniform(-2, 2, (8, d))
+    kernels = [ConstantKernel(2.0) * RBF([0.3, 1.0]), Matern(0.7, nu=1.5) + WhiteKernel(1e-3),
+               ConstantKernel(0.5) * Matern(2.0, nu=2.5)]
+    W = rng.normal(size=(3, 3)) * (np.array([1.0, 1e-3, 1e3])[:, None] if case == "scales" else 1.0)
+    W[0, 1] = 0.0
+    Y = np.sin(X @ rng.normal(size=(d, 3)))
+    Y[rng.random(Y.shape) < 0.3] = np.nan
+    Y[0] = 0.5
+    mo = MO(kernels=kernels, W=W, noise_level=1e-4, optimizer=None).fit(X, Y)
+    bm = mo._bound_model()
+    rows, outs = mo.observed_
+    Xs = mo.X_train_[rows]
+    f = lambda v: mp.mpf(float(v))  # noqa: E731
+    kss = [[_mp_kernel(mp, k, x, x, True)[0] for k in kernels] for x in Xs]
+    centers = np.vstack([X[1], X[2] + 0.3])
+    lo, hi = centers - 1e-2, centers + 1e-2
+    worst = 0.0
+    for p, (lat, var) in enumerate(zip(bm.latents, bm.variances())):
+        R, c = lat.adapter.rounding(lo, hi), var._value_ulps(d)
+        for b in range(len(lo)):
+            for t in (0.0, rng.uniform()):
+                x = np.clip(lo[b] + t * (hi[b] - lo[b]), lo[b], hi[b])
+                got = mo._cross(x[None])[0][p, 0]
+                kx = [_mp_kernel(mp, k, x, x, True)[0] for k in kernels]
+                kpp = mp.fsum([f(W[p, l]) ** 2 * kx[l] for l in range(3)])
+                for i in range(len(Xs)):
+                    o = outs[i]
+                    exact = mp.fsum([f(W[p, l]) * f(W[o, l]) * _mp_kernel(mp, kernels[l], x, Xs[i])[0]
+                                     for l in range(3)])
+                    koo = mp.fsum([f(W[o, l]) ** 2 * kss[i][l] for l in range(3)])
+                    bound = f(R[b, i]) + c * u * mp.sqrt(kpp * koo)
+                    err = abs(f(got[i]) - exact)
+                    worst = max(worst, float(err / bound) if bound > 0 else (0.0 if err == 0 else np.inf))
+    assert worst <= 1.0
