@@ -502,3 +502,35 @@ def test_per_point_lemma_reviewer_case():
         beaten += excess < var.rho
     assert worst > 0  # the lemma as stated fails here, the per-point form holds
     assert beaten > 0
+
+
+def test_lemma_setup_computes_shared_parts_once(monkeypatch):
+    """Code health of the set-up (no numbers change): the lemma's row norms
+    are _kappa's (kappa identical with them recomputed), the support Gram is
+    built once where the noise credit and the certificate both need it, and
+    the certificate-only (QR-built, sparse) path never computes the unused
+    noise credit."""
+    from skgprobust import SparseGaussianProcessRegressor
+    from skgprobust._bounds._variance import NonCholeskyLatentVariance
+
+    reg, X = _tiny_white_regressor(60, 1e-12)  # Cholesky model with delta and the certificate
+    var = reg._bound_model().variances("default")[0]
+    kappa = var._kappa(var._norm_Linv)
+    del var.__dict__["_krow"]
+    assert var._kappa(var._norm_Linv) == kappa
+    calls = []
+    orig = LatentVariance._support_gram
+    monkeypatch.setattr(LatentVariance, "_support_gram", lambda self: calls.append(1) or orig(self))
+    again = LatentVariance(var.adapter, var.L)
+    assert again.rho == var.rho and again.kappa == var.kappa and len(calls) == 1  # noise credit and certificate ran
+    sp = SparseGaussianProcessRegressor(ConstantKernel(1.0) * RBF(0.5) + WhiteKernel(1e-4), inducing_points=12,
+                                        optimizer=None, random_state=0).fit(X, np.sin(6 * X[:, 0]))
+    lat = sp._bound_model().latents[0]
+
+    def no_noise_credit(*args):
+        raise AssertionError("noise credit computed on the certificate-only path")
+
+    monkeypatch.setattr(LatentVariance, "_noise_lower", no_noise_credit)
+    calls.clear()
+    v = NonCholeskyLatentVariance(lat.adapter, lat.L)
+    assert v.rho == 0.0 and len(calls) == 1

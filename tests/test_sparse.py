@@ -874,8 +874,8 @@ class _InflatedLemma:
 
     rho_min = 1e-2
 
-    def _lemma_certificate(self, norm_Linv, nR, c_val, kad):
-        return max(super()._lemma_certificate(norm_Linv, nR, c_val, kad), self.rho_min / norm_Linv**2)
+    def _lemma_certificate(self, norm_Linv, *args):
+        return max(super()._lemma_certificate(norm_Linv, *args), self.rho_min / norm_Linv**2)
 
 
 def _inflate(model, rho_min):

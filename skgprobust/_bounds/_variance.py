@@ -637,40 +637,15 @@ class VarianceBound:
 
 def diag_ulps(kernel, d):
     """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for
-    sklearn's own ``kernel.diag`` (module doc, "Soundness margin", (d)).
+    sklearn's own ``kernel.diag`` (module doc, "Soundness margin", (d)): a
+    thin wrapper of the adapters' :meth:`~skgprobust.kernels._base.KernelAdapter.diag_ulps`,
+    where the constants and their proofs live (by the kernel tree: stationary
+    leaves and constants 1, ``DotProduct`` d + 2, ``Sum`` max + 1,
+    ``Product`` c1 + c2 + 1, ``Exponentiation`` |p| c + 16; others 8 if
+    stationary, else the assumed ``2 d + 64``)."""
+    from ..kernels import make_adapter  # lazy: the adapters import this module lazily too
 
-    Proof, by the kernel tree (every diagonal is >= 0, so relative errors
-    of sums of non-negative terms are bounded by the terms' relative errors;
-    first order, the factor (1 + 2^-20) covers the second order for the
-    sizes used): stationary leaves, ``ConstantKernel`` and ``WhiteKernel``
-    fill the diagonal with one float (exact: 0; 1 is used); ``DotProduct``
-    computes ``einsum(x, x) + sigma_0^2`` (d non-negative products summed in
-    any order and one addition: gamma_(d+1) <= (d + 2) u relative, with the
-    float s = fl(sigma_0^2) that the adapters use as the kernel's
-    constant); ``Sum``: max(c1, c2) + 1; ``Product``: c1 + c2 + 1;
-    ``Exponentiation`` (t (1 + delta))^p: |p| c + 16 (numpy's power within 8
-    ulps, the documented assumption of :mod:`skgprobust.kernels.polynomial`).
-    Other kernels: 8 if stationary (the earlier constant), else ``2 d + 64``
-    (the adapters' few-ulps convention, an assumption like ``c_val``).
-    """
-    from sklearn.gaussian_process import kernels as K
-
-    t = type(kernel)
-    if t is K.Sum:
-        c = max(diag_ulps(kernel.k1, d), diag_ulps(kernel.k2, d)) + 1.0
-    elif t is K.Product:
-        c = diag_ulps(kernel.k1, d) + diag_ulps(kernel.k2, d) + 1.0
-    elif t is K.Exponentiation:
-        c = abs(float(kernel.exponent)) * diag_ulps(kernel.kernel, d) + 16.0
-    elif t is K.DotProduct:
-        c = d + 2.0
-    elif t in (K.ConstantKernel, K.WhiteKernel, K.RBF, K.Matern, K.RationalQuadratic, K.ExpSineSquared):
-        c = 1.0
-    elif kernel.is_stationary():
-        c = 8.0
-    else:
-        c = 2.0 * d + 64.0
-    return float(c) * (1.0 + 2.0**-20)
+    return float(make_adapter(kernel, np.zeros((0, d))).diag_ulps(d))
 
 
 def _norm2_estimate(matvec, rmatvec, n, iters=30):
@@ -976,6 +951,7 @@ class LatentVariance:
             e_chol = margin_rtol(N + 1, 0) * nLa * nLa  # >= 8 gamma_(N+1) || |L| ||^2
             rows = np.einsum("ij,ij->i", L, L)  # (|L| |L^T|)_ii, fl
             krow = float(np.max(rows, initial=0.0)) * (1.0 + (2 * N + 4) * _U)
+            self._krow = krow  # shared with _kappa (the same expression)
             kad = float(np.max(np.abs(self.adapter.diag(Xs)), initial=0.0))
             own = bool(self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL)
             if not own:
@@ -1001,14 +977,18 @@ class LatentVariance:
                 cert = np.inf
                 # rho0 <= 1e-6 costs at most that relative on the margins:
                 # kept without the O(N^2 d + N^3) refinements.
-                if (not (rho0 <= 1e-6) and own) or not self._LEMMA_CHOLESKY_MODEL:
-                    delta = self._noise_lower(rows, R, c_val, kad, krow)
-                    if not (e <= delta) or not self._LEMMA_CHOLESKY_MODEL:
-                        cert = self._lemma_certificate(norm_Linv, nR, c_val, kad)
                 if not self._LEMMA_CHOLESKY_MODEL:
                     # L not from sklearn's Cholesky of fl(K) + noise: only
-                    # the structure-free certificate is a proof.
+                    # the structure-free certificate is a proof (no noise
+                    # credit: delta belongs to the Cholesky model).
+                    cert = self._lemma_certificate(norm_Linv, nR, c_val, kad, self._support_gram())
                     return self._rho_of(cert, norm_Linv)
+                if not (rho0 <= 1e-6) and own:
+                    # The support Gram (N x N) is built once for both.
+                    Kc = self._support_gram()
+                    delta = self._noise_lower(rows, R, c_val, kad, krow, Kc)
+                    if not (e <= delta):
+                        cert = self._lemma_certificate(norm_Linv, nR, c_val, kad, Kc)
             else:
                 # L L^T = I + Dc K Dc + Dc F Dc + Ep (3 u N Dmax^2 kad) + EI (u krow) + E3.
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
@@ -1039,7 +1019,13 @@ class LatentVariance:
             rho = ep * np.float64(norm_Linv) ** 2 * (1.0 + 1e-10)
         return float(rho) if np.isfinite(rho) else np.inf
 
-    def _lemma_certificate(self, norm_Linv, nR, c_val, kad):
+    def _support_gram(self):
+        """Our kernel values k_c(Xs, Xs) (N, N) through the adapter, as the
+        lemma's certificate and noise credit read them."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(self.adapter.values(self.adapter.Xs), dtype=np.float64)
+
+    def _lemma_certificate(self, norm_Linv, nR, c_val, kad, Kc):
         """e' >= 0 with L L^T >= Kc - e' I from a direct certificate of
         lambda_min(L L^T - Kc) (module doc, "The lemma for the float
         factor"; any L, no Cholesky model; regressor form S = (L L^T)^-1):
@@ -1057,7 +1043,6 @@ class LatentVariance:
         N = self.n_support
         L = self.L
         with np.errstate(over="ignore", invalid="ignore"):
-            Kc = np.asarray(self.adapter.values(self.adapter.Xs), dtype=np.float64)
             Hs = L @ L.T - Kc
             fro = 1.0 + (N * N + 4) * _U
             nLa = np.float64(self._nLabs)
@@ -1097,14 +1082,14 @@ class LatentVariance:
                     return 0.0 if ep <= 0 else float(ep * (1.0 + 1e-10))
         return np.inf
 
-    def _noise_lower(self, rows, R, c_val, kad, krow):
+    def _noise_lower(self, rows, R, c_val, kad, krow, Kc):
         """delta <= min_i Dn_ii, the regressor's noise diagonal (white parts
         plus alpha), from the factor's row norms and the kernel's own
         diagonal without the white parts (module doc, "The lemma for the
         float factor"); 0 when not positive."""
         N = self.n_support
         with np.errstate(over="ignore", invalid="ignore"):
-            kc = np.diagonal(np.asarray(self.adapter.values(self.adapter.Xs), dtype=np.float64))
+            kc = np.diagonal(Kc)
             lb = (
                 rows * (1.0 - margin_rtol(N + 1, 0) - (2 * N + 8) * _U)
                 - kc
@@ -1133,7 +1118,9 @@ class LatentVariance:
             # multi-output LMC included; the row norms up to Cholesky's and
             # their own rounding, (2N + 4) u relative).
             kad = float(np.max(np.abs(self.adapter.diag(self.adapter.Xs)), initial=0.0)) * Dmax * Dmax
-            krow = float(np.max(np.einsum("ij,ij->i", self.L, self.L), initial=0.0)) * (1.0 + (2 * N + 4) * _U)
+            krow = self.__dict__.get("_krow")  # _lemma_rho's (the same expression)
+            if krow is None:
+                krow = float(np.max(np.einsum("ij,ij->i", self.L, self.L), initial=0.0)) * (1.0 + (2 * N + 4) * _U)
             kii = max(kad, krow)
             w = np.sqrt(N) * self._value_ulps(d) * _U * np.sqrt(kii) * (1.0 + 1e-12)
             ka = norm_Linv * self._nLabs
@@ -1143,24 +1130,16 @@ class LatentVariance:
         # Step (d): sklearn's k(x, x) errs by <= c_diag u k(x, x); the
         # derivation's budget holds 8 u of it, the excess is added here
         # (module doc, "Soundness margin", (d)).
-        extra = max(0.0, diag_ulps(self.adapter.kernel, d) - 8.0) * _U / gam * (1.0 + 1e-12)
+        extra = max(0.0, float(self.adapter.diag_ulps(d)) - 8.0) * _U / gam * (1.0 + 1e-12)
         return max(1.0, float(kappa)) + extra
 
     def _value_ulps(self, d):
-        """c_val: each kernel value k~(x, x_i) is assumed to err (beyond
+        """c_val: each kernel value k~(x, x_i) errs (beyond
         :meth:`KernelAdapter.rounding`) by <= c_val u sqrt(k(x, x) k(x_i, x_i))
-        (module doc, "Soundness margin"): proven (2d + 44 + 2T) for the
-        :class:`SmoothCovariance` kernels; ``2d + 64`` (and ``(P + 1)(d + 4)
-        + 48`` for polynomial kernels of degree P) otherwise, a stated
-        assumption."""
-        sm = SmoothCovariance.parse(self.adapter.kernel, d)
-        if sm is not None:
-            return 2 * d + 44 + 2 * len(sm.terms) + sm.value_terms
-        from ..kernels.polynomial import PolynomialCovariance
-
-        pc = PolynomialCovariance.parse(self.adapter.kernel, d)
-        base = 2 * d + 64
-        return max(base, (pc.P + 1) * (d + 4) + 48) if pc is not None else base
+        (module doc, "Soundness margin" (a)): the adapter's
+        :meth:`~skgprobust.kernels._base.KernelAdapter.value_ulps`, where the
+        constants and their proofs live (subclasses may add to it)."""
+        return self.adapter.value_ulps(d)
 
     def _apply_A(self, R):
         """``A R^T`` for rows R (n, N), by a triangular solve as sklearn does."""
@@ -1450,7 +1429,7 @@ class LatentVariance:
         Dh = np.sqrt((H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
         # The per-point lemma's path (module doc, "The per-point lemma"): P
         # without the factor (1 + rho), its own Hessian and magnitude.
-        per_point = self.rho > 0 and np.isfinite(self.lemma_e)
+        per_point = self.rho > 0 and np.isfinite(getattr(self, "lemma_e", np.inf))
         if per_point:
             H1n = np.diag(sm.H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
             scale_n = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
