@@ -405,3 +405,33 @@ def test_random_kernel_trees(case):
         u = P[b] - center[b]
         q = rel.const[b] + (rel.alpha[b] * u * u + rel.beta[b] * u).sum(-1)
         assert np.all(q <= f + TOL) and np.all(rel.ilb[b] <= f + TOL)
+
+
+# --- rounding constants: one place (KernelAdapter.value_ulps / diag_ulps) ---------
+
+
+@pytest.mark.parametrize(
+    "kernel, value, diag",
+    [
+        (RBF(1.0), 17.0, 1.0),
+        (Matern(1.0, nu=0.5), 17.0, 1.0),
+        (Matern(1.0, nu=1.5), 19.0, 1.0),
+        (Matern(1.0, nu=2.5), 21.0, 1.0),
+        (RationalQuadratic(1.0, 2.0), 1.0, 1.0),
+        (ExpSineSquared(1.0, 2.0), 17.0, 1.0),
+        (DotProduct(1.0), 0.0, 5.0),  # d + 2, d = 3
+        (DotProduct(1.0) ** 2, 1.0, 2 * 5.0 + 16.0),
+        (DotProduct(1.0) ** 4, 16.0, 4 * 5.0 + 16.0),
+        (C(2.0) * RBF(1.0) + WhiteKernel(0.1), 19.0, 4.0),  # (17 + 1) + 1; diag max(1 + 1 + 1, 1) + 1
+        (RBF(1.0) * Matern(1.0, nu=2.5), 39.0, 3.0),
+        (RBF(1.0) ** 3.5, 17.0, 3.5 + 16.0),
+        ((RBF(1.0) + C(1.0)) ** 0.5, 17.0, 0.5 * 2.0 + 16.0),
+    ],
+)
+def test_value_and_diag_ulps_by_adapter_tree(kernel, value, diag):
+    """The constants the variance bounds read (proofs in the adapters'
+    docstrings), up to the (1 + 2^-20) factors of the composite nodes."""
+    ad = make_adapter(kernel, np.zeros((2, 3)))
+    assert ad.value_ulps(3) == pytest.approx(value, rel=1e-5)
+    assert ad.diag_ulps(3) == pytest.approx(diag, rel=1e-5)
+    assert ad.value_ulps(3) >= value and ad.diag_ulps(3) >= diag

@@ -503,15 +503,17 @@ class DotProductPowerAdapter(KernelAdapter):
         which is in the right direction). Then t^p: |p| (d + 2) u relative
         from t (first order; (1 + 2^-20) covers the second order for
         p (d + 2) u < 2^-20) and numpy's power within 8 ulps (16 u, the
-        documented assumption, module doc). So dlo (1 - c u) and dhi (1 + c u)
-        with c = (|p| (d + 2) + 16)(1 + 2^-20) + 2 (the two scalings'
-        own roundings) enclose the exact range.
+        documented assumption, module doc; none for a plain ``DotProduct``):
+        the same count as sklearn's own ``diag``, :meth:`diag_ulps` (one
+        place for the constant). So dlo (1 - c u) and dhi (1 + c u) with c =
+        ``diag_ulps(d)`` + 2 (the two scalings' own roundings) enclose the
+        exact range.
         """
         d = lo.shape[-1]
         sq_lo = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
         sq_hi = np.maximum(lo * lo, hi * hi)
         p = self.p
-        c = (abs(p) * (d + 2) + 16.0) * (1.0 + 2.0**-20) + 2.0
+        c = self.diag_ulps(d) + 2.0
         with np.errstate(over="ignore"):
             dlo = (self.s2 + sq_lo.sum(-1)) ** p * (1.0 - c * _U)
             dhi = (self.s2 + sq_hi.sum(-1) + d * 2.0**-1074) ** p * (1.0 + c * _U)
