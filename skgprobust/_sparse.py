@@ -85,7 +85,16 @@ to working precision before the jitter) give cond(L) below 1e5 for noise
 1e-10 to 1e-2, and the std ranges bracket predict on dense grids. The
 jitter also keeps the engine's lemma ``0 <= S <= Kzz^-1`` (used by the
 high signal-to-noise variance bound, :mod:`skgprobust._bounds._variance`)
-true with room to spare: S = Kzz_j^-1 - Sigma <= Kzz_j^-1 <= k_c(Z, Z)^-1.
+true with room to spare in real arithmetic: S = Kzz_j^-1 - Sigma <=
+Kzz_j^-1 <= k_c(Z, Z)^-1. For the *float* L (a QR, not a Cholesky of
+fl(K) + noise: ``LatentModel(cholesky_factor=False)``) the variance
+bounds do not assume it: they certify L L^T >= Kc - e I directly
+(:class:`~skgprobust._bounds._variance.NonCholeskyLatentVariance`; a
+Cholesky certificate of fl(L L^T) - fl(Kc), unscaled and row-scaled, with
+its rounding), which credits the jitter (e = 0, so rho = 0, on the fitted
+models measured, far-from-data inducing inputs included); where e > 0
+remains, the per-point form q(x) <= k_c(x, x) + e ||a(x)||^2 limits the
+cost (module doc of :mod:`skgprobust._bounds._variance`).
 
 The marginal likelihood and its gradient
 ----------------------------------------

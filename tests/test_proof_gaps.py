@@ -486,7 +486,7 @@ def test_per_point_lemma_reviewer_case():
     Lm = [[mpmath.mpf(float(L[i, j])) for j in range(i + 1)] for i in range(N)]
     e = mpmath.mpf(var.lemma_e)
     worst, beaten = -mpmath.inf, 0
-    for k in range(0, N, 4):
+    for k in range(0, N, 8):
         x = mpmath.mpf(float(X[k, 0]))
         z = []
         for i in range(N):

@@ -436,7 +436,7 @@ def test_gradient_random_kernels_sweep(case):
 
 
 @pytest.mark.filterwarnings("ignore::skgprobust.BudgetExhaustedWarning")
-@pytest.mark.parametrize("inference", ["ep", "laplace"])
+@pytest.mark.parametrize("inference", ["ep", pytest.param("laplace", marks=pytest.mark.slow)])
 def test_sparse_classifier_lemma_certified_and_per_point_path_sound(inference):
     """The classifier shares the QR-built variance factor: the lemma's
     certificate credits the jitter (rho = 0), and with an inflated (still

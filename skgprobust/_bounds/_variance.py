@@ -105,7 +105,14 @@ QR-built factor) uses only the certificate. Its shift is chosen to certify
 lambda_min(Hs) >= ||Delta|| where it can (then e' = 0): the sparse models'
 L L^T = Kzz + j I + (PSD) exceeds Kc by their jitter j (1e-8 of the mean
 diagonal), which a shift at 0 never credited (Friedman #1, N = 2500, M =
-200: FITC rho 2.4e-3 -> 0, VFE 2.8e-4 -> 0).
+200: FITC rho 2.4e-3 -> 0, VFE 2.8e-4 -> 0). Where a few rows of L are
+huge (inducing inputs the data do not inform: mu at its floor, rows ~1e5
+sqrt(kappa0)), gam nLabs^2 alone exceeds the jitter; the row-scaled
+certificate (:meth:`LatentVariance._scaled_lemma_certificate`: S = diag(1
+/ ||L_i||), the product's rounding bounded entrywise by gam_N
+||L_i|| ||L_j||, so by gam_N in S . S) certifies S (L L^T - Kc) S >= 0
+there (far-inducing models: rho 0.45-8e3 -> 0; 40-digit checks in the
+tests); the smaller e' of the two forms is used.
 
 *The per-point lemma* (sharper where rho > 0; :meth:`LatentVariance._local_bounds`).
 rho = e nLinv^2 charges every x the worst direction of (L L^T)^-1; the
@@ -1066,6 +1073,11 @@ class LatentVariance:
                 lb = psd_lower_certificate(Hs, 4.0 * dlt)
                 if lb >= dlt:
                     return 0.0
+            # The row-scaled certificate (a few huge rows of L make nLabs^2,
+            # hence dlt, useless for the others).
+            ep_s = self._scaled_lemma_certificate(Hs, nF)
+            if ep_s == 0.0:
+                return 0.0
             try:
                 lam = float(np.linalg.eigvalsh(Hs, UPLO="L")[0])
             except np.linalg.LinAlgError:  # pragma: no cover - only picks shifts
@@ -1079,8 +1091,68 @@ class LatentVariance:
                 lb = psd_lower_certificate(Hs, c)
                 if lb > -np.inf:
                     ep = dlt - lb
-                    return 0.0 if ep <= 0 else float(ep * (1.0 + 1e-10))
-        return np.inf
+                    return 0.0 if ep <= 0 else min(float(ep * (1.0 + 1e-10)), ep_s)
+            return ep_s
+
+    def _scaled_lemma_certificate(self, Hs, nF):
+        """e' >= 0 with L L^T >= Kc - e' I from a certificate of the
+        row-scaled matrix (module doc, "The lemma for the float factor";
+        ``inf`` when it does not certify).
+
+        S = diag(s), s_i = fl(1 / fl(sqrt(r_i))), r_i = fl(sum_j L_ij^2)
+        (any positive floats would do; these make S |L| |L^T| S <= 1
+        entrywise). With Hs = fl(fl(L L^T) - fl(Kc)) (lower triangle read),
+        L L^T - Kc = Hs + Delta1 + Delta2 + Delta3: the product |Delta1_ij|
+        <= gam_N (|L| |L^T|)_ij <= gam_N sqrt(r*_i r*_j) (Cauchy-Schwarz,
+        r* the exact row sums; any order), so |(S Delta1 S)_ij| <= gam_N (1 +
+        (N + 8) u) (s_i^2 r*_i <= (1 + u)^4 / (1 - gamma_N)); the kernel
+        values ||S Delta2 S||_F <= max s^2 nF; the subtraction |Delta3_ij|
+        <= u |Hs_ij|. Hh = fl(S Hs S) (two products per entry) errs from S
+        Hs S by <= 2.01 u |Hh| entrywise, and |S Delta3 S| <= 1.01 u |Hh|.
+        So S (L L^T - Kc) S >= Hh - dlt_s I, dlt_s = gam_N N (1 + (N + 8) u)
+        + max s^2 nF + 2 (3.1 u) ||tril(Hh)||_F (rounded up), and with
+        lambda_min(Hh) >= lb (:func:`~skgprobust._fp.psd_lower_certificate`)
+        L L^T - Kc >= (lb - dlt_s) S^-2: e' = 0 if lb >= dlt_s, else (dlt_s
+        - lb) max 1 / s^2. Shifts: 4 dlt_s, then just below an ``eigvalsh``
+        estimate of lambda_min(Hh)."""
+        N = self.n_support
+        L = self.L
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            r = np.einsum("ij,ij->i", L, L)
+            sc = 1.0 / np.sqrt(r)
+            # r_i >= 1e-250: no underflow in the squares that could break
+            # the relative bound of fl(r_i).
+            if not (np.all(r >= 1e-250) and np.all(np.isfinite(sc)) and np.all(sc > 0)):
+                return np.inf
+            Hh = (Hs * sc[:, None]) * sc[None, :]
+            if not np.all(np.isfinite(Hh)):
+                return np.inf
+            fro = 1.0 + (N * N + 4) * _U
+            smax2 = float(np.max(sc)) ** 2 * (1.0 + 4.0 * _U)
+            dlt_s = (
+                margin_rtol(N, 0) * N * (1.0 + (N + 8) * _U)
+                + smax2 * nF
+                + 2.0 * 3.1 * _U * float(np.linalg.norm(np.tril(Hh))) * fro
+            ) * (1.0 + 1e-10)
+            if not np.isfinite(dlt_s):
+                return np.inf
+            dmin = float(np.min(np.diag(Hh)))
+            lb = psd_lower_certificate(Hh, 4.0 * dlt_s) if 4.0 * dlt_s <= dmin else -np.inf
+            if not (lb >= dlt_s):
+                try:
+                    lam = float(np.linalg.eigvalsh(Hh, UPLO="L")[0])
+                except np.linalg.LinAlgError:  # pragma: no cover - only picks shifts
+                    return np.inf
+                c = lam - 0.02 * abs(lam) - dlt_s
+                if not (np.isfinite(c) and c <= dmin):
+                    return np.inf
+                lb = psd_lower_certificate(Hh, c)
+            if lb >= dlt_s:
+                return 0.0
+            if not lb > -np.inf:
+                return np.inf
+            ep = (dlt_s - lb) * (1.0 + 1e-10) / (float(np.min(sc)) ** 2 * (1.0 - 4.0 * _U))
+            return float(ep) if np.isfinite(ep) else np.inf
 
     def _noise_lower(self, rows, R, c_val, kad, krow, Kc):
         """delta <= min_i Dn_ii, the regressor's noise diagonal (white parts
