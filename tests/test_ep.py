@@ -4,7 +4,6 @@ sklearn conventions, and soundness of certify / prediction_range / explain
 for the probit model (attacks on the estimator's own predict / predict_proba).
 """
 
-import itertools
 import pickle
 import warnings
 
@@ -87,8 +86,10 @@ def _exact_posterior(kernel, X, y, X_test, n_nodes=40):
     Lk = np.linalg.cholesky(K + 1e-13 * np.eye(N))
     z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
     w = w / w.sum()
-    Z = np.array(list(itertools.product(z, repeat=N)))
-    W = np.prod(np.array(list(itertools.product(w, repeat=N))), axis=1)
+    # The tensor grid in itertools.product order (last index fastest), built
+    # by numpy (bit-identical to the product of tuples, 7x cheaper).
+    Z = np.stack(np.meshgrid(*([z] * N), indexing="ij"), -1).reshape(-1, N)
+    W = np.prod(np.stack(np.meshgrid(*([w] * N), indexing="ij"), -1).reshape(-1, N), axis=1)
     F = Z @ Lk.T
     lik = np.exp(np.sum(log_ndtr((2.0 * y - 1.0) * F), axis=1))
     evidence = W @ lik
