@@ -223,7 +223,7 @@ accuracy statement). Diagnosis of the rows certify leaves unknown
 interval bound also lets every node pick its worst sigma ends: for row 0's
 weakest pair, interval bound -0.18, the margin's tangent plane minimised
 over the latent box -0.054, the same plane minimised over x as one
-mean-type function of k(x, X) +0.007, sampled minimum +0.137. A proven
+mean-type function of k(x, X) +0.007, attacked minimum +0.026 (below). A proven
 plane with a small linearisation loss at ten classes (E < ~0.05 in 19
 latent coordinates) is the open lever; at three classes the plane's gain
 (0.015-0.027) is below its loss ("Tried and not kept" above).
@@ -244,6 +244,45 @@ Per-leaf multipliers converge to the minimum over the convex hull of
 q(T), but need leaves small in ~19 coordinates (not built). So rows 0,
 11 and 17 need input splits (~0.2-0.3 s each in 64-D at this load) or a
 relaxation in x itself; 15% of the rows stay unknown.
+
+Measured this stop (softmax-cert 2; 10-class digits, gamma = 0.05):
+
+* The sampled minima above (uniform points and random vertices of the
+  64-D box) were far too optimistic: random vertices miss the extreme one.
+  An attack on predict_proba's margin (L-BFGS-B on a smoothed minimum
+  over the competitors, from the centre and five random starts, all
+  ending within 3e-4) finds +0.0255 (row 0, against class 2), +0.0295
+  (row 11) and +0.0110 (row 17): the rows are (as far as an attack can
+  tell) robust, but only by 1-3% of probability.
+* The mean differences' bounds are within 0.01-0.04 of their attacked
+  extremes (row 0: e.g. d_2 in [-2.85, -0.15] proven, [-2.83, -0.19]
+  attacked). With the latent box built from *attacked* extremes (exact
+  intervals), the latent branch and bound reaches +0.002 (row 0) and
+  -0.003 (row 17; 10 s): latent-only bounds cannot prove these rows even
+  with perfect interval bounds.
+* Input branching, with latent boxes from the exact Jacobian of (d, a)
+  at the centre (finite differences; linearisation error per latent
+  0.03-0.16 at random vertices, kept fixed): row 17's bound goes -0.118
+  (root) -> -0.099 (50 splits) -> -0.090 (300 splits, 254 s at load ~11).
+  Axis-aligned splits in 64-D barely move it, even at no kernel cost.
+* Cost of one input box (one root certify_latent, 38 affine bound rows
+  over N = 500 in 64-D: 9 mean differences and 10 reduced variances, both
+  sides): 0.083 s at load ~1.2, 0.16 s for a split's two children; ~45%
+  in the Lagrangian dual of the Taylor models, ~27% in building them, ~10%
+  in the per-row box ranges (identical boxes, recomputed per row).
+  Nothing per class or pathological in this module: the rows are the
+  latent quantities the bound needs. The 0.2-0.3 s measured before were
+  this at load 6-10.
+* Ranges at epsilon 0.02 (gamma 0.02, row 0): root gaps of the predicted
+  class (column 3) against attacked extremes are 0.053 (lower) and 0.056
+  (upper) with the per-class mean intervals of :meth:`p_box`; bounding
+  column k on the mean differences d_j - d_k instead (node_rule_bounds on
+  :meth:`certify_latent`'s box of class k, valid by shift invariance)
+  leaves 0.032 / 0.032 (columns 2, 9: 0.035 / 0.048 -> 0.024 / 0.031,
+  0.025 / 0.039 -> 0.017 / 0.025), for ~2.75x the rows per box
+  (all m (m - 1) / 2 differences): still above epsilon, so no row would
+  converge (not built). The rest is the decoupling of the latent box, as
+  for certify.
 """
 
 import numbers

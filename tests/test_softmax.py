@@ -736,3 +736,30 @@ def test_node_rule_margin_competitor_subset_matches_full_pairs(m):
     for bad in ([], [c], [m]):
         with pytest.raises(ValueError, match="competitors"):
             sm.node_rule_margin_lower(mu_lo, mu_hi, v_lo, v_hi, c, competitors=bad)
+
+
+@pytest.mark.parametrize("m", [3, 10])
+def test_node_intervals_equal_the_selection_formula_bitwise(m):
+    """_node_intervals forms mu + s z+ + s' z- (one product an exact zero)
+    instead of mu + where(z >= 0, s, s') z: the same numbers bit for bit,
+    zero variances and zero nodes included (up to the sign of a zero, which
+    exp does not see), and the shifted exponentials agree bitwise."""
+    rng = np.random.default_rng(m)
+    Z, _ = sm.node_rule(m)
+    B = 5
+    mu_lo = rng.normal(0, 3, (B, m))
+    mu_hi = mu_lo + rng.uniform(0, 2, (B, m))
+    v_lo = rng.uniform(0, 4, (B, m))
+    v_hi = v_lo + rng.uniform(0, 3, (B, m))
+    v_lo[0] = 0.0
+    v_lo[1, 0] = v_hi[1, 0] = 0.0
+    s_lo, s_hi = np.sqrt(v_lo), np.sqrt(v_hi)
+    pos = Z[None] >= 0
+    ref_lo = mu_lo[:, None, :] + np.where(pos, s_lo[:, None, :], s_hi[:, None, :]) * Z[None]
+    ref_hi = mu_hi[:, None, :] + np.where(pos, s_hi[:, None, :], s_lo[:, None, :]) * Z[None]
+    f_lo, f_hi = sm._node_intervals(mu_lo, mu_hi, v_lo, v_hi, Z)
+    assert np.array_equal(f_lo, ref_lo) and np.array_equal(f_hi, ref_hi)
+    shift = ref_hi.max(axis=2, keepdims=True)
+    e_lo, e_hi = sm._exp_shifted(f_lo, f_hi)
+    assert np.array_equal(e_lo, np.exp(ref_lo - shift))
+    assert np.array_equal(e_hi, np.maximum(np.exp(ref_hi - shift), sm._TINY))

@@ -624,10 +624,31 @@ def _node_intervals(mu_lo, mu_hi, var_lo, var_hi, Z):
     of every (mu, var) in the box *exactly* (no margin needed here)."""
     s_lo = np.sqrt(np.maximum(var_lo, 0.0))
     s_hi = np.sqrt(np.maximum(var_hi, 0.0))
-    pos = Z[None] >= 0
-    f_lo = mu_lo[:, None, :] + np.where(pos, s_lo[:, None, :], s_hi[:, None, :]) * Z[None]
-    f_hi = mu_hi[:, None, :] + np.where(pos, s_hi[:, None, :], s_lo[:, None, :]) * Z[None]
+    # The same numbers as mu + where(z >= 0, s_a, s_b) * z, without the
+    # (B, S, m) selection: z+ = max(z, 0) and z- = min(z, 0) are exact and
+    # one of s_a z+, s_b z- is an exact zero, so their sum is the one
+    # product, rounded once (signed zeros aside, which give the same exp).
+    zp, zn = _split_nodes(Z)
+    f_lo = s_lo[:, None, :] * zp[None]
+    f_lo += s_hi[:, None, :] * zn[None]
+    f_lo += mu_lo[:, None, :]
+    f_hi = s_hi[:, None, :] * zp[None]
+    f_hi += s_lo[:, None, :] * zn[None]
+    f_hi += mu_hi[:, None, :]
     return f_lo, f_hi
+
+
+_SPLIT_NODES = {}
+
+
+def _split_nodes(Z):
+    """(max(Z, 0), min(Z, 0)) of a node rule, kept per rule."""
+    key = id(Z)
+    hit = _SPLIT_NODES.get(key)
+    if hit is None or hit[0] is not Z:
+        hit = (Z, np.maximum(Z, 0.0), np.minimum(Z, 0.0))
+        _SPLIT_NODES[key] = hit
+    return hit[1], hit[2]
 
 
 def _exp_shifted(f_lo, f_hi):
@@ -636,8 +657,11 @@ def _exp_shifted(f_lo, f_hi):
     underestimating is safe) and ``e_hi`` floored at _TINY (never an
     underestimate)."""
     shift = f_hi.max(axis=2, keepdims=True)
-    e_lo = np.exp(f_lo - shift)
-    e_hi = np.maximum(np.exp(f_hi - shift), _TINY)
+    e_lo = np.subtract(f_lo, shift)
+    np.exp(e_lo, out=e_lo)
+    e_hi = np.subtract(f_hi, shift)
+    np.exp(e_hi, out=e_hi)
+    np.maximum(e_hi, _TINY, out=e_hi)
     return e_lo, e_hi
 
 
