@@ -267,3 +267,30 @@ def test_gap_curve_features_keep_order_and_are_validated(binary):
     np.testing.assert_allclose(mask.gaps, b.gaps)
     with pytest.raises(ValueError, match="duplicate"):
         adversarial_gap_curve(clf, x, 0.3, [1.0, 2.0], features=[1, 1])
+
+
+def test_delta_interval_holds_in_exact_arithmetic():
+    """``delta_from_ranges``' interval contains Delta of the float extremes in
+    exact (rational) arithmetic, also where round to nearest would cut it."""
+    from fractions import Fraction
+
+    from skgprobust._engine._delta import delta_from_ranges
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    scale = 10.0 ** rng.integers(-12, 3, size=n)
+    ends = [np.sort(rng.normal(0.0, 1.0, (n, 4)) * scale[:, None], axis=1) for _ in range(2)]
+    plus = tuple(ends[0][:, j] for j in (0, 1, 2, 3))
+    minus = tuple(ends[1][:, j] for j in (0, 1, 2, 3))
+    _, low, high = delta_from_ranges(plus, minus)
+    F = Fraction
+    cut = 0
+    for i in range(n):
+        mlp, mup, xlp, xup = (F(float(v[i])) for v in plus)
+        mlm, mum, xlm, xum = (F(float(v[i])) for v in minus)
+        lo_exact = (xlp - xum) + (mlp - mum)
+        hi_exact = (xup - xlm) + (mup - mlm)
+        assert F(float(low[i])) <= lo_exact and F(float(high[i])) >= hi_exact, i
+        a1, a2 = float(plus[2][i] - minus[3][i]), float(plus[0][i] - minus[1][i])
+        cut += F(a1 + a2) > lo_exact
+    assert cut > 0  # round to nearest alone would have cut some intervals

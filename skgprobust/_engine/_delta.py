@@ -21,6 +21,10 @@ import numpy as np
 from ._common import check_epsilon, row_seeds
 from ._driver import METHODS, range_rows
 
+#: 2 u and the smallest subnormal: the outward rounding of :func:`delta_from_ranges`.
+_ROUND = 2.0 * np.finfo(np.float64).eps / 2.0
+_TINY = np.nextafter(0.0, 1.0)
+
 
 
 @dataclass
@@ -229,12 +233,23 @@ def delta_from_ranges(plus, minus):
 
     ``plus`` and ``minus`` are ``(min_lower, min_upper, max_lower, max_upper)``
     arrays; ``min_upper`` / ``max_lower`` are values the model attains.
+
+    The interval holds for Delta in exact arithmetic of the (float) extremes:
+    ``low = fl(fl(a1) + fl(a2))`` errs from ``a1 + a2`` by at most u (|a1| +
+    |a2|) (1 + u) + u |low| (two differences, one sum, round to nearest), so
+    each end is moved outward by 2 u (|fl(a1)| + |fl(a2)| + |low|) plus the
+    smallest subnormal (underflow); NaN / infinite ends stay as they are.
     """
     min_lo_p, min_up_p, max_lo_p, max_up_p = plus
     min_lo_m, min_up_m, max_lo_m, max_up_m = minus
     values = (max_lo_p - max_lo_m) + (min_up_p - min_up_m)
-    low = (max_lo_p - max_up_m) + (min_lo_p - min_up_m)
-    high = (max_up_p - max_lo_m) + (min_up_p - min_lo_m)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a1, a2 = max_lo_p - max_up_m, min_lo_p - min_up_m
+        low = a1 + a2
+        low = low - _ROUND * (np.abs(a1) + np.abs(a2) + np.abs(low)) - _TINY
+        b1, b2 = max_up_p - max_lo_m, min_up_p - min_lo_m
+        high = b1 + b2
+        high = high + _ROUND * (np.abs(b1) + np.abs(b2) + np.abs(high)) + _TINY
     return values, low, high
 
 
