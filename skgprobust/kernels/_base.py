@@ -151,10 +151,17 @@ def widen_enclosure(klo, khi):
     """``(klo', khi', A)``: the float enclosure [klo, khi] of k over a box
     widened by 1e-6 relative and ``SUBNORMAL`` absolute (its own rounding,
     including results that underflowed to 0 or were flushed), and A =
-    max(|klo'|, |khi'|), the term magnitude of a leaf (A = |k|)."""
+    max(|klo'|, |khi'|), the term magnitude of a leaf (A = |k|). Overflow:
+    a lower end of +inf becomes the largest float (the true value exceeds
+    it), an upper end of -inf the most negative, NaN the infinite end."""
+    big = np.finfo(np.float64).max
     with np.errstate(over="ignore", invalid="ignore"):
         lo_w = klo - 1e-6 * np.abs(klo) - SUBNORMAL
         hi_w = khi + 1e-6 * np.abs(khi) + SUBNORMAL
+        lo_w = np.where(np.isnan(lo_w), np.where(np.asarray(klo) == np.inf, big, -np.inf), lo_w)
+        hi_w = np.where(np.isnan(hi_w), np.where(np.asarray(khi) == -np.inf, -big, np.inf), hi_w)
+        lo_w = np.where(lo_w == np.inf, big, lo_w)
+        hi_w = np.where(hi_w == -np.inf, -big, hi_w)
     return lo_w, hi_w, np.maximum(np.abs(lo_w), np.abs(hi_w))
 
 
