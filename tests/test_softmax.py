@@ -740,8 +740,9 @@ def test_node_rule_margin_competitor_subset_matches_full_pairs(m):
 
 @pytest.mark.parametrize("m", [3, 10])
 def test_node_intervals_equal_the_selection_formula_bitwise(m):
-    """_node_intervals forms mu + s z+ + s' z- (one product an exact zero)
-    instead of mu + where(z >= 0, s, s') z: the same numbers bit for bit,
+    """_node_intervals forms mu + s z+ + s' z- (one product an exact zero;
+    for an antithetic rule the second half as mu - Q from the first half's
+    products) instead of mu + where(z >= 0, s, s') z: the same numbers bit for bit,
     zero variances and zero nodes included (up to the sign of a zero, which
     exp does not see), and the shifted exponentials agree bitwise."""
     rng = np.random.default_rng(m)
@@ -757,6 +758,7 @@ def test_node_intervals_equal_the_selection_formula_bitwise(m):
     pos = Z[None] >= 0
     ref_lo = mu_lo[:, None, :] + np.where(pos, s_lo[:, None, :], s_hi[:, None, :]) * Z[None]
     ref_hi = mu_hi[:, None, :] + np.where(pos, s_hi[:, None, :], s_lo[:, None, :]) * Z[None]
+    assert (sm._split_nodes(Z)[2] > 0) == (m > 3)  # the antithetic path (half the products) beyond 3
     f_lo, f_hi = sm._node_intervals(mu_lo, mu_hi, v_lo, v_hi, Z)
     assert np.array_equal(f_lo, ref_lo) and np.array_equal(f_hi, ref_hi)
     shift = ref_hi.max(axis=2, keepdims=True)

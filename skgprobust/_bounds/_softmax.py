@@ -628,7 +628,26 @@ def _node_intervals(mu_lo, mu_hi, var_lo, var_hi, Z):
     # (B, S, m) selection: z+ = max(z, 0) and z- = min(z, 0) are exact and
     # one of s_a z+, s_b z- is an exact zero, so their sum is the one
     # product, rounded once (signed zeros aside, which give the same exp).
-    zp, zn = _split_nodes(Z)
+    # An antithetic rule (Z = [Zh; -Zh], the rules beyond three classes)
+    # needs the products of its first half only: with Q_a = s_a zh+ + s_b
+    # zh- (one product), the second half's s_a (-zh)+ + s_b (-zh)- is
+    # -(s_b zh- + s_a zh+) = -Q_b exactly (negation is exact and rounding
+    # symmetric), and mu + (-Q) = mu - Q in IEEE arithmetic.
+    zp, zn, half = _split_nodes(Z)
+    if half:
+        B, m = mu_lo.shape
+        S = Z.shape[0]
+        q_lo = s_lo[:, None, :] * zp[None]
+        q_lo += s_hi[:, None, :] * zn[None]
+        q_hi = s_hi[:, None, :] * zp[None]
+        q_hi += s_lo[:, None, :] * zn[None]
+        f_lo = np.empty((B, S, m))
+        f_hi = np.empty((B, S, m))
+        np.add(mu_lo[:, None, :], q_lo, out=f_lo[:, :half])
+        np.subtract(mu_lo[:, None, :], q_hi, out=f_lo[:, half:])
+        np.add(mu_hi[:, None, :], q_hi, out=f_hi[:, :half])
+        np.subtract(mu_hi[:, None, :], q_lo, out=f_hi[:, half:])
+        return f_lo, f_hi
     f_lo = s_lo[:, None, :] * zp[None]
     f_lo += s_hi[:, None, :] * zn[None]
     f_lo += mu_lo[:, None, :]
@@ -642,13 +661,18 @@ _SPLIT_NODES = {}
 
 
 def _split_nodes(Z):
-    """(max(Z, 0), min(Z, 0)) of a node rule, kept per rule."""
+    """(max(Zh, 0), min(Zh, 0), h) of a node rule, kept per rule: Zh = Z[:h]
+    and h = S / 2 where Z = [Zh; -Zh] exactly (antithetic), else Zh = Z and
+    h = 0."""
     key = id(Z)
     hit = _SPLIT_NODES.get(key)
     if hit is None or hit[0] is not Z:
-        hit = (Z, np.maximum(Z, 0.0), np.minimum(Z, 0.0))
+        h = len(Z) // 2
+        anti = len(Z) % 2 == 0 and h > 0 and np.array_equal(Z[h:], -Z[:h])
+        Zh = Z[:h] if anti else Z
+        hit = (Z, np.maximum(Zh, 0.0), np.minimum(Zh, 0.0), h if anti else 0)
         _SPLIT_NODES[key] = hit
-    return hit[1], hit[2]
+    return hit[1], hit[2], hit[3]
 
 
 def _exp_shifted(f_lo, f_hi):
