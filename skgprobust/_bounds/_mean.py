@@ -11,12 +11,16 @@ rounding is covered by subtracting ``margin_rtol(N, d) * (mag + |c|)``, where
 ``mag`` is the sum of absolute values of the terms added up and
 ``margin_rtol(N, d) = (8 (N + d) + 256) * 2**-53``. A sum of N float64 terms
 errs by at most (N - 1) u sum|terms| (u = 2**-53, any summation order, BLAS
-included); each term carries a few ulps from exp and d products; sklearn's
+included); each term carries the adapter's proven relative rounding
+(:meth:`~skgprobust.kernels.KernelAdapter.value_ulps` u of its magnitude,
+<= 21 u for every leaf, c1 + c2 + 1 for products, 17 for powers; the
+default budgets 200 of the constant's 256 and adds any excess); sklearn's
 own predict has an error of the same kind, hence the factor 8 (2x headroom) and the
 constant. For N = 1000, d = 11 the margin is 9.3e-13 relative. Errors of a
 term that are not a bounded multiple of it (rounded inputs with large
 offsets; a rounded distance, which moves an RBF value by ~ (phi / 2) (d + 2) u
-of itself, unbounded for far points) are the adapter's absolute
+of itself, unbounded for far points; a power k ** e, which amplifies its
+base's relative rounding e-fold) are the adapter's absolute
 :meth:`~skgprobust.kernels.KernelAdapter.rounding`, added as ``sum_i |w_i|
 rounding_i``. An adapter
 that proves a smaller constant for its own terms supplies it through
