@@ -427,11 +427,14 @@ z = L^-1 r', q = ||z||^2; sklearn computes r~' (its kernel values, times D),
 z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
 
 (a) Kernel values: |r~'_i - r'_i| <= |D_i| c_val u sqrt(k(x, x) k(x_i, x_i))
-    (c_val = 2d + 44 + 2T proven for :class:`SmoothCovariance` kernels,
-    module doc "Rounding of the local bound"; for other kernels c_val =
-    2d + 64, or (P + 1)(d + 4) + 48 for polynomial kernels of degree P, is an
-    *assumption*: the few-ulps-per-value convention of the adapters, with
-    what exceeds it in :meth:`KernelAdapter.rounding`), so with w =
+    beyond the adapter's ``rounding`` (added separately), with c_val =
+    ``adapter.value_ulps(d)``, proven per adapter
+    (:meth:`~skgprobust.kernels.KernelAdapter.value_ulps`: relative to the
+    term magnitude A <= sqrt(k(x, x) k(x_i, x_i)) for positive semi-definite
+    kernels; every error that is not a bounded multiple of the value --
+    inputs, distances, a power's amplification of its base's rounding -- is
+    in ``rounding``; e.g. 19 for C * RBF + White; an adapter class without
+    its own proof falls back to the documented assumption 2d + 64), so with w =
     sqrt(N) c_val u sqrt(kii), kii >= max_i D_i^2 k(x_i, x_i) (the larger
     of Dmax^2 max_i k(x_i, x_i) by the adapter and max_i (L L^T)_ii; the
     first is valid where the adapter's kernel is the support points' own
@@ -445,7 +448,8 @@ z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
     nLinv gamma_(N+1) nLabs, so with beta' = beta / (1 - beta),
     | ||z~||^2 - ||z1||^2 | <= beta' (2 + beta') ||z1||^2.
 (c) Sum of squares: |s~ - ||z~||^2| <= gamma_N (1 + beta')^2 ||z1||^2.
-(d) k(x, x): <= c_diag u |k(x, x)| (:func:`diag_ulps`, by the kernel tree:
+(d) k(x, x): <= c_diag u |k(x, x)| (c_diag = ``adapter.diag_ulps(d)``, proven
+    per adapter; :func:`diag_ulps` wraps it; by the kernel tree:
     1 for stationary leaves and constants, d + 2 for ``DotProduct``, p c + 16
     for ``Exponentiation``, sums max + 1, products c1 + c2 + 1; the earlier
     text's "8 u" was false for DotProduct (~d u) and powers of it) and the
