@@ -428,7 +428,8 @@ z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
 
 (a) Kernel values: |r~'_i - r'_i| <= |D_i| c_val u sqrt(k(x, x) k(x_i, x_i))
     beyond the adapter's ``rounding`` (added separately), with c_val =
-    ``adapter.value_ulps(d)``, proven per adapter
+    ``adapter.value_ulps(d)`` (+ 1 with a column scale D: the product
+    fl(D_i k~_i)), proven per adapter
     (:meth:`~skgprobust.kernels.KernelAdapter.value_ulps`: relative to the
     term magnitude A <= sqrt(k(x, x) k(x_i, x_i)) for positive semi-definite
     kernels; every error that is not a bounded multiple of the value --
@@ -1214,8 +1215,13 @@ class LatentVariance:
         :meth:`KernelAdapter.rounding`) by <= c_val u sqrt(k(x, x) k(x_i, x_i))
         (module doc, "Soundness margin" (a)): the adapter's
         :meth:`~skgprobust.kernels._base.KernelAdapter.value_ulps`, where the
-        constants and their proofs live (subclasses may add to it)."""
-        return self.adapter.value_ulps(d)
+        constants and their proofs live (subclasses may add to it). With a
+        column scale D (the Laplace classifiers) sklearn's right-hand side is
+        fl(D_i k~_i): one more rounding, u |D_i k~_i| <= u |D_i| (1 + c_val u)
+        sqrt(k(x, x) k(x_i, x_i)), hence + 1 (the 1 + c_val u factor is inside
+        the margins' (1 + 1e-12))."""
+        c = self.adapter.value_ulps(d)
+        return c + 1 if self.col_scale is not None else c
 
     def _apply_A(self, R):
         """``A R^T`` for rows R (n, N), by a triangular solve as sklearn does."""
