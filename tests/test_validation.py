@@ -446,3 +446,46 @@ def test_verbose_progress_bar(capsys):
     for bad in (-1, 0.5, "yes"):
         with pytest.raises(ValueError, match="verbose"):
             clf.certify(X[:1], gamma=0.01, verbose=bad)
+
+
+# --------------------------------------------------------------------------
+# Defects found by the ecosystem hunt (session 8)
+# --------------------------------------------------------------------------
+
+
+def test_gamma_and_domain_series_are_aligned_by_feature_name(reg_data):
+    from skgprobust._engine._perturbation import make_boxes
+
+    X = reg_data[0][:3]
+    names = np.array(["a", "b"], dtype=object)
+    lo, hi = make_boxes(X, pd.Series({"b": 0.0, "a": 0.5}), feature_names=names)
+    lo_ref, hi_ref = make_boxes(X, [0.5, 0.0], feature_names=names)
+    np.testing.assert_array_equal(lo, lo_ref)
+    np.testing.assert_array_equal(hi, hi_ref)
+    dom = (pd.Series({"b": -2.5, "a": -np.inf}), pd.Series({"b": np.inf, "a": 2.5}))
+    got = make_boxes(X, 3.0, domain=dom, feature_names=names)
+    ref = make_boxes(X, 3.0, domain=([-np.inf, -2.5], [2.5, np.inf]), feature_names=names)
+    np.testing.assert_array_equal(got, ref)
+    # a default 0..d-1 index stays positional
+    np.testing.assert_array_equal(make_boxes(X, pd.Series([0.0, 0.5]))[0], make_boxes(X, [0.0, 0.5])[0])
+    for bad, names_ in [
+        (pd.Series({"a": 0.1, "c": 0.2}), names),  # unknown label
+        (pd.Series({"a": 0.1}), names),  # missing name
+        (pd.Series([0.1, 0.2], index=["a", "a"]), names),  # duplicated
+        (pd.Series({"a": 0.1, "b": 0.2}), None),  # names without fitted names
+    ]:
+        with pytest.raises(ValueError, match="pandas Series"):
+            make_boxes(X, bad, feature_names=names_)
+    with pytest.raises(ValueError, match="domain low.*pandas Series"):
+        make_boxes(X, 0.1, domain=(pd.Series({"x": 0.0, "b": 0.0}), None), feature_names=names)
+
+
+def test_gamma_series_by_name_through_an_estimator(reg_data):
+    X, y = reg_data
+    df = pd.DataFrame(X, columns=["a", "b"])
+    reg = RobustGaussianProcessRegressor(kernel=RBF([1.0, 0.7]), alpha=1e-2, optimizer=None).fit(df, y)
+    kw = dict(epsilon=1e-2, random_state=0)
+    r = reg.prediction_range(df.iloc[:1], pd.Series({"b": 0.0, "a": 0.5}), **kw)
+    ref = reg.prediction_range(df.iloc[:1], [0.5, 0.0], **kw)
+    np.testing.assert_array_equal(r.min_lower, ref.min_lower)
+    np.testing.assert_array_equal(r.max_upper, ref.max_upper)

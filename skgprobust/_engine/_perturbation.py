@@ -5,9 +5,43 @@ import numbers
 import numpy as np
 
 
-def _check_finite_array(value, name, d, allow_inf=None):
+def _align_series(value, name, d, feature_names):
+    """A pandas Series given per feature, as a plain array in feature order.
+
+    A Series is aligned by its labels, never by position: labels that are the
+    fitted feature names (in any order) are reordered to the fitted order; a
+    default index 0..d-1 is positional. Any other index (unknown, missing or
+    duplicated names, or names when the estimator was fitted without any) is
+    refused, so a labelled value can never be read in the wrong order.
+    Anything that is not a Series is returned unchanged.
+    """
+    if not (hasattr(value, "index") and hasattr(value, "reindex") and getattr(value, "ndim", None) == 1):
+        return value
+    labels = list(value.index)
+    if labels == list(range(len(labels))):
+        return value.to_numpy()
+    if feature_names is not None:
+        names = [str(f) for f in feature_names]
+        keys = [str(f) for f in labels]
+        if len(set(keys)) == len(keys) and sorted(keys) == sorted(names):
+            return value.to_numpy()[[keys.index(f) for f in names]]
+        unknown = [f for f in keys if f not in names]
+        missing = [f for f in names if f not in keys]
+        raise ValueError(
+            f"{name} given as a pandas Series must be indexed by the fitted feature names {names} "
+            f"(each once) or by 0..{d - 1}; unknown labels {unknown}, missing names {missing}."
+        )
+    raise ValueError(
+        f"{name} given as a pandas Series with index {labels}, but the estimator was fitted without "
+        f"feature names: index it by 0..{d - 1} or pass an array."
+    )
+
+
+def _check_finite_array(value, name, d, allow_inf=None, feature_names=None):
     """Validated (d,) float array; ``allow_inf`` = -inf or +inf admits that
-    infinity (an unbounded side of a domain), never NaN or the other one."""
+    infinity (an unbounded side of a domain), never NaN or the other one.
+    A pandas Series is aligned by its labels (:func:`_align_series`)."""
+    value = _align_series(value, name, d, feature_names)
     try:
         arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
     except (TypeError, ValueError):
@@ -60,6 +94,8 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
     X : ndarray of shape (n, d), validated float64
     gamma : float or array-like of shape (d,)
         Half-width of the l_inf box per feature, in the units of X; >= 0.
+        A pandas Series is aligned by feature name (:func:`_align_series`),
+        and so are Series given as domain bounds.
     features : see :func:`resolve_features`
     domain : tuple (low, high), optional
         Valid input range (scalars or arrays of length d; None for an
@@ -69,7 +105,7 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
     n, d = X.shape
     if gamma is None:
         raise ValueError("gamma is required (a non-negative scalar or per-feature array).")
-    g = _check_finite_array(gamma, "gamma", d)
+    g = _check_finite_array(gamma, "gamma", d, feature_names=feature_names)
     if np.any(g < 0):
         raise ValueError(f"gamma must be non-negative, got {gamma!r}.")
     g = np.where(resolve_features(features, d, feature_names), g, 0.0)
@@ -79,8 +115,16 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
             low, high = domain
         except (TypeError, ValueError):
             raise ValueError(f"domain must be a pair (low, high), got {domain!r}.") from None
-        low = _check_finite_array(low, "domain low", d, -np.inf) if low is not None else np.full(d, -np.inf)
-        high = _check_finite_array(high, "domain high", d, np.inf) if high is not None else np.full(d, np.inf)
+        low = (
+            _check_finite_array(low, "domain low", d, -np.inf, feature_names)
+            if low is not None
+            else np.full(d, -np.inf)
+        )
+        high = (
+            _check_finite_array(high, "domain high", d, np.inf, feature_names)
+            if high is not None
+            else np.full(d, np.inf)
+        )
         if np.any(low > high):
             raise ValueError("domain low must be <= high for every feature.")
         outside = np.any((X < low) | (X > high), axis=1)
