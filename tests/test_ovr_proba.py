@@ -43,7 +43,7 @@ def _check_quad_sound(seed, K, d, N, half_widths, n_t=3, n_samples=2000):
     """_QuadRatio's bound of F_t = sum_k coef_k p_k is below every attacked value of F_t."""
     clf, rng = _ovr_model(seed, K, d, N)
     probs = clf._bound_model().probabilities("default")
-    used = 0
+    used, n_aff = 0, [0]
     for hw in half_widths:
         x = rng.random(d)
         lo, hi = np.clip(x - hw, 0.0, 1.0)[None], np.clip(x + hw, 0.0, 1.0)[None]
@@ -62,19 +62,24 @@ def _check_quad_sound(seed, K, d, N, half_widths, n_t=3, n_samples=2000):
                     coef = np.full(K, sr)
                     coef[c] = sc
                     val = q(np.array([sc]), np.array([sr]))[0][0]
+                    # The variant with affine variance slopes and the helpful curvature (one attack serves both).
+                    val_a = q(np.array([sc]), np.array([sr]), affine=True)[0][0]
+                    n_aff[0] += int(np.isfinite(val_a))
 
                     def F(X, coef=coef):
                         return _p_sklearn(clf, X) @ coef
 
                     res = attack(F, lo[0], hi[0], rng, n_samples=n_samples, n_starts=2)
                     assert val <= res.min, (seed, K, d, hw, c, upper, t, val, res.min)
-    return used
+                    assert val_a <= res.min, (seed, K, d, hw, c, upper, t, val_a, res.min)
+    return used, n_aff[0]
 
 
 @pytest.mark.parametrize("seed,K,d,N,hw", [(0, 10, 64, 60, (0.05,)), (1, 4, 8, 40, (0.02, 0.2))])
 def test_quadratic_ratio_relaxation_is_sound(seed, K, d, N, hw):
-    used = _check_quad_sound(seed, K, d, N, half_widths=hw, n_t=1, n_samples=500)
+    used, n_aff = _check_quad_sound(seed, K, d, N, half_widths=hw, n_t=1, n_samples=500)
     assert used > 0  # the relaxation applied (every class's mean range on one side of 0)
+    assert n_aff > 0  # and its affine-slope variant was finite (checked) somewhere
 
 
 @pytest.mark.slow
@@ -157,7 +162,8 @@ def test_mu_derivatives_match_finite_differences(link):
 def _check_sliced_sound(seed, K, d, N, half_widths, n_t=2, n_samples=500, n_slices=2, steps=3, depth=1,
                         top_only=False):
     """Latent slices (_QuadRatio.sliced, every leaf bounded: fail_fast=False;
-    failing nodes halved ``depth`` times) stay below every attacked value of F_t = sum_k coef_k p_k, for both
+    failing nodes halved ``depth`` times; the other classes with the
+    relaxation's terms and with its affine-slope variant's) stay below every attacked value of F_t = sum_k coef_k p_k, for both
     pairs of sliced classes and both sides (one attack of G = (1 - t) p_c -
     t sum_(k != c) p_k serves both: F_t = G on the lower side, -G on the
     upper one)."""
@@ -183,8 +189,8 @@ def _check_sliced_sound(seed, K, d, N, half_widths, n_t=2, n_samples=500, n_slic
                         continue
                     sc, sr = (np.array([-(1 - t)]), np.array([t])) if upper else (np.array([1 - t]), np.array([-t]))
                     v = [q.sliced(sc, sr, x[None], pair, n_slices=n_slices, steps=steps, fail_fast=False,
-                                  depth=depth)[0]
-                         for pair in q.slice_pairs(sc, sr)]
+                                  depth=depth, affine=aff)[0]
+                         for pair in q.slice_pairs(sc, sr) for aff in (False, True)]
                     v = [a for a in v if np.isfinite(a)]
                     if v:
                         vals[upper] = max(v)
@@ -244,3 +250,67 @@ def test_latent_slices_tighten_the_root_bound(monkeypatch):
     assert out[1] > out[0] + 1e-3, out
     res = attack(lambda X: clf.predict_proba(X)[:, c], lo[0], hi[0], rng, n_samples=200, n_starts=2)
     assert out[1] <= res.min, (out, res.min)
+
+
+@pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()], ids=lambda L: type(L).__name__)
+def test_v_slope_affine_bounds_dp_dv_and_the_integrated_inequality(link):
+    """k0 + k1 (mu - m) <= |dp/dv| at 400 points per random rectangle
+    (corners included; one-signed mean ranges from 1e-6 to 6 wide, variances
+    0 to 3000, m inside or outside the range), and the integrated inequality
+    p(mu, v) >= p(mu, v_ref) + tau(mu) (v - v_ref) (<= on the upper side)
+    that _QuadRatio._affine_terms uses; at least as large as v_slope_lower's
+    constant at the rectangle's middle mean on most rectangles, and (0, 0)
+    across 0."""
+    rng = np.random.default_rng(7)
+    n = 120
+    a = rng.normal(0, 3, n)
+    w = rng.exponential(1.0, n) * rng.choice([1e-6, 0.05, 0.5, 3.0], n)
+    lo_, hi_ = np.where(a >= 0, a, a - w), np.where(a >= 0, a + w, a)
+    v_lo = np.where(rng.random(n) < 0.2, 10.0 ** rng.uniform(1.3, 3.5, n), rng.exponential(3.0, n))
+    v_lo = v_lo * rng.choice([0.0, 1.0, 1.0, 1.0], n)
+    v_hi = v_lo + (1.0 + v_lo) * rng.exponential(1.0, n) * rng.choice([1e-6, 0.1, 1.0], n)
+    m = lo_ + (hi_ - lo_) * rng.uniform(-0.3, 1.3, n)
+    k0, k1 = link.v_slope_affine(lo_, hi_, v_lo, v_hi, m)
+    M = lo_[:, None] + (hi_ - lo_)[:, None] * rng.random((n, 400))
+    V = v_lo[:, None] + (v_hi - v_lo)[:, None] * rng.random((n, 400))
+    M[:, :2], V[:, 0], V[:, 1], M[:, 2], V[:, 2] = lo_[:, None], v_lo, v_hi, hi_, v_hi
+    kap = k0[:, None] + k1[:, None] * (M - m[:, None])
+    assert np.all(np.abs(link.grad(M, V)[1]) >= kap)
+    pos = (lo_ >= 0)[:, None]
+    P = link.value(M, V)
+    low_ref = np.where(pos, v_hi[:, None], v_lo[:, None])
+    up_ref = np.where(pos, v_lo[:, None], v_hi[:, None])
+    tau = np.where(pos, -kap, kap)
+    assert np.all(P >= link.value(M, low_ref) + tau * (V - low_ref) - 2 * link.margin)
+    assert np.all(P <= link.value(M, up_ref) + tau * (V - up_ref) + 2 * link.margin)
+    mid = k0 + k1 * (0.5 * (lo_ + hi_) - m)
+    assert np.mean(mid >= link.v_slope_lower(lo_, hi_, v_lo, v_hi)) > 0.5
+    k0c, k1c = link.v_slope_affine(np.array([-0.1]), np.array([0.2]), np.array([1.0]), np.array([1.1]),
+                                   np.array([0.0]))
+    assert k0c[0] == 0.0 and k1c[0] == 0.0
+
+
+def test_affine_slopes_tighten_the_relaxation():
+    """At a small box (half-width 0.02) of the 10-class, 64-feature model, the
+    relaxation's variant with affine variance slopes and the helpful
+    curvature bounds F_t of the top class above the plain relaxation at the
+    value the top class's probability takes at the centre (where the
+    variance coupling is most of the relaxation's loss), and below the
+    attacked minimum of F_t."""
+    clf, rng = _ovr_model(0, 10, 64, 60)
+    probs = clf._bound_model().probabilities("default")
+    x = rng.random(64)
+    c = int(np.argmax(clf.predict_proba(x[None])[0]))
+    lo, hi = np.clip(x - 0.02, 0, 1)[None], np.clip(x + 0.02, 0, 1)[None]
+    _, _, boxes = probs.p_box(lo, hi)
+    lines = [O.coupled_line(probs.link, probs.models[k], probs.variances[k], b, lo, hi, upper=False)
+             for k, b in enumerate(boxes)]
+    q = O._QuadRatio(probs, lo, hi, c, boxes, lines, False)
+    t = float(clf.predict_proba(x[None])[0, c]) - 0.01
+    sc, sr = np.array([1 - t]), np.array([-t])
+    plain, aff = q(sc, sr)[0][0], q(sc, sr, affine=True)[0][0]
+    assert aff > plain, (plain, aff)
+    coef = np.full(10, -t)
+    coef[c] = 1 - t
+    res = attack(lambda X: _p_sklearn(clf, X) @ coef, lo[0], hi[0], rng, n_samples=100, n_starts=2)
+    assert aff <= res.min, (aff, res.min)

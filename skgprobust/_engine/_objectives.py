@@ -39,6 +39,16 @@ planes of those two classes (slopes by a few supergradient steps: they act as
 Lagrange multipliers of the slice constraint) and the others' quadratics; in
 the latent space two dimensions matter, in x sixty-four.
 
+At the root box the relaxation also has a variant (:meth:`_QuadRatio._affine_terms`,
+tried where the plain one fails a t; a t passes if either bound proves
+it): each class's variance slope affine
+in its mean instead of the smallest |dp/dv| over the whole rectangle
+(:meth:`~skgprobust._bounds._links.Link.v_slope_affine`; the product of
+the mean's and the variance's deviations becomes a quadratic form in x
+through their Taylor models), and the curvature of a class whose bounded
+side is convex (lower) / concave (upper), which the plain relaxation
+clips to 0.
+
 Each class's variance is coupled to its mean in both joint bounds
 (:func:`coupled_line`): the link's sensitivity to the variance
 (:meth:`~skgprobust._bounds._links.Link.v_slope_lower`) times the affine
@@ -222,10 +232,24 @@ def _coupling(link, model, variance, box, lo, hi, upper):
     enc = _enclosure(variance, lo, hi) if np.any(kap > 0) else None
     if enc is None:
         return None
+    pos = box.mu_lo >= 0  # p decreasing in v there; increasing where mu_hi <= 0
+    return _coupling_slope(model, box, enc, upper, np.where(pos, -kap, kap))
+
+
+def _coupling_slope(model, box, enc, upper, t):
+    """:func:`_coupling` for a given slope t (B,) of the envelope's
+    variance term: ``(shift, err, Wv, nv)`` with t (v~ - v_ref) >= shift -
+    err + Wv . r(x) (``upper=False``; <= shift + err + Wv . r(x) for
+    ``upper=True``) for every x in box b, v_ref the end of the box's
+    variance range of :func:`_coupling` (v_hi where mu_lo >= 0 and v_lo
+    where mu_hi <= 0 on the lower side; the other end on the upper side);
+    ``enc`` the variance's enclosure (:func:`_enclosure`). Proof: the
+    enclosure step of :func:`coupled_line` (its choice of C by the sign of
+    t and the side; ``err`` the product's rounding); t is any number here
+    (0 where C or v_ref is not finite)."""
     g, c_lo, c_hi = enc
     s2 = float(model.scale[0]) ** 2
-    pos = box.mu_lo >= 0  # p decreasing in v there; increasing where mu_hi <= 0
-    t = np.where(pos, -kap, kap)
+    pos = box.mu_lo >= 0
     if upper:
         v_ref = np.where(pos, box.v_lo, box.v_hi)
         C = np.where(t < 0, c_lo, c_hi)
@@ -795,7 +819,10 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     A single box (the branch and bound's root; ``SLICE_MAX_BOXES``) whose
     proven t is still far from the value attained at the relaxation's
     minimiser then gets :func:`_slice_refine`: latent slices of two classes'
-    mean ranges (:meth:`_QuadRatio.sliced`), whose every node must pass.
+    mean ranges (:meth:`_QuadRatio.sliced`), whose every node must pass. At
+    a single box (``AFFINE_MAX_BOXES``) a t the relaxation fails also gets
+    its variant with affine variance slopes (:meth:`_QuadRatio._affine_terms`,
+    the larger of the two bounds is used).
     """
     B, d = lo.shape
     K = len(boxes)
@@ -848,6 +875,13 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         val, arg = np.where(np.isnan(val), -np.inf, val), bb.argmin
         if quad is not None:  # the quadratic relaxation (_QuadRatio): the larger of two valid bounds
             qv, qarg = quad(sc, sr)
+            quad.prefer = False
+            if quad.affine_ok and (qv < 0).any() and quad.aff is not None:
+                # Its variant with affine variance slopes (root box; only where the plain one fails).
+                qv2, qarg2 = quad(sc, sr, affine=True)
+                b2 = qv2 > qv
+                qv, qarg = np.where(b2, qv2, qv), np.where(b2[:, None], qarg2, qarg)
+                quad.prefer = bool(b2[0])  # which terms the slices keep for the other classes
             better = qv > val
             val, arg = np.where(better, qv, val), np.where(better[:, None], qarg, arg)
         return val, arg
@@ -895,7 +929,9 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
 def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     """Bisection of :func:`_ratio_bound`'s t with the latent slices of
     :meth:`_QuadRatio.sliced` (a t passes when psi(t) >= 0 or every node's
-    bound is >= 0: both prove F_t >= 0 on the box): between the best proven
+    bound is >= 0: both prove F_t >= 0 on the box; the slices keep the
+    terms of the relaxation's affine-slope variant for the other classes
+    where psi found that variant the larger): between the best proven
     t and the value of P_c attained at the relaxation's minimiser (or the
     search range's far end), where no t beyond can pass. Boxes whose gap is
     below ``SLICE_MIN_GAP`` (nothing to win) or above ``SLICE_MAX_GAP``
@@ -939,11 +975,12 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
         sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)
         f, am = psi(t)
         ok = f >= 0
+        prefer = quad.prefer
         for pair in quad.slice_pairs(sc, sr):
             need = todo & ~ok
             if not need.any():
                 break
-            ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget) >= 0))
+            ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget, affine=prefer) >= 0))
             if optional_work_expired():
                 break
         best = np.where(todo & ok, t, best)
@@ -1023,6 +1060,64 @@ def _mean_models(probs, ad, Wk, offs, lo, hi):
     except TypeError:  # pragma: no cover - not weak-referenceable: no cache
         pass
     return out
+
+
+_VAR_MODELS = weakref.WeakKeyDictionary()  # probs -> (box key, result) of its last box batch
+
+
+def _var_models(probs, ad, G, lo, hi):
+    """``(gv, b, Eg)`` of shapes (K, B), (K, B, d), (K, B) for the weight
+    vectors ``G`` (K, B, N) of the classes' variance enclosures
+    (:func:`_enclosure`): g_kb . r(c + u) = gv + b . u + e(u) with |e(u)|
+    <= Eg for every u of box b (r the exact kernel vector), or None
+    without Taylor models. Remembered for the last batch of boxes.
+
+    Proof: that of E in :class:`_QuadRatio` (the adapter's Taylor models of
+    +-g, their largest quadratic part over the box less the remainder, the
+    rounding margins rtol mag and |g| . rounding, and the two models'
+    difference of centre values and gradients), with the per-box weights
+    g_kb instead of a class's mean weights and no offset; the margins, made
+    for sklearn's computed sums, cover the exact sum as well.
+    """
+    key = (lo.shape, lo.tobytes(), hi.tobytes())
+    hit = _VAR_MODELS.get(probs)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    K, B, N = G.shape
+    d = lo.shape[1]
+    Gf = G.reshape(K * B, N)
+    Wall = np.concatenate([Gf, -Gf])  # class-major, then boxes; then the negated
+    LO, HI = np.tile(lo, (2 * K, 1)), np.tile(hi, (2 * K, 1))
+    _, tm = ad.linearise(LO, HI, Wall)
+    if tm is None:
+        out = None
+    else:
+        mean_rtol = getattr(ad, "mean_rtol", None)
+        rtol = margin_rtol(N, d) if mean_rtol is None else mean_rtol(N, d)
+        h = 0.5 * (hi - lo)
+        Hh = np.tile(h, (2 * K, 1))
+        with np.errstate(all="ignore"):
+            quad = (np.abs(tm.diag) * Hh * Hh).sum(-1) + 0.5 * np.einsum("bij,bi,bj->b", np.abs(tm.M), Hh, Hh)
+            dev = quad * (1 + 1e-10) - tm.rem + rtol * tm.mag
+            dev = dev + np.einsum("bi,bi->b", np.abs(Wall), ad.rounding(LO, HI))
+            dev = np.where(np.isnan(dev), np.inf, dev).reshape(2, K, B)
+            value, grad = tm.value.reshape(2, K, B), tm.grad.reshape(2, K, B, d)
+            skew = np.abs(-value[1] - value[0]) + np.einsum("kbi,bi->kb", np.abs(-grad[1] - grad[0]), h)
+            Eg = np.maximum(dev[0], dev[1] + skew) * (1 + 8 * _U)
+        out = (value[0], grad[0], Eg)
+    try:
+        _VAR_MODELS[probs] = (key, out)
+    except TypeError:  # pragma: no cover - not weak-referenceable: no cache
+        pass
+    return out
+
+
+#: The relaxation of :class:`_QuadRatio` also with a variance slope affine in
+#: each class's mean (:meth:`Link.v_slope_affine`), the larger of the two bounds
+#: used; on batches of at most ``AFFINE_MAX_BOXES`` boxes (the branch and bound's
+#: root: on the children it cost 60% more CPU per box, measured on digits at gamma 0.02).
+VSLOPE_AFFINE = True
+AFFINE_MAX_BOXES = 1
 
 
 class _QuadRatio:
@@ -1137,8 +1232,8 @@ class _QuadRatio:
             dist = 0.5 * (hi2 - lo2) / (N_QUAD_GRID - 1) + 1e-12 * (1.0 + np.abs(lo2) + np.abs(hi2))
             err_d = link.MU_DERIVATIVE_ERROR
             M3 = (np.abs(G3).max(-1) + g4 * dist + err_d) * (1 + 1e-12)
-            kap = np.where(up, 0.5 * G2, -0.5 * G2) + M3 * W / 6.0 + err_d
-            kap = np.maximum(kap, 0.0) * (1 + 8 * _U)
+            kap_raw = np.where(up, 0.5 * G2, -0.5 * G2) + M3 * W / 6.0 + err_d
+            kap = np.maximum(kap_raw, 0.0) * (1 + 8 * _U)
             A = np.einsum("kbi,bi->kb", np.abs(a), h)
             rho = np.where(A > 0, (A + E) / np.where(A > 0, A, 1.0), 0.0) * (1 + 8 * _U)
             cq = np.where(A > 0, E * (E + A), E * E) * (1 + 8 * _U)
@@ -1168,8 +1263,132 @@ class _QuadRatio:
         self.adapter, self.lo, self.hi, self.h, self.rtol = ad, lo, hi, h, rtol
         self.wrtol = margin_rtol(N, d) * probs._kmax(probs.group[0], lo, hi)
         self.ok = bool(ok_k.any())
+        self._aff, self.prefer = None, False
+        self._aff_args = None  # built on first use (:attr:`aff`)
+        self.affine_ok = bool(VSLOPE_AFFINE and self.ok and B <= AFFINE_MAX_BOXES)
+        if self.affine_ok:
+            with np.errstate(all="ignore"):
+                self._aff_args = (G - G1 * mm, 2 * link.margin + err_d * W + 4 * _U * (np.abs(G) + np.abs(G1 * mm)),
+                                  mm, E, app, kap_raw)
 
-    def __call__(self, sc, sr, terms=None):
+    @property
+    def aff(self):
+        """``(terms, extra)`` of :meth:`_affine_terms`, built on first use
+        (where the plain relaxation fails a t at the root box), or None."""
+        if self._aff_args is not None:
+            args, self._aff_args = self._aff_args, None
+            with np.errstate(all="ignore"):
+                self._aff = self._affine_terms(*args)
+        return self._aff
+
+    def _affine_terms(self, alpha0, err0, mm, E, app, kap_raw):
+        """The terms of the relaxation with each class's variance slope
+        affine in its mean (``affine=True`` of :meth:`__call__`): ``(terms,
+        extra)``, or None without variance enclosures or Taylor models.
+
+        Proof (lower bound of p_k; the upper one is the mirror, with the
+        same signs). :meth:`Link.v_slope_affine` gives k0 + k1 (mu - m) <=
+        |dp/dv| on the class's rectangle, so integrating along v at fixed mu
+        between v and v_ref (an end of the variance range, as in
+        :func:`_coupling`), p(mu, v) >= G(mu) + tau(mu) (v - v_ref) with
+        tau(mu) = sg (k0 + k1 (mu - m)), sg = -1 where mu_lo >= 0, +1 where
+        mu_hi <= 0 (:meth:`Link.v_slope_lower`'s argument with a slope
+        that depends on mu; the sign of v - v_ref is fixed by the end). So
+        p~ >= G(mu~) + t0 (v~ - v_ref) + beta (mu~ - m) (v~ - v_ref) - margin,
+        t0 = sg k0, beta = sg k1. The first two terms are those of
+        :class:`_QuadRatio` with the constant slope t0 (:func:`_coupling_slope`).
+        The product: mu~ - m = a . u + e (|e| <= E, the class's mean model),
+        and by the enclosure v~ = s2 (Cm - g . r(x)) + eta, |eta| <= s2 (C_hi
+        - C_lo) / 2, Cm = (C_lo + C_hi) / 2, with g . r(c + u) = gv + b . u +
+        e_g (:func:`_var_models`, |e_g| <= Eg); so v~ - v_ref = w0 - s2 b . u
+        + e_w, w0 = s2 (Cm - gv) - v_ref, |e_w| <= Ew = s2 ((C_hi - C_lo) / 2
+        + Eg) (raised by 1e-12 relative and 1e-12 (|s2 Cm| + |s2 gv| +
+        |v_ref|) for the roundings forming w0 and Ew). Then (a . u + e)
+        (v~ - v_ref) = w0 a . u - s2 (a . u) (b . u) + e_w a . u + e (v~ -
+        v_ref), and |e_w a . u| <= Ew A, |e (v~ - v_ref)| <= E (v_hi - v_lo)
+        (A = sum_j |a_j| h_j): beta times the product is >= beta w0 a . u -
+        beta s2 (a . u) (b . u) - |beta| (Ew A + E (v_hi - v_lo)) (the upper
+        side: <= ... + the same). With coef_k of the side bounded, coef_k
+        times it adds coef_k beta w0 a to the model's gradient, -coef_k
+        beta s2 (a b^T + b a^T) to its M (1/2 u^T M u) and -|coef_k| |beta|
+        (Ew A + E (v_hi - v_lo)) to the constant (``extra``). Where any of
+        these is not finite the class keeps the constant slope of
+        :func:`_coupling` (beta = 0: the terms of :class:`_QuadRatio`).
+
+        The curvature on the side where it helps: where the bounded
+        envelope is convex (lower side) or concave (upper side) beyond the
+        third-order term, kap_raw = -+G2(m) / 2 + M3 W / 6 + err_d < 0
+        (:class:`_QuadRatio`'s kappa before its clipping at 0), Taylor's
+        theorem gives G(mu) >= G(m) + G1(m) (mu - m) + kn (mu - m)^2 with kn
+        = -kap_raw > 0 (upper side: H(mu) <= ... - kn (mu - m)^2), rounded
+        down by 8 u. For theta in (0, 1), (a . u + e)^2 = (1 - theta) (a .
+        u)^2 + (1 - 1/theta) e^2 + (sqrt(theta) a . u + e / sqrt(theta))^2
+        >= (1 - theta) (a . u)^2 - (1/theta - 1) E^2; with theta = E / A
+        (E < A): (mu - m)^2 >= rn (a . u)^2 - cn, rn = (A - E) / A (rounded
+        down), cn = E (A - E) (rounded up). So coef_k times the class's
+        terms gains |coef_k| kn (rn (a . u)^2 - cn): +2 |coef_k| kn rn a
+        a^T in M and -|coef_k| kn cn in the constant (``extra``); kn = 0
+        where E >= A or kap_raw >= 0.
+        """
+        probs, boxes, K, B = self.probs, self.boxes, self.K, len(self.lo)
+        link = probs.link
+        encs = [_enclosure(probs.variances[k], self.lo, self.hi) for k in range(K)]
+        if any(e is None for e in encs):
+            return None
+        try:
+            vm = _var_models(probs, self.adapter, np.stack([e[0] for e in encs]), self.lo, self.hi)
+        except (UnsupportedKernelError, NotImplementedError):
+            return None
+        if vm is None:
+            return None
+        gv, bvec, Eg = vm
+        mu_lo, mu_hi = np.stack([b.mu_lo for b in boxes]), np.stack([b.mu_hi for b in boxes])
+        bv_lo, bv_hi = np.stack([b.v_lo for b in boxes]), np.stack([b.v_hi for b in boxes])
+        pos = mu_lo >= 0
+        k0, k1 = link.v_slope_affine(mu_lo, mu_hi, bv_lo, bv_hi, mm)
+        sg = np.where(pos, -1.0, 1.0)
+        t0, beta = sg * k0, sg * k1
+        sigma, alpha, err, Wv = self.sigma.copy(), self.alpha.copy(), self.err.copy(), self.Wv.copy()
+        lin, bil, pen = np.zeros((K, B)), np.zeros((K, B)), np.zeros((K, B))
+        h = self.h
+        with np.errstate(all="ignore"):
+            for k in range(K):
+                ok = self.ok_k[k] & app[k]
+                if not ok.any():
+                    continue
+                up = bool(self.up[k, 0])
+                s2 = float(probs.models[k].scale[0]) ** 2
+                shift, cerr, Wv_k, _ = _coupling_slope(probs.models[k], boxes[k], encs[k], up, t0[k])
+                g, c_lo, c_hi = encs[k]
+                v_ref = np.where(up, np.where(pos[k], bv_lo[k], bv_hi[k]), np.where(pos[k], bv_hi[k], bv_lo[k]))
+                Cm, half = 0.5 * (c_lo + c_hi), 0.5 * (c_hi - c_lo)
+                w0 = s2 * (Cm - gv[k]) - v_ref
+                Ew = s2 * (half + Eg[k]) * (1 + 1e-12) + 1e-12 * (np.abs(s2 * Cm) + np.abs(s2 * gv[k]) + np.abs(v_ref))
+                Ak = np.einsum("bi,bi->b", np.abs(self.a[k]), h)
+                pk = np.abs(beta[k]) * (Ew * Ak + E[k] * (bv_hi[k] - bv_lo[k]) * (1 + 4 * _U)) * (1 + 8 * _U)
+                a_k = alpha0[k] + shift
+                e_k = err0[k] + cerr + 4 * _U * np.abs(shift)
+                fin = (ok & np.isfinite(a_k) & np.isfinite(e_k) & np.isfinite(pk) & np.isfinite(w0)
+                       & np.isfinite(Wv_k).all(-1) & np.isfinite(bvec[k]).all(-1))
+                alpha[k] = np.where(fin, a_k, alpha[k])
+                err[k] = np.where(fin, e_k, err[k])
+                Wv[k] = np.where(fin[:, None], Wv_k, Wv[k])
+                lin[k] = np.where(fin, beta[k] * w0, 0.0)
+                bil[k] = np.where(fin, -beta[k] * s2, 0.0)
+                pen[k] = np.where(fin, pk, 0.0)
+        with np.errstate(all="ignore"):
+            A = self.A
+            kn = np.where(self.ok_k & app & np.isfinite(kap_raw) & (kap_raw < 0) & (E < A), -kap_raw, 0.0)
+            kn = kn * (1 - 8 * _U)
+            rn = np.where(kn > 0, (A - E) / np.where(A > 0, A, 1.0), 0.0) * (1 - 8 * _U)
+            cn = np.where(kn > 0, E * (A - E), 0.0) * (1 + 8 * _U)
+            good = np.isfinite(rn) & np.isfinite(cn) & (rn >= 0)
+            kn, rn, cn = np.where(good, kn, 0.0), np.where(good, rn, 0.0), np.where(good, cn, 0.0)
+        terms = (sigma, alpha, err, self.kap, self.rho, self.cq, Wv)
+        Bb = np.einsum("kbi,bi->kb", np.abs(bvec), h)
+        return terms, (lin, bil, np.where(np.isfinite(bvec), bvec, 0.0), pen, Bb, kn * rn, kn * cn)
+
+    def __call__(self, sc, sr, terms=None, affine=False, extra=None):
         """Certified lower bound (B,) of min over each box of F_t, with the
         class's coefficient ``sc`` and the others' ``sr`` (B,), and the
         minimiser of the relaxation.
@@ -1177,8 +1396,23 @@ class _QuadRatio:
         ``terms``: optional ``(sigma, alpha, err, kap, rho, cq, Wv)`` arrays
         replacing the relaxation's own (a class with kap = rho = cq = 0 is a
         line / plane class p_k >=(<=) alpha + sigma mu~ + Wv . r - err over
-        the x considered, as :meth:`sliced` passes)."""
+        the x considered, as :meth:`sliced` passes).
+
+        ``affine``: the relaxation with variance slopes affine in the means
+        and the helpful curvature (:meth:`_affine_terms`; its ``terms`` and
+        ``extra`` replace the relaxation's own where None); another valid
+        lower bound. ``extra``: that of :meth:`_affine_terms`, with zeros
+        for line / plane classes (:meth:`sliced`)."""
         K, lo, hi, h = self.K, self.lo, self.hi, self.h
+        if affine:
+            if self.aff is None:
+                return np.full(len(lo), -np.inf), 0.5 * (lo + hi)
+            if terms is None:
+                terms = self.aff[0]
+            if extra is None:
+                extra = self.aff[1]
+        else:
+            extra = None
         if terms is None:
             terms = (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv)
         sigma, alpha, err_k, kap, rho, cq, Wv = terms
@@ -1196,10 +1430,21 @@ class _QuadRatio:
             r = ac * kap * rho  # (K, B)
             Madd = -2.0 * np.einsum("kb,kbi,kbj->bij", r, self.a, self.a)
             magq = (r * self.A * self.A).sum(0)
+            gadd = 0.0
+            if extra is not None:  # the variance slopes' mean-dependent part (_affine_terms)
+                lin, bil, bvec, pen2, Bb, krn, kcn = extra
+                cb = coef * bil
+                ab = np.einsum("kbi,kbj->kbij", self.a, bvec)
+                Madd = Madd + np.einsum("kb,kbij->bij", cb, ab + ab.transpose(0, 1, 3, 2))
+                Madd = Madd + 2.0 * np.einsum("kb,kbi,kbj->bij", ac * krn, self.a, self.a)
+                gadd = np.einsum("kb,kbi->bi", coef * lin, self.a)
+                magq = magq + (np.abs(cb) * 2.0 * self.A * Bb + np.abs(coef * lin) * self.A
+                               + ac * krn * self.A * self.A).sum(0)
+                pen = pen + (ac * (pen2 + kcn)).sum(0) * (1 + 8 * _U)
             _, tm = self.adapter.linearise(lo, hi, Wc)
             if tm is None:
                 return np.full(len(lo), -np.inf), 0.5 * (lo + hi)
-            tm2 = TaylorModel(tm.value, tm.grad, tm.diag, tm.M + Madd, tm.rem, tm.mag + magq)
+            tm2 = TaylorModel(tm.value, tm.grad + gadd, tm.diag, tm.M + Madd, tm.rem, tm.mag + magq)
             alt = getattr(tm, "alt", None)
             if alt is not None:
                 tm2.alt = (alt[0] + Madd, alt[1], alt[2] + magq)
@@ -1258,7 +1503,8 @@ class _QuadRatio:
                 tot += float(np.abs(coef[k, 0])) * (dev if np.isfinite(dev) else np.inf)
         return tot
 
-    def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True, budget=None, depth=None):
+    def sliced(self, sc, sr, x_ref, pair, n_slices=None, steps=None, fail_fast=True, budget=None, depth=None,
+               affine=False):
         """Lower bound (B,) of min over each box of F_t by latent slices of
         the two classes that cost the relaxation most (|coef| times the
         worst value of the quadratic term, or of the line's distance from
@@ -1300,10 +1546,25 @@ class _QuadRatio:
         one-element list: relaxation bounds left, counted down) or passing
         the row's optional-work deadline (:mod:`._deadline`). One box
         only (B = 1; else -inf).
+
+        ``affine``: the other classes keep the terms of the relaxation's
+        affine variant (:meth:`_affine_terms`) instead, the two sliced
+        classes' extra terms set to 0 (line classes there); the same proof,
+        with :meth:`__call__`'s for that variant.
         """
         n = N_SLICES if n_slices is None else int(n_slices)
         steps = N_SLICE_STEPS if steps is None else int(steps)
         K, B = self.K, len(self.lo)
+        affine = bool(affine) and self.aff is not None
+        if affine:
+            base = self.aff[0]
+            extra = [x.copy() for x in self.aff[1]]
+            for f in (0, 1, 3, 5, 6):  # lin, bil, pen, kn rn, kn cn of the sliced classes: none
+                for k in pair:
+                    extra[f][k] = 0.0
+            extra = tuple(extra)
+        else:
+            base, extra = (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv), None
         probs, link, boxes = self.probs, self.probs.link, self.boxes
         coef = np.where((np.arange(K) == self.c)[:, None], sc[None], sr[None])
         ac = np.abs(coef)
@@ -1347,7 +1608,7 @@ class _QuadRatio:
                     if budget[0] <= 0:
                         return out
                     budget[0] -= 1
-                terms = [x.copy() for x in (self.sigma, self.alpha, self.err, self.kap, self.rho, self.cq, self.Wv)]
+                terms = [x.copy() for x in base]
                 args = {}
                 for k in S:
                     up = bool(self.up[k, 0])
@@ -1357,7 +1618,7 @@ class _QuadRatio:
                     for f in (2, 3, 4, 5):
                         terms[f][k] = 0.0
                     args[k] = (mu_a, v_a)
-                val, xs = self(sc, sr, tuple(terms))
+                val, xs = self(sc, sr, tuple(terms), affine=affine, extra=extra)
                 v0 = float(val[0]) if np.isfinite(val[0]) else -np.inf
                 best = max(best, v0)
                 if it == steps - 1 or best >= 0:
