@@ -294,3 +294,31 @@ def test_delta_interval_holds_in_exact_arithmetic():
         a1, a2 = float(plus[2][i] - minus[3][i]), float(plus[0][i] - minus[1][i])
         cut += F(a1 + a2) > lo_exact
     assert cut > 0  # round to nearest alone would have cut some intervals
+
+
+def test_per_row_targets_are_checked_before_conversion():
+    """A per-row target was cast to classes_.dtype before the membership
+    check: "apple" became "a", 1.9 became 1, 7 became True (eco-hunt D8)."""
+    from skgprobust._engine._delta import class_targets
+
+    def predict():
+        raise AssertionError("not called")
+
+    for classes, bad in [
+        (np.array(["a", "b"]), ["apple", "b"]),
+        (np.array([0, 1]), [1.9, 0.2]),
+        (np.array([False, True]), [7, 0]),
+        (np.array([0.5, 1.5]), [np.nan, 0.5]),
+    ]:
+        with pytest.raises(ValueError, match="not in classes_"):
+            class_targets(classes, bad, 2, predict)
+    labels, cols = class_targets(np.array(["a", "b"]), ["b", "a"], 2, predict)
+    assert labels.dtype == np.dtype("<U1") and labels.tolist() == ["b", "a"] and cols.tolist() == [1, 0]
+    labels, cols = class_targets(np.array([0, 1]), np.array([1.0, 0.0]), 2, predict)
+    assert labels.dtype == np.int64 and labels.tolist() == [1, 0] and cols.tolist() == [1, 0]
+    Xs = np.zeros((2, 2))
+    clf = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None).fit(
+        np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0], [0.0, 2.0]]), np.array(["a", "b", "a", "b"])
+    )
+    with pytest.raises(ValueError, match="apple"):
+        clf.explain(Xs, gamma=0.1, target=["apple", "b"])

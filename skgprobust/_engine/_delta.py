@@ -212,20 +212,24 @@ def class_targets(classes_, target, n, predict):
     """Labels explained per row and their column in ``classes_``.
 
     ``target`` None: ``predict()`` (the model's predicted labels); one label
-    or one per row otherwise, each checked against ``classes_``.
+    or one per row otherwise, each checked against ``classes_`` *before* any
+    conversion (so "apple" is not truncated to "a", nor 1.9 floored to 1),
+    and returned as the matching entries of ``classes_`` (its dtype).
     """
     classes = list(classes_)
     if target is None:
         labels = np.asarray(predict()) if n else np.empty(0, dtype=classes_.dtype)
-    else:
-        labels = np.asarray(target, dtype=classes_.dtype if np.ndim(target) else None)
-        labels = np.broadcast_to(labels, (n,)) if labels.ndim == 0 else labels
-        if labels.shape != (n,):
-            raise ValueError(f"target must be one label or one per row ({n}), got shape {labels.shape}.")
-        unknown = sorted({str(t) for t in labels.tolist() if t not in classes})
-        if unknown:
-            raise ValueError(f"target labels {unknown} are not in classes_ {classes_.tolist()}.")
-    return labels, np.array([classes.index(t) for t in labels.tolist()], dtype=int)
+        return labels, np.array([classes.index(t) for t in labels.tolist()], dtype=int)
+    given = np.asarray(target) if np.ndim(target) == 0 else np.asarray(target, dtype=object)
+    given = np.broadcast_to(given, (n,)) if given.ndim == 0 else given
+    if given.shape != (n,):
+        raise ValueError(f"target must be one label or one per row ({n}), got shape {given.shape}.")
+    values = given.tolist()
+    unknown = sorted({str(t) for t in values if t not in classes})
+    if unknown:
+        raise ValueError(f"target labels {unknown} are not in classes_ {classes_.tolist()}.")
+    cols = np.array([classes.index(t) for t in values], dtype=int)
+    return (np.broadcast_to(np.asarray(target), (n,)) if np.ndim(target) == 0 else classes_[cols]), cols
 
 
 def delta_from_ranges(plus, minus):
