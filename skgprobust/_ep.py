@@ -198,6 +198,28 @@ def _factor(K, tau, nu):
     return L, sW, Sigma, mu, w
 
 
+def _check_gram(K, kernel):
+    """Raise ``LinAlgError`` unless K is positive semi-definite up to rounding.
+
+    EP only factors B = I + S^1/2 K S^1/2, which stays positive definite for
+    small site precisions even when K is indefinite, so without this check an
+    invalid kernel (e.g. ``Exponentiation(RBF(), -1)``) fits silently to a
+    model with negative latent variances. The test is a Cholesky factor of
+    K + j I with j = 1e-8 max|diag K| (plus the smallest normal number): far
+    above the rounding of a valid (even singular) Gram matrix, far below the
+    negative eigenvalues of a kernel that is not a covariance. It only
+    refuses; it changes nothing the fit computes.
+    """
+    jitter = 1e-8 * float(np.max(np.abs(np.diag(K)), initial=0.0)) + np.finfo(np.float64).tiny
+    try:
+        cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise np.linalg.LinAlgError(
+            f"The kernel {kernel} is not positive semi-definite at the training inputs (Cholesky of "
+            f"K + {jitter:.3g} I failed): it is not a valid covariance, and EP cannot fit it."
+        ) from None
+
+
 def expectation_propagation(K, y, *, tol=1e-6, max_sweeps=100, updates="sequential", tau0=None, nu0=None):
     """Run EP for the probit likelihood on the Gram matrix K.
 
@@ -361,6 +383,7 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
 
     # -- EP ------------------------------------------------------------------
     def _run_ep(self, K):
+        _check_gram(K, self.kernel_)
         warm = self.warm_start and getattr(self, "_ep_sites", None) is not None and len(self._ep_sites[0]) == len(K)
         tau0, nu0 = self._ep_sites if warm else (None, None)
         state = expectation_propagation(

@@ -590,3 +590,24 @@ def test_range_converges_to_dense_grid_2d():
         assert np.all(vals.min(0) >= r.min_lower[i] - BOUND_TOL) and np.all(vals.max(0) <= r.max_upper[i] + BOUND_TOL)
         if r.converged[i].all():
             assert np.all(vals.min(0) - r.min_lower[i] <= 2e-4) and np.all(r.max_upper[i] - vals.max(0) <= 2e-4)
+
+
+def test_indefinite_kernel_is_refused():
+    """EP factors only I + S^1/2 K S^1/2, which stayed positive definite for an
+    indefinite K: RBF ** -1 fitted silently with negative latent variances and
+    training accuracy 0.1 (eco-hunt D1). Now fit raises like the Laplace
+    classifier, and the log marginal likelihood of such a theta is -inf."""
+    from sklearn.gaussian_process.kernels import Exponentiation
+
+    X, y = _data(20, seed=3)
+    bad = Exponentiation(RBF(1.0), -1.0)
+    assert np.linalg.eigvalsh(bad(X)).min() < -1.0
+    with pytest.raises(LinAlgError, match="not positive semi-definite"):
+        EPGaussianProcessClassifier(bad, optimizer=None).fit(X, y)
+    base = EPGaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X, y).base_estimator_
+    base.kernel_ = bad  # what an optimizer step to such a theta evaluates
+    assert base.log_marginal_likelihood(bad.theta) == -np.inf
+    assert base.log_marginal_likelihood(bad.theta, eval_gradient=True)[0] == -np.inf
+    # a valid but singular Gram matrix (duplicated rows) still fits
+    Xd = np.vstack([X, X[:5]])
+    EPGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, np.r_[y, y[:5]])
