@@ -209,7 +209,27 @@ class StationaryAdapter(KernelAdapter):
         minimum, maximum and value at the centre, each (B, N).
 
         Layout (B, d, N) keeps the reductions over d vectorised along N.
+
+        Callers often pass the same box on many rows (one box, many weight
+        vectors: the softmax certificate's 38 rows per box). Rows whose
+        ``(lo, hi)`` are bitwise equal get the same arrays, so they are
+        computed once per distinct box and copied to the rows: each row's
+        values depend on that row's box only (elementwise operations, and
+        per-row reductions whose order does not depend on the number of rows,
+        checked bitwise by ``tests/test_bitwise_batching.py``), so the result is the
+        same array as the row-by-row computation.
         """
+        B = len(lo)
+        if B > 2:
+            key = np.ascontiguousarray(np.concatenate([lo, hi], axis=1)).view(np.uint64)
+            _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            if 2 * len(first) <= B:
+                inv = inv.reshape(-1)
+                return tuple(a[inv] for a in self._ranges_rows(lo[first], hi[first]))
+        return self._ranges_rows(lo, hi)
+
+    def _ranges_rows(self, lo, hi):
+        """:meth:`_ranges`, row by row (no sharing of repeated boxes)."""
         sw = 1.0 / self.length_scale
         Es = self.Zs.T[None, :, :] - (0.5 * (lo + hi) * sw)[:, :, None]
         aE = np.abs(Es)
