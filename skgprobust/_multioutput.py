@@ -258,6 +258,8 @@ class _OutputAdapter(KernelAdapter):
     """
 
     nonnegative = False
+    # The term magnitude A (KernelAdapter.value_ulps) is sum_l |c_l| A_l, not |r_p|.
+    magnitude_is_value = False
 
     def __init__(self, kernel, Xs, adapters, coef, wp):
         super().__init__(kernel, Xs)
@@ -300,6 +302,25 @@ class _OutputAdapter(KernelAdapter):
         for a, c in zip(self.adapters, self.coef):
             out = out + np.abs(c) * a.rounding(lo, hi)
         return out
+
+    def rounding_parts(self, lo, hi):
+        """``(R, klo, khi, A)`` from the latents' parts: R = sum_l |c_l| R_l
+        (bitwise :meth:`rounding`), the enclosure sum_l [min, max](c_l klo_l,
+        c_l khi_l) and the term magnitude A = sum_l |c_l| A_l (the form
+        :meth:`value_ulps` is relative to), each end rounded outward by the
+        L-term sum's own rounding ((L + 1) u relative of the magnitudes)."""
+        shape = (len(lo), len(self.Xs))
+        R, klo, khi, A = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        for a, c in zip(self.adapters, self.coef):
+            r, l, h, m = a.rounding_parts(lo, hi)
+            R = R + np.abs(c) * r
+            klo = klo + np.minimum(c * l, c * h)
+            khi = khi + np.maximum(c * l, c * h)
+            A = A + np.abs(c) * m
+        slack = (len(self.adapters) + 2) * np.finfo(float).eps * np.maximum(A, np.maximum(np.abs(klo), np.abs(khi)))
+        tiny = np.finfo(float).smallest_subnormal * (len(self.adapters) + 1)
+        A = A * (1.0 + 4 * len(self.adapters) * np.finfo(float).eps) + tiny
+        return R, klo - slack - tiny, khi + slack + tiny, A
 
     def diag(self, X):
         return self.kernel.diag(X)
