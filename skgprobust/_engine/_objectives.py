@@ -822,7 +822,8 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     mean ranges (:meth:`_QuadRatio.sliced`), whose every node must pass. At
     a single box (``AFFINE_MAX_BOXES``) a t the relaxation fails also gets
     its variant with affine variance slopes (:meth:`_QuadRatio._affine_terms`,
-    the larger of the two bounds is used).
+    the larger of the two bounds is used; optional work, skipped past the
+    row's deadline of :mod:`skgprobust._engine._deadline`).
     """
     B, d = lo.shape
     K = len(boxes)
@@ -876,8 +877,9 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         if quad is not None:  # the quadratic relaxation (_QuadRatio): the larger of two valid bounds
             qv, qarg = quad(sc, sr)
             quad.prefer = False
-            if quad.affine_ok and (qv < 0).any() and quad.aff is not None:
-                # Its variant with affine variance slopes (root box; only where the plain one fails).
+            if quad.affine_ok and (qv < 0).any() and not optional_work_expired() and quad.aff is not None:
+                # Its variant with affine variance slopes (root box; only where the plain one fails;
+                # optional work: not past the row's deadline, :mod:`._deadline`).
                 qv2, qarg2 = quad(sc, sr, affine=True)
                 b2 = qv2 > qv
                 qv, qarg = np.where(b2, qv2, qv), np.where(b2[:, None], qarg2, qarg)
