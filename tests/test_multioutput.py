@@ -902,8 +902,9 @@ def test_output_value_ulps_cover_predicts_sections_against_mpmath(case):
     roundings): predict's own sections r_p(x)_i = sum_l fl(W_pl W_{o_i l})
     k~_l(x, x_i) differ from the exact sum_l W_pl W_{o_i l} k_l(x, x_i) (200
     bits, exact W products) by <= rounding + c_val u sqrt(k_pp(x, x)
-    k_{o_i o_i}(x_i, x_i)), at points of boxes around inputs offset by 1e4
-    and with outputs of scales 1e-3 .. 1e3; one latent does not reach output 0."""
+    k_{o_i o_i}(x_i, x_i)), and predict's k_pp(x, x) by <= diag_ulps u k_pp,
+    at points of boxes around inputs offset by 1e4 and with outputs of scales
+    1e-3 .. 1e3; one latent does not reach output 0."""
     mp = pytest.importorskip("mpmath")
     mp.mp.prec = 200
     from .test_rounding import _mp_kernel
@@ -936,6 +937,9 @@ def test_output_value_ulps_cover_predicts_sections_against_mpmath(case):
                 got = mo._cross(x[None])[0][p, 0]
                 kx = [_mp_kernel(mp, k, x, x, True)[0] for k in kernels]
                 kpp = mp.fsum([f(W[p, l]) ** 2 * kx[l] for l in range(3)])
+                # k_pp(x, x) as predict computes it, within diag_ulps u k_pp
+                kd = mo._kdiag(mo._cross(x[None])[1], p, p)[0]
+                assert abs(f(kd) - kpp) <= lat.adapter.diag_ulps(d) * u * kpp
                 for i in range(len(Xs)):
                     o = outs[i]
                     exact = mp.fsum([f(W[p, l]) * f(W[o, l]) * _mp_kernel(mp, kernels[l], x, Xs[i])[0]
