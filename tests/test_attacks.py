@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust.inspection import attack_succeeded, gpfgs, gpjm, pgd
+from skgprobust.exceptions import UnsupportedModelError
 
 from ._helpers import BOUND_TOL, gpc_latent, gpr_predict
 
@@ -154,7 +155,7 @@ def test_clear_errors(attack, fitted_clf, clf_data, ovr):
         attack(RobustGaussianProcessClassifier(), X, 0.1)
     with pytest.raises(NotFittedError):
         attack(RobustGaussianProcessRegressor(), X, 0.1)
-    with pytest.raises(TypeError, match="RobustGaussianProcessClassifier"):
+    with pytest.raises(UnsupportedModelError, match="RobustGaussianProcessClassifier"):  # a TypeError too
         attack(GaussianProcessClassifier(optimizer=None).fit(X, y), X, 0.1)
     with pytest.raises(ValueError, match="gamma"):
         attack(fitted_clf, X, -0.1)

@@ -117,3 +117,70 @@ def test_decision_map(clf):
         m3 = RobustGaussianProcessClassifier(random_state=0).fit(Xb, yb)
         c3 = m3.certify(Xb[:4], gamma=0.1, max_iter=20)
     assert isinstance(plot_decision_map(m3, Xb[:4], c3, resolution=30), matplotlib.axes.Axes)
+
+
+@pytest.fixture(scope="module")
+def small_reg():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (15, 2))
+    return RobustGaussianProcessRegressor(alpha=1e-2, optimizer=None).fit(X, np.sin(X[:, 0])), X
+
+
+@pytest.mark.parametrize("target", [-1, 1.7, 3, True, "0"])
+def test_regressor_curve_target_is_an_output_index(small_reg, target):
+    """target was int()-ed: -1 meant the last output, 1.7 output 1 (eco-hunt D9)."""
+    reg, X = small_reg
+    with pytest.raises(ValueError, match=r"target must be an output index in \[0, 0\]"):
+        robustness_curve(reg, X[0], [0.1], target=target, attack=None)
+
+
+def test_decision_map_needs_a_classifier(small_reg):
+    """A regressor failed with "has no attribute 'classes_'" (eco-hunt D5)."""
+    reg, X = small_reg
+    with pytest.raises(TypeError, match="needs a fitted classifier"):
+        plot_decision_map(reg, X[:2, :2], None)
+
+
+def test_curve_attack_support_is_checked_first(small_reg):
+    """An attack the model does not support is refused before any
+    prediction_range (was: a plain TypeError after the first one) (eco-hunt D11)."""
+    from skgprobust.exceptions import UnsupportedModelError
+
+    reg, X = small_reg
+
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    class NoAttacks(RegressorMixin, BaseEstimator):  # not a model the attacks handle
+        n_features_in_ = 2
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+        def prediction_range(self, *a, **k):
+            raise AssertionError("prediction_range ran before the attack check")
+
+    with pytest.raises(UnsupportedModelError, match="Attacks need"):
+        robustness_curve(NoAttacks(), X[0], [0.1], attack="pgd")
+    assert robustness_curve(reg, X[0], [0.0], attack=None, epsilon=0.5)["column"] == 0
+
+
+def test_inspection_keeps_feature_names_quiet():
+    """Named pandas input gave "X does not have valid feature names" warnings:
+    5 from robustness_curve, 3 from adversarial_gap_curve, 1 from
+    plot_decision_map (eco-hunt D10)."""
+    pd = pytest.importorskip("pandas")
+    from skgprobust.inspection import adversarial_gap_curve
+
+    X, y = make_moons(20, noise=0.2, random_state=0)
+    df = pd.DataFrame(X, columns=["a", "b"])
+    model = RobustGaussianProcessClassifier(optimizer=None).fit(df, y)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        c = robustness_curve(model, df.iloc[0], [0.1], attack="gpfgs", epsilon=0.5, max_iter=5)
+        c1 = robustness_curve(model, df.iloc[:1], [0.1], attack="gpfgs", epsilon=0.5, max_iter=5)
+        adversarial_gap_curve(model, df.iloc[0], 0.2, [1.0, -1.0])
+        cert = model.certify(df.iloc[:3], 0.1, max_iter=5)
+        plot_decision_map(model, df.iloc[:3], cert, resolution=5)
+    np.testing.assert_array_equal(c["max_upper"], c1["max_upper"])
+    with pytest.raises(ValueError, match="feature names"):
+        robustness_curve(model, df.iloc[0].rename({"a": "z"}), [0.1], attack=None)

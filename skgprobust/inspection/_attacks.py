@@ -42,7 +42,7 @@ __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
 
 def _check_estimator(estimator):
     if not isinstance(estimator, (RobustGaussianProcessClassifier, RobustGaussianProcessRegressor)):
-        raise TypeError(
+        raise UnsupportedModelError(
             "Attacks need a RobustGaussianProcessClassifier or RobustGaussianProcessRegressor, "
             f"got {type(estimator).__name__}."
         )

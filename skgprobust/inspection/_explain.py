@@ -1,5 +1,7 @@
 """Inspection helpers around the Delta metric: adversarial gap curves (paper Fig. 6)."""
 
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,7 +102,8 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
         raise ValueError("weights must be finite.")
     lo, hi = make_boxes(x[None], gamma, domain=domain, feature_names=getattr(estimator, "feature_names_in_", None))
     classes = list(estimator.classes_)
-    label = estimator.predict(x[None])[0] if target is None else target
+    with quiet_feature_names():  # x was validated with its names above
+        label = estimator.predict(x[None])[0] if target is None else target
     if label not in classes:
         raise ValueError(f"target {target!r} is not in classes_ {estimator.classes_.tolist()}.")
     c = classes.index(label)
@@ -113,15 +116,30 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
     for row, beta in enumerate(betas):
         for i in order[:beta]:
             points[row, i] = lo[0, i] if w_of[int(i)] > 0 else hi[0, i] if w_of[int(i)] < 0 else x[i]
-    P = np.asarray(estimator.predict_proba(points))
+    with quiet_feature_names():
+        P = np.asarray(estimator.predict_proba(points))
     others = np.delete(P, c, axis=1)
     return GapCurve(betas, P[:, c] - others.max(axis=1), points, order)
 
 
+@contextmanager
+def quiet_feature_names():
+    """A context in which sklearn's "X does not have valid feature names"
+    warning is ignored: for the inspection helpers' own predict calls on
+    float arrays of points, made after the user's input has been validated
+    with its names (the attacks filter the same message)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        yield
+
+
 def validate_row(estimator, x):
-    """One row as a float64 (d,) array, checked like predict's input."""
+    """One row as a float64 (d,) array, checked like predict's input (a
+    pandas Series is one row whose index holds the feature names)."""
     from sklearn.utils.validation import validate_data
 
+    if hasattr(x, "to_frame") and getattr(x, "ndim", None) == 1:  # pandas Series: keep its names
+        x = x.to_frame().T
     x = np.asarray(x, dtype=np.float64) if not hasattr(x, "columns") else x
     if getattr(x, "ndim", 2) == 1:
         x = x[None]

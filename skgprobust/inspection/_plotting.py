@@ -34,6 +34,28 @@ def _axes(ax):
 def robustness_curve(estimator, x, gammas, *, target=None, epsilon=1e-2, attack="pgd", random_state=0, **range_params):
     """The numbers behind :func:`plot_robustness_curve`.
 
+    Parameters
+    ----------
+    estimator : fitted robust classifier or regressor
+        Any estimator with ``prediction_range``; an attack other than a
+        callable needs a RobustGaussianProcessClassifier or
+        RobustGaussianProcessRegressor.
+    x : array-like of shape (n_features,)
+        The row (a pandas Series keeps its feature names).
+    gammas : array-like of float
+        Box half-widths, one point of the curve each.
+    target : label or int, default=None
+        Class (classifier; default the predicted one) or output index in
+        [0, n_outputs) (regressor; default 0).
+    epsilon : float, default=1e-2
+        Passed to ``prediction_range``.
+    attack : {"pgd", "gpfgs", "gpjm"}, callable or None, default="pgd"
+        ``attack(estimator, x, gamma) -> point``; None runs no attack.
+    random_state : int, default=0
+        Seeds ``prediction_range`` and the "pgd" attack.
+    **range_params
+        Passed to ``prediction_range`` (e.g. ``max_iter``, ``features``).
+
     Returns
     -------
     curve : dict of ndarray of shape (len(gammas),)
@@ -42,28 +64,39 @@ def robustness_curve(estimator, x, gammas, *, target=None, epsilon=1e-2, attack=
         value at the attack's point, NaN without an attack); and
         ``column`` (int) and ``label`` (the class or output explained).
     """
-    from ._explain import validate_row
+    from .._engine._common import check_output_index
+    from ._explain import quiet_feature_names, validate_row
 
     x = validate_row(estimator, x)
     gammas = np.asarray(gammas, dtype=np.float64).reshape(-1)
-    if is_classifier(estimator):
-        label = estimator.predict(x[None])[0] if target is None else target
-        if label not in list(estimator.classes_):
-            raise ValueError(f"target {target!r} is not in classes_ {estimator.classes_.tolist()}.")
-        col = list(estimator.classes_).index(label)
-        value = lambda P: estimator.predict_proba(P)[:, col]  # noqa: E731
-    else:
-        col = label = 0 if target is None else int(target)
-        value = lambda P: np.asarray(estimator.predict(P)).reshape(len(P), -1)[:, col]  # noqa: E731
-    keys = ("min_lower", "min_upper", "max_lower", "max_upper")
-    out = {k: np.empty(len(gammas)) for k in keys}
-    out["attack"] = np.full(len(gammas), np.nan)
-    for j, g in enumerate(gammas):
-        r = estimator.prediction_range(x[None], g, epsilon=epsilon, random_state=random_state, **range_params)
-        for k in keys:
-            out[k][j] = getattr(r, k)[0, col]
-        if attack is not None:
-            out["attack"][j] = value(_attack_point(estimator, x, g, attack, random_state)[None])[0]
+    if attack is not None and not callable(attack):
+        if attack not in ("gpfgs", "gpjm", "pgd"):
+            raise ValueError(f"attack must be 'gpfgs', 'gpjm', 'pgd', a callable or None, got {attack!r}.")
+        from ._attacks import _check_estimator
+
+        _check_estimator(estimator)  # before any prediction_range
+    # x was validated with its feature names: the calls below on float arrays
+    # must not warn that it has none.
+    with quiet_feature_names():
+        if is_classifier(estimator):
+            label = estimator.predict(x[None])[0] if target is None else target
+            if label not in list(estimator.classes_):
+                raise ValueError(f"target {target!r} is not in classes_ {estimator.classes_.tolist()}.")
+            col = list(estimator.classes_).index(label)
+            value = lambda P: estimator.predict_proba(P)[:, col]  # noqa: E731
+        else:
+            n_outputs = np.asarray(estimator.predict(x[None])).reshape(1, -1).shape[1]
+            col = label = check_output_index(0 if target is None else target, n_outputs)
+            value = lambda P: np.asarray(estimator.predict(P)).reshape(len(P), -1)[:, col]  # noqa: E731
+        keys = ("min_lower", "min_upper", "max_lower", "max_upper")
+        out = {k: np.empty(len(gammas)) for k in keys}
+        out["attack"] = np.full(len(gammas), np.nan)
+        for j, g in enumerate(gammas):
+            r = estimator.prediction_range(x[None], g, epsilon=epsilon, random_state=random_state, **range_params)
+            for k in keys:
+                out[k][j] = getattr(r, k)[0, col]
+            if attack is not None:
+                out["attack"][j] = value(_attack_point(estimator, x, g, attack, random_state)[None])[0]
     out["gamma"], out["column"], out["label"] = gammas, col, label
     return out
 
@@ -223,6 +256,8 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
     -------
     ax : matplotlib Axes
     """
+    if not is_classifier(estimator):
+        raise TypeError(f"plot_decision_map needs a fitted classifier, got {type(estimator).__name__}.")
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"plot_decision_map needs two features, got X of shape {X.shape}.")
@@ -232,13 +267,17 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
     (x0, y0), (x1, y1) = X.min(axis=0) - margin, X.max(axis=0) + margin
     gx, gy = np.meshgrid(np.linspace(x0, x1, resolution), np.linspace(y0, y1, resolution))
     grid = np.column_stack([gx.ravel(), gy.ravel()])
+    from ._explain import quiet_feature_names
+
     if hasattr(estimator, "predict_proba") and len(estimator.classes_) == 2:
-        z = estimator.predict_proba(grid)[:, 1].reshape(gx.shape)
+        with quiet_feature_names():  # the grid is a float array of points
+            z = estimator.predict_proba(grid)[:, 1].reshape(gx.shape)
         cs = ax.contourf(gx, gy, z, levels=np.linspace(0, 1, 11), cmap="coolwarm", alpha=0.5)
         ax.contour(gx, gy, z, levels=[0.5], colors="k", linewidths=1.0)
         ax.figure.colorbar(cs, ax=ax, label=f"P({estimator.classes_[1]})")
     else:
-        labels = np.searchsorted(estimator.classes_, estimator.predict(grid)).reshape(gx.shape)
+        with quiet_feature_names():
+            labels = np.searchsorted(estimator.classes_, estimator.predict(grid)).reshape(gx.shape)
         ax.contourf(gx, gy, labels, levels=np.arange(len(estimator.classes_) + 1) - 0.5, cmap="tab10", alpha=0.3)
     g = None if gamma is None else np.broadcast_to(np.asarray(gamma, dtype=np.float64), (2,))
     for status, style in STATUS_STYLE.items():
