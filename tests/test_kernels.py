@@ -435,3 +435,34 @@ def test_value_and_diag_ulps_by_adapter_tree(kernel, value, diag):
     assert ad.value_ulps(3) == pytest.approx(value, rel=1e-5)
     assert ad.diag_ulps(3) == pytest.approx(diag, rel=1e-5)
     assert ad.value_ulps(3) >= value and ad.diag_ulps(3) >= diag
+
+
+def test_register_adapter_checks_its_arguments():
+    """A string key was stored silently and then broke supported_kernels() and
+    every later UnsupportedKernelError; a non-callable factory or one that
+    returns no adapter failed deep inside a certify (eco-hunt D13)."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust.kernels import _REGISTRY, RBFAdapter, register_adapter, supported_kernels
+
+    class MyRBF(RBF):
+        pass
+
+    before = dict(_REGISTRY)
+    try:
+        with pytest.raises(TypeError, match="kernel_type"):
+            register_adapter("PairwiseKernel", RBFAdapter)
+        with pytest.raises(TypeError, match="kernel_type"):
+            register_adapter(int, RBFAdapter)
+        with pytest.raises(TypeError, match="factory must be callable"):
+            register_adapter(MyRBF, 5)
+        assert _REGISTRY == before
+        assert "RBF" in supported_kernels()
+        register_adapter(MyRBF, lambda kernel, Xs: None)
+        with pytest.raises(TypeError, match="not a KernelAdapter"):
+            make_adapter(MyRBF(1.0), np.zeros((2, 1)))
+        register_adapter(MyRBF, RBFAdapter)  # a valid registration works
+        assert isinstance(make_adapter(MyRBF(1.0), np.zeros((2, 1))), RBFAdapter)
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(before)

@@ -45,8 +45,24 @@ def register_adapter(kernel_type, factory, *, composite=False):
         is called as ``factory(kernel, Xs, make_adapter)`` so it can build
         adapters for its sub-kernels.
     composite : bool, default=False
+        Whether ``factory`` takes ``make_adapter`` as its third argument.
+
+    Raises
+    ------
+    TypeError
+        ``kernel_type`` is not a ``Kernel`` subclass (e.g. its name as a
+        string), or ``factory`` is not callable. Checked here, because a bad
+        entry would otherwise break :func:`supported_kernels` and with it
+        every later ``UnsupportedKernelError`` message.
     """
-    _REGISTRY[kernel_type] = (factory, composite)
+    if not (isinstance(kernel_type, type) and issubclass(kernel_type, K.Kernel)):
+        raise TypeError(
+            f"register_adapter: kernel_type must be a sklearn Kernel subclass (the class, not its name), "
+            f"got {kernel_type!r}."
+        )
+    if not callable(factory):
+        raise TypeError(f"register_adapter: factory must be callable, got {factory!r}.")
+    _REGISTRY[kernel_type] = (factory, bool(composite))
 
 
 def supported_kernels():
@@ -73,7 +89,25 @@ def _exponentiation(kernel, Xs, make):
 
 
 def make_adapter(kernel, Xs):
-    """Build the adapter tree for a fitted sklearn kernel and support inputs Xs."""
+    """Build the adapter tree for a fitted sklearn kernel and support inputs Xs.
+
+    Parameters
+    ----------
+    kernel : sklearn Kernel
+        The fitted kernel (``kernel_``); its type, and those of its
+        sub-kernels, must have a registered adapter.
+    Xs : ndarray of shape (n_support, n_features)
+        The support inputs the kernel is evaluated against.
+
+    Returns
+    -------
+    adapter : KernelAdapter
+
+    Raises
+    ------
+    UnsupportedKernelError
+        No adapter is registered for a kernel type in the tree.
+    """
     entry = _REGISTRY.get(type(kernel))
     if entry is None:
         raise UnsupportedKernelError(
@@ -82,7 +116,13 @@ def make_adapter(kernel, Xs):
             "Use skgprobust.kernels.register_adapter to add one."
         )
     factory, composite = entry
-    return factory(kernel, Xs, make_adapter) if composite else factory(kernel, Xs)
+    adapter = factory(kernel, Xs, make_adapter) if composite else factory(kernel, Xs)
+    if not isinstance(adapter, KernelAdapter):
+        raise TypeError(
+            f"The adapter factory {getattr(factory, '__qualname__', factory)!r} registered for "
+            f"{type(kernel).__name__} returned {type(adapter).__name__}, not a KernelAdapter."
+        )
+    return adapter
 
 
 register_adapter(K.RBF, RBFAdapter)
