@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from ._engine._api import RegressorBoundsMixin, fill_doc
-from ._engine._common import float64_inputs
+from ._engine._common import check_not_compound, float64_inputs
 from ._engine._driver import RangeProblem
 from ._engine._latent import check_variance_bound, regressor_bound_model
 from ._engine._objectives import StdObjective
@@ -81,6 +81,7 @@ small gamma.""",
         self : object
             The fitted estimator.
         """
+        check_not_compound(self.kernel)
         return super().fit(float64_inputs(X, self.kernel), y)
 
     def predict(self, X, return_std=False, return_cov=False):

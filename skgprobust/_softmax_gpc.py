@@ -311,6 +311,7 @@ from ._bounds._softmax import (
     softmax_gaussian_bounds,
 )
 from ._engine._api import ClassifierBoundsMixin
+from ._engine._common import check_not_compound
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel
 from ._engine._softmax_objectives import (
@@ -1750,6 +1751,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         -------
         self : object
         """
+        check_not_compound(self.kernel)
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=False, y_numeric=False)
         check_classification_targets(y)
         # The kernel layout of this fit: predict, the likelihood and the bounds
@@ -2037,7 +2039,11 @@ Per-feature sensitivity of ``predict_proba`` with certified bounds
     }
 
     def _predict_labels(self, X):
-        return self.predict(X)
+        """:meth:`predict` on float rows the engine has already validated (with
+        their feature names): the same computation on the same float64 array,
+        without a second ``validate_data``, whose feature-name check warned on
+        every internal call for a model fitted on a DataFrame."""
+        return self.classes_[np.argmax(self._proba_rule(np.asarray(X, dtype=np.float64)), axis=1)]
 
     def _proba_reference(self, X):
         return self._proba_rule(X)
@@ -2052,7 +2058,7 @@ Per-feature sensitivity of ``predict_proba`` with certified bounds
         self._bound_model()  # the one-off set-up, before the rows' clocks start
 
     def _row_solver(self, X, variance_bound, max_iter, time_limit):
-        return _certify_row, (self._bound_model(), self.predict, max_iter, time_limit)
+        return _certify_row, (self._bound_model(), self._predict_labels, max_iter, time_limit)
 
     def _range_problem(self, statistic="proba", variance_bound="default"):
         if statistic == "proba":

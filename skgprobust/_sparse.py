@@ -144,6 +144,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
+from ._engine._common import check_not_compound
 from ._engine._latent import BoundModel, LatentModel, fitted_decision_kind
 from ._gpc import RobustGaussianProcessClassifier
 from ._gpr import RobustGaussianProcessRegressor
@@ -766,6 +767,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         self : object
         """
         self._validate_params()
+        check_not_compound(self.kernel)
         self.kernel_ = C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed") \
             if self.kernel is None else clone(self.kernel)
         rng = check_random_state(self.random_state)
@@ -1511,6 +1513,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         self : object
         """
         self._validate_params()
+        check_not_compound(self.kernel)
         X, y = validate_data(self, X, y, dtype=np.float64)
         X = np.ascontiguousarray(X)
         check_classification_targets(y)

@@ -898,3 +898,18 @@ def test_certify_time_caps_are_per_call(monkeypatch):
     fresh = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None).certify(X[:4], 0.3, **kw)
     assert np.array_equal(after.status, fresh.status)
     assert np.array_equal(after.bound, fresh.bound)
+
+
+def test_named_input_gives_no_feature_name_warning():
+    """certify / explain on a correctly named DataFrame warned "X does not have
+    valid feature names" (the engine re-checked decisions through the public
+    predict on float arrays) (eco-hunt D2); _predict_labels is predict's value."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data(m=3, n_per=6, seed=10)
+    df = pd.DataFrame(X, columns=["a", "b"])
+    clf = _fit(df, y, ConstantKernel(2.0) * RBF(1.0), optimizer=None)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        clf.certify(df.iloc[:2], 0.1, max_iter=2, random_state=0)
+        clf.explain(df.iloc[:1], 0.1, max_iter=2, epsilon=0.5, random_state=0)
+    np.testing.assert_array_equal(clf._predict_labels(X), clf.predict(df))

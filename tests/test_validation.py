@@ -489,3 +489,50 @@ def test_gamma_series_by_name_through_an_estimator(reg_data):
     ref = reg.prediction_range(df.iloc[:1], [0.5, 0.0], **kw)
     np.testing.assert_array_equal(r.min_lower, ref.min_lower)
     np.testing.assert_array_equal(r.max_upper, ref.max_upper)
+
+
+def _compound_cases():
+    import skgprobust as sg
+
+    return [
+        ("rgpr", lambda k: sg.RobustGaussianProcessRegressor(k, optimizer=None), "r"),
+        ("sgpr", lambda k: sg.SparseGaussianProcessRegressor(k, optimizer=None, inducing_points=5), "r"),
+        ("sgpc", lambda k: sg.SparseGaussianProcessClassifier(k, optimizer=None, inducing_points=5), "c"),
+        ("softmax", lambda k: sg.SoftmaxGaussianProcessClassifier(k, optimizer=None), "c"),
+    ]
+
+
+@pytest.mark.parametrize("name, make, kind", _compound_cases(), ids=[c[0] for c in _compound_cases()])
+def test_compound_kernel_is_refused_at_fit(name, make, kind, reg_data, clf_data):
+    """Was: "Input must be 1- or 2-d." (np.diag, sparse) or "'CompoundKernel'
+    object has no attribute 'k1'" (softmax, RGPR) from deep inside (eco-hunt D4)."""
+    from sklearn.gaussian_process.kernels import CompoundKernel
+
+    X, y = reg_data if kind == "r" else clf_data
+    with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
+        make(CompoundKernel([RBF(1.0), RBF(2.0)])).fit(X[:20], y[:20])
+
+
+@pytest.mark.parametrize("bad", ["x", 1.5, 0, True])
+def test_n_jobs_is_checked(methods, fitted_clf, bad):
+    """n_jobs="x" failed inside joblib ("'<' not supported"), 1.5 was accepted (eco-hunt D6)."""
+    calls = [(m, kw) for _, m, kw in methods] + [(fitted_clf.explain, {})]
+    for call, kw in calls:
+        with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+            call(np.zeros((1, 2)), 0.1, n_jobs=bad, **kw)
+
+
+def test_pipeline_functions_refuse_unboundable_models_with_unsupported_model_error(reg_data):
+    """skgprobust.certify on sklearn's own GPR raised a plain TypeError, unlike
+    the other "cannot bound this model" cases (eco-hunt D11)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    from skgprobust.exceptions import UnsupportedModelError
+    from skgprobust.pipeline import certify, prediction_range
+
+    X, y = reg_data
+    gpr = GaussianProcessRegressor(RBF(1.0), optimizer=None).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="has no certify/prediction_range"):
+        certify(gpr, X[:1], 0.1, delta=0.1)
+    with pytest.raises(UnsupportedModelError, match="has no certify/prediction_range"):
+        prediction_range(gpr, X[:1], 0.1)

@@ -44,6 +44,17 @@ def check_budget(max_iter, time_limit):
             raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}.")
 
 
+def check_not_compound(kernel):
+    """Refuse a ``CompoundKernel`` at ``fit`` with sklearn's own message (its
+    GP classifier's check): these models use one kernel for the latent
+    function(s), and a CompoundKernel otherwise fails deep inside (``np.diag``
+    of a 3-D Gram tensor, or ``clone_with_theta``'s missing ``k1``)."""
+    from sklearn.gaussian_process.kernels import CompoundKernel
+
+    if isinstance(kernel, CompoundKernel):
+        raise ValueError("kernel cannot be a CompoundKernel")
+
+
 def check_epsilon(epsilon):
     if not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
@@ -245,6 +256,17 @@ def _run_chunk(func, shared, rows, worker=False):
     return [func(shared, *row) for row in rows]
 
 
+def check_n_jobs(n_jobs):
+    """``n_jobs`` None or a non-zero integer (joblib's meaning; not a bool).
+    Anything else failed inside joblib ("'<' not supported between 'str' and
+    'int'") or, for a float, was accepted silently."""
+    if n_jobs is not None and (
+        not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0
+    ):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
+    return n_jobs
+
+
 def check_verbose(verbose):
     if not isinstance(verbose, numbers.Integral) or verbose < 0:
         raise ValueError(f"verbose must be a non-negative integer (or bool), got {verbose!r}.")
@@ -284,7 +306,7 @@ def map_rows(func, shared, rows, n_jobs, verbose=0, label="rows"):
     joblib's progress messages when parallel.
     """
     verbose = check_verbose(verbose)
-    n_workers = effective_n_jobs(n_jobs)
+    n_workers = effective_n_jobs(check_n_jobs(n_jobs))
     if n_workers == 1 or len(rows) <= 1:
         if not verbose:
             return _run_chunk(func, shared, rows)
