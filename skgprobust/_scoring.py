@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
+from ._engine._common import check_budget, check_n_jobs, check_verbose
 from .exceptions import BudgetExhaustedWarning
 from .pipeline import certify, final_estimator
 
@@ -23,6 +24,10 @@ __all__ = ["make_robustness_scorer", "RobustnessScorer", "METRICS"]
 METRICS = ("certified_accuracy", "robustness_rate", "delta_robust_rate")
 
 _DEFAULT_MAX_ITER = 500
+
+#: certify's keywords that the scorer passes on as ``**certify_kwargs`` (its
+#: own arguments aside); ``variance_bound`` is the classifiers' only.
+_CERTIFY_EXTRA = ("features", "domain", "verbose", "variance_bound")
 
 
 def _check_gamma(gamma):
@@ -156,7 +161,10 @@ def make_robustness_scorer(
     random_state : int, default=0
         Seeds the local search, for reproducible scores.
     **certify_kwargs
-        More arguments of ``certify`` (``features``, ``domain``).
+        More arguments of ``certify``: ``features``, ``domain``, ``verbose``
+        and (classifiers) ``variance_bound``; any other name raises
+        ``TypeError`` here, as bad ``max_iter`` / ``time_limit`` / ``n_jobs``
+        raise ``ValueError``.
 
     Returns
     -------
@@ -193,4 +201,17 @@ def make_robustness_scorer(
     for key in ("X", "gamma", "metric"):
         if key in certify_kwargs:  # pragma: no cover - caught by Python for gamma/metric
             raise TypeError(f"{key!r} cannot be a certify keyword here.")
+    # Checked here, once, rather than at every scoring call: in GridSearchCV
+    # (error_score=np.nan) a bad argument otherwise turns every score into NaN
+    # with one warning per fold.
+    check_budget(max_iter, time_limit)
+    check_n_jobs(n_jobs)
+    unknown = sorted(set(certify_kwargs) - set(_CERTIFY_EXTRA))
+    if unknown:
+        raise TypeError(
+            f"make_robustness_scorer got unexpected certify keyword(s) {unknown}; "
+            f"the others it passes on are {list(_CERTIFY_EXTRA)}."
+        )
+    if "verbose" in certify_kwargs:
+        check_verbose(certify_kwargs["verbose"])
     return RobustnessScorer(gamma, metric, delta, norm, max_iter, time_limit, n_jobs, random_state, certify_kwargs)

@@ -55,7 +55,7 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .exceptions import BudgetExhaustedWarning, RoundTripWarning, UnsupportedStepError
+from .exceptions import BudgetExhaustedWarning, RoundTripWarning, UnsupportedModelError, UnsupportedStepError
 from ._engine._delta import Explanation, class_targets, delta_from_ranges
 from ._engine._common import user_stacklevel
 from ._engine._perturbation import make_boxes, resolve_features
@@ -294,7 +294,7 @@ def _split(estimator, prefix=""):
         return steps + inner, final
     if not callable(getattr(estimator, "certify", None)):
         what = f"The final step {prefix[:-3]!r}" if prefix else "The estimator"
-        raise TypeError(
+        raise UnsupportedModelError(
             f"{what} ({type(estimator).__name__}) has no certify/prediction_range: pass a fitted "
             "RobustGaussianProcessClassifier / RobustGaussianProcessRegressor, or a Pipeline ending in one."
         )

@@ -122,3 +122,26 @@ def test_delta_robust_rate_refuses_classifier(moons):
     pipe = _clf_pipe().fit(X, y)
     with pytest.raises(ValueError, match="regressor"):
         make_robustness_scorer(0.1, metric="delta_robust_rate", delta=0.1)(pipe, X[:5], y[:5])
+
+
+def test_run_arguments_are_checked_when_the_scorer_is_made():
+    """max_iter=-3, n_jobs="x" or an unknown keyword were accepted and failed
+    only at scoring time (in GridSearchCV: a NaN score and a warning per fold)
+    (eco-hunt D6, D7)."""
+    for kw, match in [
+        ({"max_iter": -3}, "max_iter"),
+        ({"max_iter": 2.5}, "max_iter"),
+        ({"time_limit": 0}, "time_limit"),
+        ({"n_jobs": "x"}, "n_jobs"),
+        ({"n_jobs": 1.5}, "n_jobs"),
+        ({"n_jobs": True}, "n_jobs"),
+        ({"verbose": -1}, "verbose"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            make_robustness_scorer(0.1, **kw)
+    with pytest.raises(TypeError, match="foo"):
+        make_robustness_scorer(0.1, foo=1)
+    for kw in ({"n_jobs": -1}, {"n_jobs": 2, "max_iter": None, "time_limit": 1.5}, {"verbose": 0},
+               {"variance_bound": "paper", "domain": (None, None)}):
+        assert isinstance(make_robustness_scorer(0.1, **kw), RobustnessScorer)
+
