@@ -121,6 +121,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
+from ._engine._common import check_gram
 from ._engine._latent import BoundModel, LatentModel, fitted_decision_kind
 from ._gpc import RobustGaussianProcessClassifier
 from ._hyperopt import optimise_hyperparameters
@@ -196,28 +197,6 @@ def _factor(K, tau, nu):
     # GPML Alg. 3.6: w = nu - S^1/2 L^-T L^-1 S^1/2 K nu.
     w = nu - sW * cho_solve((L, True), sW * (K @ nu))
     return L, sW, Sigma, mu, w
-
-
-def _check_gram(K, kernel):
-    """Raise ``LinAlgError`` unless K is positive semi-definite up to rounding.
-
-    EP only factors B = I + S^1/2 K S^1/2, which stays positive definite for
-    small site precisions even when K is indefinite, so without this check an
-    invalid kernel (e.g. ``Exponentiation(RBF(), -1)``) fits silently to a
-    model with negative latent variances. The test is a Cholesky factor of
-    K + j I with j = 1e-8 max|diag K| (plus the smallest normal number): far
-    above the rounding of a valid (even singular) Gram matrix, far below the
-    negative eigenvalues of a kernel that is not a covariance. It only
-    refuses; it changes nothing the fit computes.
-    """
-    jitter = 1e-8 * float(np.max(np.abs(np.diag(K)), initial=0.0)) + np.finfo(np.float64).tiny
-    try:
-        cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise np.linalg.LinAlgError(
-            f"The kernel {kernel} is not positive semi-definite at the training inputs (Cholesky of "
-            f"K + {jitter:.3g} I failed): it is not a valid covariance, and EP cannot fit it."
-        ) from None
 
 
 def expectation_propagation(K, y, *, tol=1e-6, max_sweeps=100, updates="sequential", tau0=None, nu0=None):
@@ -383,7 +362,7 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
 
     # -- EP ------------------------------------------------------------------
     def _run_ep(self, K):
-        _check_gram(K, self.kernel_)
+        check_gram(K, self.kernel_, "EP")
         warm = self.warm_start and getattr(self, "_ep_sites", None) is not None and len(self._ep_sites[0]) == len(K)
         tau0, nu0 = self._ep_sites if warm else (None, None)
         state = expectation_propagation(

@@ -536,3 +536,32 @@ def test_pipeline_functions_refuse_unboundable_models_with_unsupported_model_err
         certify(gpr, X[:1], 0.1, delta=0.1)
     with pytest.raises(UnsupportedModelError, match="has no certify/prediction_range"):
         prediction_range(gpr, X[:1], 0.1)
+
+
+def test_classifiers_refuse_an_indefinite_kernel(clf_data):
+    """ExpSineSquared on two features is not a covariance (Gram min eigenvalue
+    ~ -1.7 here); the Laplace and softmax classifiers fitted it silently at
+    chance-level training accuracy, and certify then certified that model
+    (eco-hunt D15; EP: D1, tests/test_ep.py)."""
+    from numpy.linalg import LinAlgError
+    from sklearn.gaussian_process.kernels import ExpSineSquared
+
+    from skgprobust import SoftmaxGaussianProcessClassifier
+
+    X, y = clf_data
+    X, y = X[:20], y[:20]
+    bad = ExpSineSquared(1.0, 3.0)
+    assert np.linalg.eigvalsh(bad(X)).min() < -0.1
+    y3 = np.arange(20) % 3
+    for est, yy in [
+        (RobustGaussianProcessClassifier(bad, optimizer=None), y),
+        (RobustGaussianProcessClassifier(bad, optimizer=None), y3),  # one-vs-rest: each binary model
+        (SoftmaxGaussianProcessClassifier(bad, optimizer=None), y3),
+        (SoftmaxGaussianProcessClassifier(bad, optimizer=None, shared_kernel=False), y3),
+    ]:
+        with pytest.raises(LinAlgError, match="not positive semi-definite"):
+            est.fit(X, yy)
+    # valid kernels on a singular Gram matrix (repeated rows) still fit
+    Xd, yd = np.vstack([X, X[:4]]), np.r_[y, y[:4]]
+    RobustGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, yd)
+    SoftmaxGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, np.r_[y3, y3[:4]])

@@ -55,6 +55,34 @@ def check_not_compound(kernel):
         raise ValueError("kernel cannot be a CompoundKernel")
 
 
+def check_gram(K, kernel, model):
+    """Raise ``LinAlgError`` unless the Gram matrix K (of ``kernel`` at the
+    training inputs) is positive semi-definite up to rounding.
+
+    The classifiers factor only B = I + W^1/2 K W^1/2 (W the likelihood's
+    curvature or EP's site precisions), which stays positive definite for
+    small W even when K is indefinite, so without this check a kernel that is
+    not a covariance (``Exponentiation(RBF(), -1)``, ``ExpSineSquared`` on
+    more than one feature) fits silently to a meaningless model (negative
+    latent variances, chance-level training accuracy) that ``certify`` would
+    then certify. The test is a Cholesky factor of K + j I with
+    j = 1e-8 max|diag K| (plus the smallest normal number): far above the
+    rounding of a valid (even singular) Gram matrix, far below the negative
+    eigenvalues of a kernel that is not a covariance. It only refuses; it
+    changes nothing the fit computes.
+    """
+    from scipy.linalg import cholesky
+
+    jitter = 1e-8 * float(np.max(np.abs(np.diag(K)), initial=0.0)) + np.finfo(np.float64).tiny
+    try:
+        cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise np.linalg.LinAlgError(
+            f"The kernel {kernel} is not positive semi-definite at the training inputs (Cholesky of "
+            f"K + {jitter:.3g} I failed): it is not a valid covariance, and {model} cannot fit it."
+        ) from None
+
+
 def check_epsilon(epsilon):
     if not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
