@@ -1562,7 +1562,18 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
 
     def latent_mean_and_variance(self, X):
-        """Predictive latent mean and variance at X (two classes only)."""
+        """Predictive latent mean and variance at X (two classes only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+
+        Returns
+        -------
+        latent_mean, latent_var : ndarray of shape (n_samples,)
+            The binary model's latent predictive mean and variance.
+        """
         check_is_fitted(self, self._fitted_attributes)
         if self.n_classes_ > 2:
             raise ValueError("latent_mean_and_variance is available for two classes only.")

@@ -279,7 +279,23 @@ def _is_identity(step):
 
 def final_estimator(estimator):
     """The robust estimator at the end of a (nested) Pipeline, or ``estimator``
-    itself; TypeError when it has no ``certify``."""
+    itself.
+
+    Parameters
+    ----------
+    estimator : estimator or Pipeline
+        A robust estimator, or a (nested) Pipeline ending in one.
+
+    Returns
+    -------
+    final : estimator
+        The last step, the one with ``certify`` / ``prediction_range``.
+
+    Raises
+    ------
+    UnsupportedModelError
+        The estimator (or the last step) has no ``certify``.
+    """
     return _split(estimator)[1]
 
 
@@ -723,6 +739,8 @@ def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, do
     Returns
     -------
     explanation : Explanation
+        Delta per row and raw feature, with certified bounds, as the final
+        estimator's ``explain`` returns it.
     """
     steps, final = _split(estimator)
     if not steps or all(_is_identity(s) for _, s in steps):

@@ -130,6 +130,14 @@ class GlobalExplanation:
     feature_names: np.ndarray
 
     def to_frame(self):
+        """The global explanation as a table (pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            One row per feature (indexed by its name), with columns
+            ``value``, ``lower`` and ``upper``.
+        """
         import pandas as pd
 
         return pd.DataFrame(

@@ -37,7 +37,7 @@ def _align_series(value, name, d, feature_names):
     )
 
 
-def _check_finite_array(value, name, d, allow_inf=None, feature_names=None):
+def check_finite_array(value, name, d, allow_inf=None, feature_names=None):
     """Validated (d,) float array; ``allow_inf`` = -inf or +inf admits that
     infinity (an unbounded side of a domain), never NaN or the other one.
     A pandas Series is aligned by its labels (:func:`_align_series`)."""
@@ -105,7 +105,7 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
     n, d = X.shape
     if gamma is None:
         raise ValueError("gamma is required (a non-negative scalar or per-feature array).")
-    g = _check_finite_array(gamma, "gamma", d, feature_names=feature_names)
+    g = check_finite_array(gamma, "gamma", d, feature_names=feature_names)
     if np.any(g < 0):
         raise ValueError(f"gamma must be non-negative, got {gamma!r}.")
     g = np.where(resolve_features(features, d, feature_names), g, 0.0)
@@ -116,12 +116,12 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
         except (TypeError, ValueError):
             raise ValueError(f"domain must be a pair (low, high), got {domain!r}.") from None
         low = (
-            _check_finite_array(low, "domain low", d, -np.inf, feature_names)
+            check_finite_array(low, "domain low", d, -np.inf, feature_names)
             if low is not None
             else np.full(d, -np.inf)
         )
         high = (
-            _check_finite_array(high, "domain high", d, np.inf, feature_names)
+            check_finite_array(high, "domain high", d, np.inf, feature_names)
             if high is not None
             else np.full(d, np.inf)
         )

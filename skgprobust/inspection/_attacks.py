@@ -40,7 +40,7 @@ __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
 # --------------------------------------------------------------------------
 
 
-def _check_estimator(estimator):
+def check_attack_model(estimator):
     if not isinstance(estimator, (RobustGaussianProcessClassifier, RobustGaussianProcessRegressor)):
         raise UnsupportedModelError(
             "Attacks need a RobustGaussianProcessClassifier or RobustGaussianProcessRegressor, "
@@ -95,7 +95,7 @@ class _Problem:
     """
 
     def __init__(self, estimator, X, gamma, features, domain, target):
-        _check_estimator(estimator)
+        check_attack_model(estimator)
         X, self.single = _as_rows(X)
         self.X, self.lo, self.hi = prepare(estimator, X, gamma, features, domain, None, None)
         self.estimator, self.labels = estimator, None
@@ -353,7 +353,7 @@ def attack_succeeded(estimator, X, X_adv, *, delta=None):
         Classifier: ``predict(X_adv) != predict(X)``; regressor:
         ``max_p |predict(X_adv)_p - predict(X)_p| > delta``.
     """
-    _check_estimator(estimator)
+    check_attack_model(estimator)
     check_is_fitted(estimator, estimator._fitted_attributes)
     _check_delta(estimator, delta, required=True)
     X, single = _as_rows(X)

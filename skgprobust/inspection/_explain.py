@@ -87,6 +87,8 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
     Returns
     -------
     curve : GapCurve
+        The gaps (probability of ``target`` minus the largest other class)
+        and modified points per beta, and the feature order used.
     """
     from sklearn.base import is_classifier
 

@@ -72,9 +72,9 @@ def robustness_curve(estimator, x, gammas, *, target=None, epsilon=1e-2, attack=
     if attack is not None and not callable(attack):
         if attack not in ("gpfgs", "gpjm", "pgd"):
             raise ValueError(f"attack must be 'gpfgs', 'gpjm', 'pgd', a callable or None, got {attack!r}.")
-        from ._attacks import _check_estimator
+        from ._attacks import check_attack_model
 
-        _check_estimator(estimator)  # before any prediction_range
+        check_attack_model(estimator)  # before any prediction_range
     # x was validated with its feature names: the calls below on float arrays
     # must not warn that it has none.
     with quiet_feature_names():
@@ -141,6 +141,7 @@ def plot_robustness_curve(
     Returns
     -------
     ax : matplotlib Axes
+        The axes drawn on (``ax`` when given).
     """
     c = robustness_curve(
         estimator, x, gammas, target=target, epsilon=epsilon, attack=attack, random_state=random_state, **range_params
@@ -175,6 +176,7 @@ def plot_explanation(explanation, row=None, *, top=None, ax=None):
     Returns
     -------
     ax : matplotlib Axes
+        The axes drawn on (``ax`` when given).
     """
     src = explanation.global_() if row is None else None
     vals = src.values if src is not None else explanation.values[row]
@@ -217,6 +219,7 @@ def plot_explanation_heatmap(explanation, shape, row=0, *, ax=None, cmap="RdBu_r
     Returns
     -------
     ax : matplotlib Axes
+        The axes drawn on (``ax`` when given).
     """
     h, w = shape
     vals = explanation.global_().values if row is None else explanation.values[row]
@@ -255,6 +258,7 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
     Returns
     -------
     ax : matplotlib Axes
+        The axes drawn on (``ax`` when given).
     """
     if not is_classifier(estimator):
         raise TypeError(f"plot_decision_map needs a fitted classifier, got {type(estimator).__name__}.")

@@ -102,6 +102,8 @@ def make_adapter(kernel, Xs):
     Returns
     -------
     adapter : KernelAdapter
+        The root of the adapter tree (sound value, interval and
+        relaxation bounds of ``kernel(x, Xs)``).
 
     Raises
     ------
