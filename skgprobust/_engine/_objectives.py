@@ -876,14 +876,12 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         val, arg = np.where(np.isnan(val), -np.inf, val), bb.argmin
         if quad is not None:  # the quadratic relaxation (_QuadRatio): the larger of two valid bounds
             qv, qarg = quad(sc, sr)
-            quad.prefer = False
             if quad.affine_ok and (qv < 0).any() and not optional_work_expired() and quad.aff is not None:
                 # Its variant with affine variance slopes (root box; only where the plain one fails;
                 # optional work: not past the row's deadline, :mod:`._deadline`).
                 qv2, qarg2 = quad(sc, sr, affine=True)
                 b2 = qv2 > qv
                 qv, qarg = np.where(b2, qv2, qv), np.where(b2[:, None], qarg2, qarg)
-                quad.prefer = bool(b2[0])  # which terms the slices keep for the other classes
             better = qv > val
             val, arg = np.where(better, qv, val), np.where(better[:, None], qarg, arg)
         return val, arg
@@ -932,8 +930,9 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     """Bisection of :func:`_ratio_bound`'s t with the latent slices of
     :meth:`_QuadRatio.sliced` (a t passes when psi(t) >= 0 or every node's
     bound is >= 0: both prove F_t >= 0 on the box; the slices keep the
-    terms of the relaxation's affine-slope variant for the other classes
-    where psi found that variant the larger): between the best proven
+    plain relaxation's terms for the other classes: with the affine-slope
+    variant's terms they lost on digits, row 0 max P_1 at gamma 0.05 root
+    gap 0.026 -> 0.035): between the best proven
     t and the value of P_c attained at the relaxation's minimiser (or the
     search range's far end), where no t beyond can pass. Boxes whose gap is
     below ``SLICE_MIN_GAP`` (nothing to win) or above ``SLICE_MAX_GAP``
@@ -977,12 +976,11 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
         sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)
         f, am = psi(t)
         ok = f >= 0
-        prefer = quad.prefer
         for pair in quad.slice_pairs(sc, sr):
             need = todo & ~ok
             if not need.any():
                 break
-            ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget, affine=prefer) >= 0))
+            ok = ok | (need & (quad.sliced(sc, sr, am, pair, budget=budget) >= 0))
             if optional_work_expired():
                 break
         best = np.where(todo & ok, t, best)
@@ -1265,7 +1263,7 @@ class _QuadRatio:
         self.adapter, self.lo, self.hi, self.h, self.rtol = ad, lo, hi, h, rtol
         self.wrtol = margin_rtol(N, d) * probs._kmax(probs.group[0], lo, hi)
         self.ok = bool(ok_k.any())
-        self._aff, self.prefer = None, False
+        self._aff = None
         self._aff_args = None  # built on first use (:attr:`aff`)
         self.affine_ok = bool(VSLOPE_AFFINE and self.ok and B <= AFFINE_MAX_BOXES)
         if self.affine_ok:
@@ -1552,7 +1550,8 @@ class _QuadRatio:
         ``affine``: the other classes keep the terms of the relaxation's
         affine variant (:meth:`_affine_terms`) instead, the two sliced
         classes' extra terms set to 0 (line classes there); the same proof,
-        with :meth:`__call__`'s for that variant.
+        with :meth:`__call__`'s for that variant (attacked in the tests;
+        :func:`_slice_refine` does not use it: it lost there on digits).
         """
         n = N_SLICES if n_slices is None else int(n_slices)
         steps = N_SLICE_STEPS if steps is None else int(steps)
