@@ -44,8 +44,24 @@ Models (the seed's appendix I, defaults of this script)
   (the setting before the priors); ``--kernel rbf`` and
   ``--safety-normalize`` restore the other earlier choices.
 
-Measured (2 shared cores at load 10-18, 10 repetitions unless stated; see
-the closing note of issue 14 for the full table):
+Measured, MAP (default settings), session 8 (``--out``; nice 19 on 2 shared
+cores at load 8-13): toy 30 repetitions, MOGP samples and EngE 23 (30 did
+not fit in the wall time at that load; CPU per repetition 5.5-10.8 s, i.e.
+0.09-0.18 s CPU per iteration), mean +- s.e. (the seed's in brackets):
+
+* safe queries %: toy AL_MOGP 99.33 +- 0.24 (96.24), RS 99.25, indGPs 99.00,
+  no safety 28.25 +- 0.76 (26.75); MOGP samples AL_MOGP 98.33 +- 0.28
+  (98.80), RS 99.64, indGPs 98.12, no safety 71.45 +- 1.37 (78.26); EngE
+  AL_MOGP 97.35 +- 0.38 (99.21), RS 98.67, indGPs 97.27, no safety 84.38
+  +- 0.76 (85.59).
+* final RMSE: toy 0.334 / 0.338 / 0.325 (AL / RS / indGPs; N_sum to 0.4:
+  28 / 32 / 30, the seed's 24 / 42 / 38); MOGP samples 0.825 / 0.830 /
+  0.859 (0.6 never reached on the mean curve; the seed's N_sum 83 / 101 /
+  115); EngE 1.223 +- 0.034 / 1.212 +- 0.041 / 1.203 +- 0.037 (the seed's
+  0.85 / 1.23 / 0.93; see the test-set diagnosis below).
+* safety precision 0.991-1.000 (the seed's 0.983-0.998).
+
+Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated):
 
 * EngE AL_MOGP safe queries: ML + RBF + normalised safety values 94.58 +-
   0.71% (earlier 10-repetition study); MAP + Matern + zero prior mean
