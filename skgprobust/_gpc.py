@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessClassifier
 
 from ._engine._api import ClassifierBoundsMixin, ProbaOnly, fill_doc
-from ._engine._common import check_gram, float64_inputs
+from ._engine._common import check_gram, discard_fit, float64_inputs
 from ._engine._driver import RangeProblem, range_result
 from ._engine._latent import check_variance_bound, classifier_bound_model
 from ._engine._objectives import ProbaObjective
@@ -182,8 +182,12 @@ on it).""",
         """
         super().fit(float64_inputs(X, self.kernel), y)
         base = self.base_estimator_
-        for b in getattr(base, "estimators_", [base]):  # one binary model, or one per pair / class
-            check_gram(b.kernel_(b.X_train_), b.kernel_, type(self).__name__)
+        try:
+            for b in getattr(base, "estimators_", [base]):  # one binary model, or one per pair / class
+                check_gram(b.kernel_(b.X_train_), b.kernel_, type(self).__name__)
+        except np.linalg.LinAlgError:
+            discard_fit(self)  # not fitted: certify / predict must not use that model
+            raise
         return self
 
     def _fit_token(self):

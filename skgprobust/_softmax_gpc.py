@@ -311,7 +311,7 @@ from ._bounds._softmax import (
     softmax_gaussian_bounds,
 )
 from ._engine._api import ClassifierBoundsMixin
-from ._engine._common import check_gram, check_not_compound
+from ._engine._common import check_gram, check_not_compound, discard_fit
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel
 from ._engine._softmax_objectives import (
@@ -1811,8 +1811,12 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
             self.kernels_ = self._kernels_from_theta(np.asarray(theta))
         self.kernel_ = self.kernels_[0]
         Ks, _ = self._gram(self.kernels_, False)
-        for c in range(1 if self.shared_kernel_ else m):
-            check_gram(Ks[c], self.kernels_[c], type(self).__name__)
+        try:
+            for c in range(1 if self.shared_kernel_ else m):
+                check_gram(Ks[c], self.kernels_[c], type(self).__name__)
+        except np.linalg.LinAlgError:
+            discard_fit(self)  # not fitted: certify / predict must not use that model
+            raise
         f, a, converged = _laplace_mode(Ks, self.y_train_, self._a_cache, self.max_iter_predict)
         if not converged:
             warnings.warn("The Laplace mode search did not converge within max_iter_predict.", ConvergenceWarning)

@@ -561,6 +561,8 @@ def test_classifiers_refuse_an_indefinite_kernel(clf_data):
     ]:
         with pytest.raises(LinAlgError, match="not positive semi-definite"):
             est.fit(X, yy)
+        with pytest.raises(NotFittedError):  # nothing left to certify
+            est.certify(X[:1], 0.1)
     # valid kernels on a singular Gram matrix (repeated rows) still fit
     Xd, yd = np.vstack([X, X[:4]]), np.r_[y, y[:4]]
     RobustGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, yd)

@@ -83,6 +83,14 @@ def check_gram(K, kernel, model):
         ) from None
 
 
+def discard_fit(estimator):
+    """Remove every fitted attribute (name ending in "_", sklearn's
+    convention) after a ``fit`` that failed part-way, so the estimator reads
+    as not fitted (``NotFittedError``) rather than as the failed model."""
+    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+        delattr(estimator, name)
+
+
 def check_epsilon(epsilon):
     if not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
