@@ -385,6 +385,7 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         if self.kernel is None:
             self.kernel_ = C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
@@ -612,6 +613,7 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         if isinstance(self.kernel, CompoundKernel):
             raise ValueError("kernel cannot be a CompoundKernel")

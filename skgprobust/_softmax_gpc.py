@@ -1715,6 +1715,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Returns
         -------
         log_likelihood : float
+            The Laplace approximation of the log marginal likelihood.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,)
             Only when ``eval_gradient`` is True.
         """
@@ -1750,6 +1751,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         check_not_compound(self.kernel)
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=False, y_numeric=False)
@@ -1930,6 +1932,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Returns
         -------
         y : ndarray of shape (n_samples,)
+            Predicted class labels.
         """
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]

@@ -765,6 +765,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         self._validate_params()
         check_not_compound(self.kernel)
@@ -847,6 +848,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         Returns
         -------
         log_likelihood : float
+            The approximation's log marginal likelihood (the ELBO for "vfe").
         log_likelihood_gradient : ndarray of shape (n_kernel_params,)
             Only when eval_gradient is True.
         """
@@ -870,10 +872,12 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         Returns
         -------
         y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean.
         y_std : ndarray, only when return_std
             ``sqrt(max(k(x, x) - ||L_^-1 k(Z, x)||^2, 0))`` times the
             target scale; k(x, x) includes WhiteKernel noise, not alpha.
         y_cov : ndarray, only when return_cov
+            Predictive covariance of the query points.
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
@@ -1511,6 +1515,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         self._validate_params()
         check_not_compound(self.kernel)
@@ -1557,6 +1562,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Returns
         -------
         C : ndarray of shape (n_samples,)
+            Predicted class labels.
         """
         check_is_fitted(self, self._fitted_attributes)
         return self.base_estimator_.predict(validate_data(self, X, reset=False, dtype=np.float64))
