@@ -94,6 +94,33 @@ is mostly other jobs):
   kernels: no slices; ``--iris-max-iter 400``: 53% rows / 58% columns,
   1.19 -> 1.18 CPU s per row).
 
+Affine variance slopes in the root relaxation (report "ovr-range",
+session 8: ``Link.v_slope_affine`` and ``_QuadRatio._affine_terms``, with
+the curvature of convex lower / concave upper sides; before = 77daebe,
+after = that plus ca58230 / ac41838 / 141eecd, only these files; 20 rows,
+``time_limit=10``, before and after side by side at load average 9-12 on
+2 cpus from other jobs, so rows ran past their time limit and the variant,
+optional work, was cut by the rows' deadline for the later objectives):
+
+* root deficit of min F_t at the attacked t (decomposition in the report):
+  the constant variance slope (smallest |dp/dv| over the rectangle) was
+  its largest term. Root gaps (no time limit): gamma 0.02, row 18 max P_5
+  0.0107 -> 0.0099, min P_5 0.0071 -> 0.0046, min P_9 0.0051 -> 0.0045;
+  gamma 0.05, row 0 max P_1 0.0277 -> 0.0260, none looser on 8 objectives;
+* final version (141eecd), load 8-10: gamma 0.02 rows 85% -> 85%,
+  columns 98% -> 98%, median worst gap 0.0075 -> 0.0075, median 8.5 ->
+  8.5 s, max 11.9 -> 10.4 s (not converged [10, 18, 19] -> [2, 10, 18]);
+  gamma 0.05 (load 6-8): rows 0% both, columns 44% -> 47%, median worst
+  gap 0.054 -> 0.055, median 9.8 -> 9.9 s, max 10.7 -> 10.6 s;
+* ca58230 (not gated by the deadline, slices with the variant's terms):
+  gamma 0.02 rows 85% -> 80%, columns 98% -> 98%, median worst gap
+  0.0076 -> 0.0054, max 13.9 -> 20.0 s; gamma 0.05 rows 0% both, columns
+  29% -> 48%, gap 0.073 -> 0.065, median 13.2 -> 16.1 s;
+* root CPU of a row's 20 objectives (rows 0 and 18, gamma 0.02): 4.6 ->
+  5.7 s; child boxes unchanged (the variant runs at the root only);
+* certify (20 rows) and Iris: unchanged (0% unknown at both gammas, same
+  statuses; Iris 0% / 0% at ``time_limit=2`` under this load).
+
 The script prints the rows that did not converge.
 
 Run against any checkout: ``PYTHONPATH=<checkout> python
