@@ -30,12 +30,21 @@ def optional_work_expired():
     return dl is not None and time.perf_counter() >= dl
 
 
+def row_time_expired():
+    """True once the current row's whole ``time_limit`` has passed: work
+    that only sharpens a sound bound (e.g. the joint one-vs-rest ratio bound
+    of each root) is then skipped, so a row ends near its time limit."""
+    end = getattr(_ROW, "end", None)
+    return end is not None and time.perf_counter() >= end
+
+
 @contextmanager
 def row_deadline(budget):
     """Publish ``budget``'s optional-work deadline for the enclosed solve."""
-    prev = getattr(_ROW, "deadline", None)
+    prev = getattr(_ROW, "deadline", None), getattr(_ROW, "end", None)
     _ROW.deadline = None if budget.time_limit is None else budget.start + OPTIONAL_SHARE * budget.time_limit
+    _ROW.end = None if budget.time_limit is None else budget.start + budget.time_limit
     try:
         yield
     finally:
-        _ROW.deadline = prev
+        _ROW.deadline, _ROW.end = prev

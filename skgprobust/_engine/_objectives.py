@@ -68,7 +68,7 @@ from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..exceptions import UnsupportedKernelError
 from ..kernels._base import TaylorModel
-from ._deadline import optional_work_expired
+from ._deadline import optional_work_expired, row_time_expired
 from .._bounds._links import FiveErfLink
 from .._bounds._link_planes import link_plane
 
@@ -1669,10 +1669,56 @@ def _same_support(a, b):
 
 
 def _proba(P, cls, binary):
-    """predict_proba column ``cls`` from unnormalised p (n, K)."""
+    """predict_proba column ``cls`` from unnormalised p (n, K), as sklearn's
+    one-vs-rest normalises (rows whose sum is 0 are left as they are)."""
     if binary:
         return P[:, 0] if cls == 1 else 1.0 - P[:, 0]
-    return P[:, cls] / P.sum(axis=1)
+    tot = P.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tot != 0, P[:, cls] / np.where(tot != 0, tot, 1.0), P[:, cls])
+
+
+def _normalised_interval(plo, phi, c):
+    """Bounds of sklearn's one-vs-rest ``predict_proba`` column c from bounds
+    of the per-class values over each box: ``(low, high, rel, pos)``.
+
+    sklearn divides the per-class values p~_k (each in [plo_k, phi_k], the
+    link margin included; p~_k may be slightly negative: the five-erf sum's
+    own noise) by their float sum S~ where S~ != 0. Let g = (K + 2) u sum_k
+    max(|plo_k|, |phi_k|) >= |S~ - sum_k p~_k| (K - 1 additions, first order
+    with room). Write S~ = p~_c + R' with R' in [Ra, Rb] = [sum_(k != c)
+    plo_k - g, sum_(k != c) phi_k + g]. If S_L = plo_c + Ra > 0 the
+    denominator p + R is positive on the whole rectangle [plo_c, phi_c] x
+    [Ra, Rb]; there p / (p + R) is monotone in p for fixed R (derivative R /
+    S^2, one sign) and in R for fixed p (-p / S^2), so its extremes over the
+    rectangle are at the four corners. Each corner is computed with two
+    roundings and sklearn's division adds one: the ends are moved outward by
+    4 u of their size. Where S_L <= 0 (or not finite) nothing is proven:
+    sklearn's value can be anything (its sum may vanish or change sign), so
+    the box gets (-inf, inf); ``pos`` marks the proven boxes. ``rel`` = 4 u
+    + g / S_L is the relative correction for a bound t of p~_c / sum_k p~_k
+    (the joint bound of :func:`_ratio_bound`): S~ differs from the sum by
+    at most g <= (g / S_L) sum, and the division adds u.
+    """
+    K = plo.shape[1]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        g = (K + 2) * _U * np.maximum(np.abs(plo), np.abs(phi)).sum(axis=1) * (1.0 + 1e-12)
+        Ra = (plo.sum(axis=1) - plo[:, c]) - g
+        Rb = (phi.sum(axis=1) - phi[:, c]) + g
+        # The rest's sums are formed in float too: widen by their own rounding.
+        Ra = Ra - g
+        Rb = Rb + g
+        S_L = plo[:, c] + Ra
+        pos = np.isfinite(S_L) & (S_L > 0) & np.isfinite(Rb) & np.isfinite(phi[:, c])
+        corners = np.stack([pc / (pc + R) for pc in (plo[:, c], phi[:, c]) for R in (Ra, Rb)])
+        low = corners.min(axis=0)
+        high = corners.max(axis=0)
+        low = low - 4.0 * _U * np.abs(low) - 1e-300
+        high = high + 4.0 * _U * np.abs(high) + 1e-300
+        rel = 4.0 * _U + 2.0 * g / np.where(pos, S_L, 1.0)
+    low = np.where(pos, low, -np.inf)
+    high = np.where(pos, high, np.inf)
+    return low, high, rel, pos
 
 
 class ProbaObjective:
@@ -1707,23 +1753,20 @@ class ProbaObjective:
             arg = b.arg_mu_min if want_low else b.arg_mu_max
             lower = lo_c if self.sign > 0 else -hi_c
             return BoxBound(lower - m, arg, b.score)
-        # Normalised: increasing in p_c, decreasing in the others (p >= 0).
-        plo = np.maximum(plo, 0.0)
-        rest_lo = plo.sum(axis=1) - plo[:, c]
-        rest_hi = phi.sum(axis=1) - phi[:, c]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            low = plo[:, c] / (plo[:, c] + rest_hi)
-            high = phi[:, c] / (phi[:, c] + rest_lo)
-        low = np.where(np.isfinite(low), low, 0.0)
-        high = np.where(np.isfinite(high), high, 1.0)
+        # Normalised (sklearn: p~_c / fl(sum_k p~_k) where the sum is not 0):
+        # proven only where the sum is certified positive (_normalised_interval).
+        low, high, rel, pos = _normalised_interval(plo, phi, c)
         margin = 4 * len(boxes) * m
         b = boxes[c]
         score = sum(bx.score for bx in boxes)
         arg = b.arg_mu_min if self.sign > 0 else b.arg_mu_max
         probs = self.probs
-        if self.joint:
-            # Joint bound (_ratio_bound) where the interval bound leaves room.
-            ok = np.isfinite(low) & np.isfinite(high) & (high - low > 1e-9)
+        if self.joint and not row_time_expired():
+            # Joint bound (_ratio_bound) where the interval bound leaves room
+            # (skipped once the row's time_limit has passed: the interval
+            # bound is sound on its own; hunt B1: 20 non-interruptible roots
+            # of ~0.5 s each made rows at time_limit 1e-3 take 8-10 s).
+            ok = pos & np.isfinite(low) & np.isfinite(high) & (high - low > 1e-9)
             if ok.any():
                 # Search t only up to (lower side) / down from (upper side) the
                 # value at the box centre: no t beyond it can pass.
@@ -1742,11 +1785,15 @@ class ProbaObjective:
                 except UnsupportedKernelError:  # no diagonal bound for this kernel
                     t = None
                 if t is not None:
+                    # t bounds p~_c / (sum of the p~_k); sklearn's float sum and
+                    # division move it by at most rel |t| (_normalised_interval).
                     if self.sign > 0:
+                        t = t - rel[ok] * np.abs(t)
                         better = t > low[ok]
                         low = low.copy()
                         low[ok] = np.maximum(low[ok], t)
                     else:
+                        t = t + rel[ok] * np.abs(t)
                         better = t < high[ok]
                         high = high.copy()
                         high[ok] = np.minimum(high[ok], t)

@@ -1,0 +1,71 @@
+"""sklearn's one-vs-rest normalisation p~_c / fl(sum_k p~_k) (left as is where
+the sum is 0) against the certified probability ranges, where the per-class
+values are tiny or of either sign (hunt V1: a box certified [-1.2e-9, 1 +
+1.2e-9] where predict_proba reached -1.0 and 2.0)."""
+
+import warnings
+
+import numpy as np
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgprobust import RobustGaussianProcessClassifier
+from skgprobust._engine._objectives import _normalised_interval, _proba
+
+
+def _sklearn_normalise(Y):
+    Y = Y.copy()
+    row_sums = np.sum(Y, axis=1)[:, np.newaxis]
+    np.divide(Y, row_sums, out=Y, where=row_sums != 0)
+    return Y
+
+
+def test_proba_matches_sklearn_normalisation_with_zero_sums():
+    P = np.array([[0.0, 0.0, 0.0], [1e-13, -1e-13, 0.0], [0.2, 0.3, 0.5], [-0.0, 1e-300, 0.0]])
+    ref = _sklearn_normalise(P)
+    for c in range(3):
+        np.testing.assert_array_equal(_proba(P, c, False), ref[:, c])
+
+
+def test_normalised_interval_contains_sklearn_values():
+    """Random per-class intervals (tiny, negative, mixed magnitudes): every
+    sklearn-normalised value of points inside them lies in the interval;
+    boxes whose sum is not certified positive are unbounded."""
+    rng = np.random.default_rng(0)
+    checked = unbounded = 0
+    for _ in range(300):
+        K = int(rng.integers(2, 11))
+        scale = 10.0 ** rng.uniform(-14, 0)
+        a = rng.uniform(-0.2, 1.0, (1, K)) * scale
+        w = rng.uniform(0, 1, (1, K)) * scale * rng.choice([1e-6, 0.1, 1.0])
+        plo, phi = a, a + w
+        Y = plo + (phi - plo) * rng.random((2000, K))
+        Y[:K] = np.where(np.eye(K, dtype=bool), plo, phi)  # corners
+        vals = _sklearn_normalise(Y)
+        for c in range(K):
+            low, high, rel, pos = _normalised_interval(plo, phi, c)
+            assert np.all(vals[:, c] >= low[0]) and np.all(vals[:, c] <= high[0]), (K, c, low, high)
+            checked += 1
+            unbounded += int(not pos[0])
+    assert checked > 1000 and 0 < unbounded < checked
+
+
+def test_ovr_range_covers_normalisation_of_vanishing_probabilities():
+    """The hunt's model: every class's probability ~1e-13 of either sign in
+    the box, so predict_proba jumps between -1 and 2; the range must say so."""
+    rng = np.random.default_rng(3)
+    d, K, n = 4, 3, 25
+    cent = rng.normal(0, 1.0, (K, d))
+    y = np.concatenate([np.arange(K), rng.integers(K, size=n - K)])
+    X = cent[y] + rng.normal(0, 0.6, (n, d))
+    clf = RobustGaussianProcessClassifier(C(76.9, "fixed") * RBF(2.23), optimizer=None, max_iter_predict=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    x0 = np.array([[-0.4372437, 0.89510729, -0.48773571, 0.09233056]])
+    gamma = 0.013156586539950407
+    r = clf.prediction_range(x0, gamma, epsilon=1e-4, max_iter=1, random_state=0)
+    P = x0 - gamma + 2 * gamma * np.random.default_rng(0).random((3000, d))
+    P = np.vstack([P, [[-0.4298681539529203, 0.8839841785173345, -0.47547537842276755, 0.08874884701012327]]])
+    pp = clf.predict_proba(P)
+    assert np.all(pp >= r.min_lower[0]) and np.all(pp <= r.max_upper[0])
