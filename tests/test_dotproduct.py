@@ -629,9 +629,9 @@ def _check_mean_ranges(reg, X, Xt, gamma, rng, time_limit=5.0, n_samples=2000):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-# two seeds per family in the default run (each row may run to its 1 s
-# limit), the other four in the slow job
-@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow) for s in range(2, 6)])
+# one seed per family in the default run (each row may run to its 1 s
+# limit; seed 0 took ~3 s per family), the other five in the slow job
+@pytest.mark.parametrize("seed", [1] + [pytest.param(s, marks=pytest.mark.slow) for s in (0, 2, 3, 4, 5)])
 def test_rank_deficient_mean_ranges_hold(seed, family):
     fitted = _rank_deficient(100 + seed + 1000 * FAMILIES.index(family), family)
     if fitted is None:
