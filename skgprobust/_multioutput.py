@@ -189,6 +189,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._bounds._variance import LatentVariance, SmoothCovariance
 from ._engine._api import RegressorBoundsMixin
+from ._engine._common import check_not_compound
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
@@ -1075,6 +1076,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         for k in ks:
             if not isinstance(k, Kernel):
                 raise ValueError(f"Latent kernels must be sklearn kernels, got {k!r}.")
+            check_not_compound(k)
         return [clone(k) for k in ks]
 
     def _n_latent(self, P):

@@ -813,3 +813,39 @@ def test_normalize_entropy_compares_outputs_in_units_of_their_observed_variance(
     ref = np.linalg.slogdet(full.model_.predict(pool[:5], return_cov=True)[1])[1]
     v = np.var(f_true(X0[:, 0]) * [1.0, 10.0], axis=0)
     np.testing.assert_allclose(c, ref - np.log(v).sum(), rtol=1e-10, atol=1e-10)
+
+
+def test_learner_certify_settings_are_checked_at_fit():
+    """certify_gamma=-0.1 / of the wrong length and certify_options with an
+    unknown key, a bad run argument or one the learner sets itself were
+    accepted by fit and failed at the first query (after refits), the last
+    with "got multiple values for keyword argument 'threshold'" (eco-hunt D7)."""
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    for kw, match in [
+        ({"certify_gamma": -0.1}, "certify_gamma must be non-negative"),
+        ({"certify_gamma": [0.1, 0.1]}, "certify_gamma must be a scalar or an array of length n_features=1"),
+        ({"certify_gamma": np.nan}, "certify_gamma must be finite"),
+        ({"certify_gamma": 0.1, "certify_options": {"foo": 1}}, "unknown key"),
+        ({"certify_gamma": 0.1, "certify_options": {"max_iter": -1}}, "max_iter"),
+        ({"certify_gamma": 0.1, "certify_options": {"n_jobs": "x"}}, "n_jobs"),
+        ({"certify_gamma": 0.1, "certify_options": {"threshold": 5.0}}, "cannot set"),
+    ]:
+        L = learner(**kw)
+        L._refit = None  # fit must refuse before fitting any model
+        with pytest.raises(ValueError, match=match):
+            L.fit(X0, Y0, z0)
+
+
+def test_learner_certify_safe_takes_a_dataframe_like_is_safe():
+    """certify_safe passed a DataFrame unconverted to the safety model fitted
+    on arrays: "X has feature names, but ... was fitted without" (eco-hunt D14)."""
+    pd = pytest.importorskip("pandas")
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    with _quiet():
+        L = learner().fit(pd.DataFrame(X0, columns=["x"]), Y0, z0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        res = L.certify_safe(pd.DataFrame(X0[:2], columns=["x"]), 0.01, max_iter=5, random_state=0)
+    ref = L.certify_safe(X0[:2], 0.01, max_iter=5, random_state=0)
+    np.testing.assert_array_equal(res.status, ref.status)

@@ -499,6 +499,7 @@ def _compound_cases():
         ("sgpr", lambda k: sg.SparseGaussianProcessRegressor(k, optimizer=None, inducing_points=5), "r"),
         ("sgpc", lambda k: sg.SparseGaussianProcessClassifier(k, optimizer=None, inducing_points=5), "c"),
         ("softmax", lambda k: sg.SoftmaxGaussianProcessClassifier(k, optimizer=None), "c"),
+        ("multioutput", lambda k: sg.MultiOutputGaussianProcessRegressor(k, optimizer=None), "r"),
     ]
 
 

@@ -30,6 +30,9 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._engine._common import check_budget, check_n_jobs, check_verbose
+from .._engine._perturbation import check_finite_array
+
 from ._safety import (
     certified_safe_fraction,
     certify_safe,
@@ -93,6 +96,31 @@ class ActiveLearningHistory:
         import pandas as pd
 
         return pd.DataFrame({f.name: getattr(self, f.name) for f in fields(self) if np.ndim(getattr(self, f.name)) == 1})
+
+
+#: certify_safe's arguments that the learner sets itself (its own parameters).
+_OWN_CERTIFY_ARGS = ("threshold", "safe_side", "delta")
+
+
+def _check_certify_options(options):
+    """``certify_options`` must name keyword arguments of :func:`certify_safe`
+    other than those the learner passes itself; the run arguments are checked
+    as ``certify_safe`` would check them. Done at ``fit``, so a bad option
+    fails at once, not at the first :meth:`SafeActiveLearner.query`."""
+    import inspect
+
+    own = sorted(set(options) & set(_OWN_CERTIFY_ARGS))
+    if own:
+        raise ValueError(
+            f"certify_options cannot set {own}: the learner passes its own threshold, safe_side and delta."
+        )
+    allowed = [p for p in inspect.signature(certify_safe).parameters if p not in ("model", "X", "gamma")]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"certify_options has unknown key(s) {unknown}; certify_safe takes {allowed}.")
+    check_budget(options.get("max_iter"), options.get("time_limit"))
+    check_n_jobs(options.get("n_jobs"))
+    check_verbose(options.get("verbose", 0))
 
 
 def _as_2d_float(X, name):
@@ -231,6 +259,7 @@ class SafeActiveLearner(BaseEstimator):
             raise ValueError(f"strategy must be 'entropy' or 'random', got {self.strategy!r}.")
         if self.certify_options is not None and not isinstance(self.certify_options, dict):
             raise ValueError(f"certify_options must be a dict or None, got {self.certify_options!r}.")
+        _check_certify_options(self.certify_options or {})
         if self.hyperparameter_posterior is not None:
             if not isinstance(self.hyperparameter_posterior, dict):
                 raise ValueError("hyperparameter_posterior must be a dict of HyperparameterPosteriorRegressor "
@@ -282,6 +311,10 @@ class SafeActiveLearner(BaseEstimator):
             raise ValueError(f"z must have one safety value per row of X ({len(X)}), got {z.shape[0]}.")
         if not np.all(np.isfinite(z)):
             raise ValueError("z contains NaN or infinity.")
+        if self.certify_gamma is not None:
+            g = check_finite_array(self.certify_gamma, "certify_gamma", X.shape[1])
+            if np.any(g < 0):
+                raise ValueError(f"certify_gamma must be non-negative, got {self.certify_gamma!r}.")
         self.n_features_in_ = X.shape[1]
         self.n_outputs_ = Y.shape[1]
         keep = ~np.all(np.isnan(Y), axis=1)
@@ -329,8 +362,19 @@ class SafeActiveLearner(BaseEstimator):
         return np.mean(probs, axis=0)
 
     def safety_probability(self, X):
-        """P(safe at x) under the safety model, shape (n,) (under a
-        hyperparameter posterior: the mixture's, the mean over the samples)."""
+        """P(safe at x) under the safety model (under a hyperparameter
+        posterior: the mixture's, the mean over the samples).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Candidate inputs.
+
+        Returns
+        -------
+        p : ndarray of shape (n,)
+            The probability that the safety value at each row is safe.
+        """
         check_is_fitted(self, "safety_model_")
         X = self._check_X(X)
         p = self._mixture_safety(X)
@@ -343,7 +387,18 @@ class SafeActiveLearner(BaseEstimator):
         """The safety decision P(safe at x) > 1 - delta (bool, shape (n,)),
         evaluated as mean +- z std against the threshold (see
         :mod:`skgprobust.active`); under a hyperparameter posterior, the
-        mixture's probability against 1 - delta (delta = 1: every point)."""
+        mixture's probability against 1 - delta (delta = 1: every point).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Candidate inputs.
+
+        Returns
+        -------
+        safe : ndarray of bool, shape (n,)
+            The safety decision at each row.
+        """
         check_is_fitted(self, "safety_model_")
         X = self._check_X(X)
         p = self._mixture_safety(X)
@@ -355,6 +410,11 @@ class SafeActiveLearner(BaseEstimator):
 
     def acquisition(self, X):
         """Predictive entropy (the seed's Eq. 7, up to its constant).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Candidate inputs.
 
         Returns
         -------
@@ -379,15 +439,48 @@ class SafeActiveLearner(BaseEstimator):
 
     def certify_safe(self, X, gamma, **kwargs):
         """Prove the safety model calls every point of the box around each
-        row safe; see :func:`skgprobust.active.certify_safe` for the
-        keyword arguments and the result."""
+        row safe, with the learner's threshold, safe_side and delta.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            The box centres.
+        gamma : float or array-like of shape (n_features,)
+            Half-width of the l_inf box per feature.
+        **kwargs
+            Further keyword arguments of
+            :func:`skgprobust.active.certify_safe` (``features``, ``domain``,
+            ``max_iter``, ``time_limit``, ``n_jobs``, ``random_state``, ...).
+
+        Returns
+        -------
+        result : CertificationResult
+            As :func:`skgprobust.active.certify_safe` returns it.
+        """
         check_is_fitted(self, "safety_model_")
+        X = self._check_X(X)
         return certify_safe(self.safety_model_, X, gamma, threshold=float(self.threshold), safe_side=self.safe_side,
                             delta=float(self.delta), **kwargs)
 
     def certified_safe_fraction(self, low, high, cells=10, **kwargs):
-        """Fraction of the box [low, high] proven safe, on a grid of cells;
-        see :func:`skgprobust.active.certified_safe_fraction`."""
+        """Fraction of the box [low, high] proven safe, on a grid of cells,
+        with the learner's threshold, safe_side and delta.
+
+        Parameters
+        ----------
+        low, high : array-like of shape (n_features,)
+            Corners of the region.
+        cells : int or array-like of int, default=10
+            Grid cells per feature.
+        **kwargs
+            Further keyword arguments of
+            :func:`skgprobust.active.certified_safe_fraction`.
+
+        Returns
+        -------
+        fraction, centers, result
+            As :func:`skgprobust.active.certified_safe_fraction` returns them.
+        """
         check_is_fitted(self, "safety_model_")
         return certified_safe_fraction(self.safety_model_, low, high, cells, threshold=float(self.threshold),
                                        safe_side=self.safe_side, delta=float(self.delta), **kwargs)

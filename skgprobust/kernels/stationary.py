@@ -194,6 +194,18 @@ class StationaryAdapter(KernelAdapter):
         return cdist(np.asarray(X, dtype=np.float64) / self.length_scale, self.Zs, "sqeuclidean")
 
     def values(self, X):
+        """k(X, Xs) = psi(phi(X, Xs)).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Query points.
+
+        Returns
+        -------
+        k : ndarray of shape (n, N)
+            The kernel values against the support inputs.
+        """
         return self.psi(self._phi(X))
 
     def value_and_grad(self, X):
@@ -250,14 +262,65 @@ class StationaryAdapter(KernelAdapter):
         return Es, aE, hs, pL, pU, pc
 
     def interval(self, lo, hi):
+        """(klo, khi) enclosing k(x, x_i) over each box: psi is decreasing,
+        so the ends are psi at the largest and the smallest scaled distance.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+
+        Returns
+        -------
+        klo, khi : ndarray of shape (B, N)
+            Lower and upper bounds per box and support input.
+        """
         _, _, _, pL, pU, _ = self._ranges(lo, hi)
         return self.psi(pU), self.psi(pL)
 
     def linearise(self, lo, hi, w):
+        """``(relax(lo, hi, w), taylor(lo, hi, w))`` sharing one distance range
+        computation.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+        w : ndarray of shape (B, N)
+            Weights of the support inputs.
+
+        Returns
+        -------
+        relaxation : Relaxation
+            As :meth:`relax` returns it.
+        taylor : TaylorModel or None
+            As :meth:`taylor` returns it.
+        """
         ranges = self._ranges(lo, hi)
         return self.relax(lo, hi, w, ranges), self.taylor(lo, hi, w, ranges)
 
     def relax(self, lo, hi, w, ranges=None):
+        """Separable lower bound of ``sum_i w_bi k(x, x_i)`` over each box
+        (:meth:`KernelAdapter.relax`): per support input, a line in phi below
+        (w > 0: the tangent of the convex psi at the range's midpoint) or above
+        (w < 0: the chord) psi over its scaled-distance range; phi is a
+        separable quadratic in x, so their weighted sum is too.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+        w : ndarray of shape (B, N)
+            Weights of the support inputs.
+        ranges : tuple, optional
+            The distance ranges of ``_ranges(lo, hi)``, when already computed.
+
+        Returns
+        -------
+        relaxation : Relaxation
+            The lower bound's constant, quadratic and linear parts, its
+            interval fallback, magnitude and split scores per box.
+        """
         Es, aE, hs, pL, pU, pc = self._ranges(lo, hi) if ranges is None else ranges
         klo, khi = self.psi(pU), self.psi(pL)
         width = pU - pL
