@@ -292,7 +292,8 @@ class SafeActiveLearner(BaseEstimator):
 
         Returns
         -------
-        self
+        self : SafeActiveLearner
+            The learner, fitted / updated.
         """
         self._check_params()
         X = _as_2d_float(X, "X")
@@ -580,7 +581,8 @@ class SafeActiveLearner(BaseEstimator):
 
         Returns
         -------
-        self
+        self : SafeActiveLearner
+            The learner, fitted / updated.
         """
         check_is_fitted(self, "model_")
         x = self._check_X(np.asarray(x, dtype=np.float64).reshape(1, -1))[0]

@@ -203,7 +203,20 @@ class MAPOptimizer:
         self.maxiter = maxiter
 
     def log_prior(self, theta):
-        """(sum of the log prior densities, gradient) at theta."""
+        """The log prior density of theta and its gradient.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_params,)
+            Log-transformed hyperparameters, in the layout's order.
+
+        Returns
+        -------
+        value : float
+            Sum of the log prior densities (entries without a prior add 0).
+        grad : ndarray of shape (n_params,)
+            Its gradient with respect to theta.
+        """
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (len(self.layout),):
             raise ValueError(f"theta has {theta.size} entries but the prior layout has {len(self.layout)}.")
@@ -232,7 +245,21 @@ class MAPOptimizer:
 def map_optimizer(kernel, priors=None):
     """:class:`MAPOptimizer` with the seed's priors for a single-output GP
     regressor with this ``kernel`` (the ``optimizer`` argument of
-    ``GaussianProcessRegressor`` / :class:`~skgprobust.RobustGaussianProcessRegressor`)."""
+    ``GaussianProcessRegressor`` / :class:`~skgprobust.RobustGaussianProcessRegressor`).
+
+    Parameters
+    ----------
+    kernel : sklearn kernel
+        The regressor's kernel (its free hyperparameters get priors by role,
+        see :func:`kernel_prior_layout`).
+    priors : dict or None, default=None
+        Role -> prior, overriding :data:`SEED_PRIORS` entries.
+
+    Returns
+    -------
+    optimizer : MAPOptimizer
+        Pass it as the estimator's ``optimizer``.
+    """
     return MAPOptimizer(kernel_prior_layout(kernel, priors))
 
 
@@ -240,6 +267,26 @@ def lmc_map_optimizer(kernel, n_outputs, n_latent, W="free", noise="free", prior
     """:class:`MAPOptimizer` with the seed's priors for
     :class:`~skgprobust.MultiOutputGaussianProcessRegressor` (its ``optimizer``
     argument). ``W="fixed"`` for ``W="identity"`` or ``W_bounds="fixed"``,
-    ``noise="fixed"`` for ``noise_level_bounds="fixed"``."""
+    ``noise="fixed"`` for ``noise_level_bounds="fixed"``.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel or list of kernels
+        The estimator's latent kernel(s) (see :func:`lmc_prior_layout`).
+    n_outputs, n_latent : int
+        Numbers of outputs and latent functions.
+    W : {"free", "fixed"}, default="free"
+        Whether the mixing matrix is fitted.
+    noise : {"free", "fixed"}, default="free"
+        Whether the noise variances are fitted.
+    priors : dict or None, default=None
+        Role -> prior overrides (roles ``variance``, ``length_scale``,
+        ``noise``, ``weight``).
+
+    Returns
+    -------
+    optimizer : MAPOptimizer
+        Pass it as the estimator's ``optimizer``.
+    """
     return MAPOptimizer(lmc_prior_layout(kernel, n_outputs, n_latent, W_fixed=W == "fixed",
                                          noise_fixed=noise == "fixed", priors=priors))

@@ -73,7 +73,22 @@ def safety_quantile(delta):
 
 
 def safety_probability(mean, std, threshold, safe_side):
-    """P(safe) of a Gaussian predictive N(mean, std^2); std = 0 gives 0 or 1."""
+    """P(safe) of a Gaussian predictive N(mean, std^2); std = 0 gives 0 or 1.
+
+    Parameters
+    ----------
+    mean, std : array-like of shape (n,)
+        Predictive mean and standard deviation of the safety value.
+    threshold : float
+        The safety threshold t.
+    safe_side : {"below", "above"}
+        Safe when the value is below / above t.
+
+    Returns
+    -------
+    p : ndarray of shape (n,)
+        The probability of the safe side.
+    """
     mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
     diff = threshold - mean if safe_side == "below" else mean - threshold
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -119,10 +134,36 @@ class SafetyMargin:
         return mu, v
 
     def value(self, X):
+        """g at the rows of X (the bound model's float evaluation).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Points.
+
+        Returns
+        -------
+        g : ndarray of shape (n,)
+            The safety margin; > 0 where safe.
+        """
         mu, v = self._moments(X)
         return self.sign * (mu - self.t) - self.z * np.sqrt(np.maximum(v, 0.0))
 
     def value_and_grad(self, X):
+        """g and its gradient at the rows of X (for the local search).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Points.
+
+        Returns
+        -------
+        g : ndarray of shape (n,)
+            The safety margin.
+        grad : ndarray of shape (n, d)
+            Its gradient in x.
+        """
         m = self.model
         K, dK = m.adapter.value_and_grad(X)
         mu = K @ m.weights[:, 0] + m.offset[0]
@@ -134,6 +175,19 @@ class SafetyMargin:
         return self.sign * (mu - self.t) - self.z * sd, self.sign * dmu - self.z * dsd
 
     def bound(self, lo, hi):
+        """Sound lower bound of g over each box (module docstring's proof).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+
+        Returns
+        -------
+        bound : BoxBound
+            The lower bound per box (-inf where undefined), a candidate
+            point and the split scores.
+        """
         b = latent_box(self.model, self.variance, lo, hi)
         # Worst mean: the largest (below) or smallest (above) one.
         mu_w = b.mu_hi if self.sign < 0 else b.mu_lo
@@ -234,6 +288,7 @@ def certified_safe_fraction(model, low, high, cells=10, *, threshold, safe_side=
     fraction : float
         Proven-safe volume / volume of the domain.
     centers : ndarray of shape (n_cells, n_features)
+        The cell centres.
     result : CertificationResult
         Per cell.
     """
