@@ -1022,6 +1022,38 @@ N_QUAD_GRID = 33
 _MEAN_MODELS = weakref.WeakKeyDictionary()  # probs -> (box key, result) of its last box batch
 
 
+def _signed_models(ad, W, lo, hi, K):
+    """Taylor models of the weighted sums ``W[k B + b] . r(c + u)`` over box
+    b (K groups of the B boxes, class-major) from the adapter's models of +W
+    and -W: ``(value, grad, E, rtol)`` of shapes (K, B), (K, B, d), (K, B)
+    with W.r >= value + grad . u - E and -W.r >= -value - grad . u - E on the
+    box (E: the larger quadratic part over the box less the remainder, the
+    rounding margins rtol mag and |W| . rounding, and for the -W side the two
+    models' difference of centre values and gradients), or None without
+    Taylor models. Shared by :func:`_mean_models` and :func:`_var_models`
+    (the proofs of E in :class:`_QuadRatio`)."""
+    (B, d), N = lo.shape, W.shape[1]
+    Wall = np.concatenate([W, -W])  # class-major, then boxes; then the negated
+    LO, HI = np.tile(lo, (2 * K, 1)), np.tile(hi, (2 * K, 1))
+    _, tm = ad.linearise(LO, HI, Wall)
+    if tm is None:
+        return None
+    mean_rtol = getattr(ad, "mean_rtol", None)
+    rtol = margin_rtol(N, d) if mean_rtol is None else mean_rtol(N, d)
+    h = 0.5 * (hi - lo)
+    Hh = np.tile(h, (2 * K, 1))
+    with np.errstate(all="ignore"):
+        quad = (np.abs(tm.diag) * Hh * Hh).sum(-1) + 0.5 * np.einsum("bij,bi,bj->b", np.abs(tm.M), Hh, Hh)
+        dev = quad * (1 + 1e-10) - tm.rem + rtol * tm.mag
+        dev = dev + np.einsum("bi,bi->b", np.abs(Wall), ad.rounding(LO, HI))
+        dev = np.where(np.isnan(dev), np.inf, dev).reshape(2, K, B)
+        value, grad = tm.value.reshape(2, K, B), tm.grad.reshape(2, K, B, d)
+        # W.r >= v + g.u - dev0 and -W.r >= -v - g.u - dev1 - skew (the -W model's own centre value and gradient).
+        skew = np.abs(-value[1] - value[0]) + np.einsum("kbi,bi->kb", np.abs(-grad[1] - grad[0]), h)
+        E = np.maximum(dev[0], dev[1] + skew)
+    return value[0], grad[0], E, rtol
+
+
 def _mean_models(probs, ad, Wk, offs, lo, hi):
     """``(m, a, E, rtol)`` of :class:`_QuadRatio` for every class (K, B):
     mu~_k(c + u) = m_k + a_k . u + e_k(u), |e_k(u)| <= E_k over box b (proof
@@ -1032,29 +1064,17 @@ def _mean_models(probs, ad, Wk, offs, lo, hi):
     hit = _MEAN_MODELS.get(probs)
     if hit is not None and hit[0] == key:
         return hit[1]
-    (B, d), K, N = lo.shape, len(Wk), Wk.shape[1]
-    Wall = np.concatenate([np.repeat(Wk, B, axis=0), -np.repeat(Wk, B, axis=0)])  # class-major, then boxes
-    LO, HI = np.tile(lo, (2 * K, 1)), np.tile(hi, (2 * K, 1))
-    _, tm = ad.linearise(LO, HI, Wall)
-    if tm is None:
+    B, K = lo.shape[0], len(Wk)
+    W = np.repeat(Wk, B, axis=0)  # class-major, then boxes
+    res = _signed_models(ad, W, lo, hi, K)
+    if res is None:
         out = None
     else:
-        mean_rtol = getattr(ad, "mean_rtol", None)
-        rtol = margin_rtol(N, d) if mean_rtol is None else mean_rtol(N, d)
-        h = 0.5 * (hi - lo)
-        Hh = np.tile(h, (2 * K, 1))
+        value, grad, Ed, rtol = res
+        m = value + offs[:, None]
         with np.errstate(all="ignore"):
-            quad = (np.abs(tm.diag) * Hh * Hh).sum(-1) + 0.5 * np.einsum("bij,bi,bj->b", np.abs(tm.M), Hh, Hh)
-            dev = quad * (1 + 1e-10) - tm.rem + rtol * tm.mag
-            dev = dev + np.einsum("bi,bi->b", np.abs(Wall), ad.rounding(LO, HI))
-            dev = np.where(np.isnan(dev), np.inf, dev).reshape(2, K, B)
-            value, grad = tm.value.reshape(2, K, B), tm.grad.reshape(2, K, B, d)
-            m = value[0] + offs[:, None]
-            a = grad[0]
-            # mu~ >= m + a.u - dev0 and -mu~ >= -m - a.u - dev1 - skew (the -w model's own centre value and gradient).
-            skew = np.abs(-value[1] - value[0]) + np.einsum("kbi,bi->kb", np.abs(-grad[1] - grad[0]), h)
-            E = np.maximum(dev[0], dev[1] + skew) + 4 * _U * (np.abs(m) + np.abs(offs)[:, None])
-        out = (m, a, E, rtol)
+            E = Ed + 4 * _U * (np.abs(m) + np.abs(offs)[:, None])
+        out = (m, grad, E, rtol)
     try:
         _MEAN_MODELS[probs] = (key, out)
     except TypeError:  # pragma: no cover - not weak-referenceable: no cache
@@ -1084,27 +1104,14 @@ def _var_models(probs, ad, G, lo, hi):
     if hit is not None and hit[0] == key:
         return hit[1]
     K, B, N = G.shape
-    d = lo.shape[1]
-    Gf = G.reshape(K * B, N)
-    Wall = np.concatenate([Gf, -Gf])  # class-major, then boxes; then the negated
-    LO, HI = np.tile(lo, (2 * K, 1)), np.tile(hi, (2 * K, 1))
-    _, tm = ad.linearise(LO, HI, Wall)
-    if tm is None:
+    res = _signed_models(ad, G.reshape(K * B, N), lo, hi, K)
+    if res is None:
         out = None
     else:
-        mean_rtol = getattr(ad, "mean_rtol", None)
-        rtol = margin_rtol(N, d) if mean_rtol is None else mean_rtol(N, d)
-        h = 0.5 * (hi - lo)
-        Hh = np.tile(h, (2 * K, 1))
+        value, grad, Ed, _ = res
         with np.errstate(all="ignore"):
-            quad = (np.abs(tm.diag) * Hh * Hh).sum(-1) + 0.5 * np.einsum("bij,bi,bj->b", np.abs(tm.M), Hh, Hh)
-            dev = quad * (1 + 1e-10) - tm.rem + rtol * tm.mag
-            dev = dev + np.einsum("bi,bi->b", np.abs(Wall), ad.rounding(LO, HI))
-            dev = np.where(np.isnan(dev), np.inf, dev).reshape(2, K, B)
-            value, grad = tm.value.reshape(2, K, B), tm.grad.reshape(2, K, B, d)
-            skew = np.abs(-value[1] - value[0]) + np.einsum("kbi,bi->kb", np.abs(-grad[1] - grad[0]), h)
-            Eg = np.maximum(dev[0], dev[1] + skew) * (1 + 8 * _U)
-        out = (value[0], grad[0], Eg)
+            Eg = Ed * (1 + 8 * _U)
+        out = (value, grad, Eg)
     try:
         _VAR_MODELS[probs] = (key, out)
     except TypeError:  # pragma: no cover - not weak-referenceable: no cache
