@@ -44,20 +44,20 @@ Models (the seed's appendix I, defaults of this script)
   (the setting before the priors); ``--kernel rbf`` and
   ``--safety-normalize`` restore the other earlier choices.
 
-Measured, MAP (default settings), session 8 (``--out``; nice 19 on 2 shared
-cores at load 8-13): toy 30 repetitions, MOGP samples and EngE 23 (30 did
-not fit in the wall time at that load; CPU per repetition 5.5-10.8 s, i.e.
-0.09-0.18 s CPU per iteration), mean +- s.e. (the seed's in brackets):
+Measured, MAP (default settings), session 8 (``--out``; nice 10-19 on 2
+shared cores at load 1-13): 30 repetitions of every data set and pipeline
+(CPU per repetition 5.5-10.8 s, i.e. 0.09-0.18 s CPU per iteration), mean
++- s.e. (the seed's in brackets):
 
 * safe queries %: toy AL_MOGP 99.33 +- 0.24 (96.24), RS 99.25, indGPs 99.00,
-  no safety 28.25 +- 0.76 (26.75); MOGP samples AL_MOGP 98.33 +- 0.28
-  (98.80), RS 99.64, indGPs 98.12, no safety 71.45 +- 1.37 (78.26); EngE
-  AL_MOGP 97.35 +- 0.38 (99.21), RS 98.67, indGPs 97.27, no safety 84.38
-  +- 0.76 (85.59).
+  no safety 28.25 +- 0.76 (26.75); MOGP samples AL_MOGP 98.06 +- 0.37
+  (98.80), RS 99.61, indGPs 97.78, no safety 71.72 +- 1.19 (78.26); EngE
+  AL_MOGP 97.68 +- 0.32 (99.21), RS 98.76, indGPs 97.51, no safety 84.58
+  +- 0.65 (85.59).
 * final RMSE: toy 0.334 / 0.338 / 0.325 (AL / RS / indGPs; N_sum to 0.4:
-  28 / 32 / 30, the seed's 24 / 42 / 38); MOGP samples 0.825 / 0.830 /
-  0.859 (0.6 never reached on the mean curve; the seed's N_sum 83 / 101 /
-  115); EngE 1.223 +- 0.034 / 1.212 +- 0.041 / 1.203 +- 0.037 (the seed's
+  28 / 32 / 30, the seed's 24 / 42 / 38); MOGP samples 0.854 / 0.852 /
+  0.887 (0.6 never reached on the mean curve; the seed's N_sum 83 / 101 /
+  115); EngE 1.223 +- 0.028 / 1.222 +- 0.038 / 1.211 +- 0.030 (the seed's
   0.85 / 1.23 / 0.93; see the test-set diagnosis below).
 * safety precision 0.991-1.000 (the seed's 0.983-0.998).
 
