@@ -174,19 +174,28 @@ class Link:
             return out
         a, b, c, e = mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok]
         G3, G4 = self.local_sups(c)
+        M, slope, dm, dv = self._slope_grid(a, b, c, e, n_mu, n_v)
+        with np.errstate(all="ignore"):
+            k = slope.min(axis=(1, 2)) - G3 * dm / 4.0 - G4 * dv / 8.0 - SLOPE_ERROR
+        out[ok] = np.where(np.isfinite(k), np.maximum(k, 0.0), 0.0)
+        return out
+
+    def _slope_grid(self, a, b, c, e, n_mu, n_v):
+        """The grid of :meth:`v_slope_lower` / :meth:`v_slope_affine` over the
+        rectangles [a, b] x [c, e]: node means M (n, n_mu, n_v), the signed
+        slope s dp/dv at the nodes (s = -1 where a >= 0, else +1) and the
+        spacings dm, dv widened for the grid's own rounding (1e-9 relative
+        plus 1e-15 |ends|)."""
         fm = np.linspace(0.0, 1.0, n_mu)
         fv = np.linspace(0.0, 1.0, n_v)
         M = a[:, None, None] + (b - a)[:, None, None] * fm[None, :, None]
         V = c[:, None, None] + (e - c)[:, None, None] * fv[None, None, :]
         M, V = np.broadcast_arrays(M, V)
         with np.errstate(all="ignore"):
-            dpdv = self.grad(M, V)[1]
-            slope = np.where(a >= 0, -1.0, 1.0)[:, None, None] * dpdv
+            slope = np.where(a >= 0, -1.0, 1.0)[:, None, None] * self.grad(M, V)[1]
             dm = (b - a) / (n_mu - 1) * (1 + 1e-9) + 1e-15 * (np.abs(a) + np.abs(b))
             dv = (e - c) / (n_v - 1) * (1 + 1e-9) + 1e-15 * (np.abs(c) + np.abs(e))
-            k = slope.min(axis=(1, 2)) - G3 * dm / 4.0 - G4 * dv / 8.0 - SLOPE_ERROR
-        out[ok] = np.where(np.isfinite(k), np.maximum(k, 0.0), 0.0)
-        return out
+        return M, slope, dm, dv
 
     def v_slope_affine(self, mu_lo, mu_hi, v_lo, v_hi, m, n_mu=None, n_v=None):
         """A proven lower bound of |dp/dv| over each rectangle that is affine
@@ -236,13 +245,8 @@ class Link:
             return k0, k1
         a, b, c, e, mc = mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok], m[ok]
         G3, G4 = self.local_sups(c)
-        fm = np.linspace(0.0, 1.0, n_mu)
-        fv = np.linspace(0.0, 1.0, n_v)
-        M = a[:, None, None] + (b - a)[:, None, None] * fm[None, :, None]
-        V = c[:, None, None] + (e - c)[:, None, None] * fv[None, None, :]
-        M, V = np.broadcast_arrays(M, V)
+        M, slope, dm, dv = self._slope_grid(a, b, c, e, n_mu, n_v)
         with np.errstate(all="ignore"):
-            slope = np.where(a >= 0, -1.0, 1.0)[:, None, None] * self.grad(M, V)[1]
             smin = slope.min(axis=2)  # (n, n_mu): the smallest slope per mean node
             x = M[:, :, 0] - mc[:, None]
             xm = x.mean(axis=1)
@@ -251,8 +255,6 @@ class Link:
             s1 = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)
             s1 = np.where(np.isfinite(s1), s1, 0.0)
             f = slope - (s1[:, None] * x)[:, :, None]
-            dm = (b - a) / (n_mu - 1) * (1 + 1e-9) + 1e-15 * (np.abs(a) + np.abs(b))
-            dv = (e - c) / (n_v - 1) * (1 + 1e-9) + 1e-15 * (np.abs(c) + np.abs(e))
             pad = 1e-12 * (1.0 + np.abs(s1) * (np.abs(a) + np.abs(b) + 2.0 * np.abs(mc)))
             s0 = f.min(axis=(1, 2)) - (G3 / 2.0 + np.abs(s1)) * dm / 2.0 - G4 * dv / 8.0 - SLOPE_ERROR - pad
         good = np.isfinite(s0) & np.isfinite(s1)
