@@ -316,6 +316,9 @@ def test_per_row_targets_are_checked_before_conversion():
     assert labels.dtype == np.dtype("<U1") and labels.tolist() == ["b", "a"] and cols.tolist() == [1, 0]
     labels, cols = class_targets(np.array([0, 1]), np.array([1.0, 0.0]), 2, predict)
     assert labels.dtype == np.int64 and labels.tolist() == [1, 0] and cols.tolist() == [1, 0]
+    # A single target comes back as the class label too (was the given 1.0).
+    labels, cols = class_targets(np.array([0, 1, 2]), 1.0, 3, predict)
+    assert labels.dtype == np.array([0, 1, 2]).dtype and labels.tolist() == [1, 1, 1] and cols.tolist() == [1, 1, 1]
     Xs = np.zeros((2, 2))
     clf = RobustGaussianProcessClassifier(kernel=RBF(1.0), optimizer=None).fit(
         np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0], [0.0, 2.0]]), np.array(["a", "b", "a", "b"])

@@ -69,3 +69,34 @@ def test_ovr_range_covers_normalisation_of_vanishing_probabilities():
     P = np.vstack([P, [[-0.4298681539529203, 0.8839841785173345, -0.47547537842276755, 0.08874884701012327]]])
     pp = clf.predict_proba(P)
     assert np.all(pp >= r.min_lower[0]) and np.all(pp <= r.max_upper[0])
+
+
+def test_ovr_ranges_sound_when_every_optional_step_is_skipped(monkeypatch):
+    """The deadline exits of the one-vs-rest objectives (optional tightening
+    skipped past half the row's time, the joint ratio bound past all of it)
+    leave sound bounds: forced on (and checked to be reached), sampled
+    predict_proba stays inside."""
+    from sklearn.datasets import load_iris
+
+    import skgprobust._engine._objectives as obj
+
+    X, y = load_iris(return_X_y=True)
+    Xt = X[1::9][:4]
+    kw = dict(epsilon=0.01, max_iter=20, random_state=0)
+    calls = {"optional": 0, "row": 0}
+
+    def expired(kind):
+        def f():
+            calls[kind] += 1
+            return True
+
+        return f
+
+    monkeypatch.setattr(obj, "optional_work_expired", expired("optional"))
+    monkeypatch.setattr(obj, "row_time_expired", expired("row"))
+    clf2 = RobustGaussianProcessClassifier(C(1.0) * RBF(1.0), optimizer=None).fit(X[::3], y[::3])
+    cut = clf2.prediction_range(Xt, 0.3, **kw)
+    P = np.repeat(Xt, 2000, 0) + 0.3 * np.random.default_rng(1).uniform(-1, 1, (4 * 2000, 4))
+    pp = clf2.predict_proba(P).reshape(4, 2000, 3)
+    assert calls["row"] > 0
+    assert np.all(pp >= cut.min_lower[:, None, :]) and np.all(pp <= cut.max_upper[:, None, :])

@@ -22,7 +22,7 @@ from ._common import check_epsilon, row_seeds
 from ._driver import METHODS, range_rows
 
 #: 2 u and the smallest subnormal: the outward rounding of :func:`delta_from_ranges`.
-_ROUND = 2.0 * np.finfo(np.float64).eps / 2.0
+_ROUND = np.finfo(np.float64).eps  # 2 u
 _TINY = np.nextafter(0.0, 1.0)
 
 
@@ -237,7 +237,7 @@ def class_targets(classes_, target, n, predict):
     if unknown:
         raise ValueError(f"target labels {unknown} are not in classes_ {classes_.tolist()}.")
     cols = np.array([classes.index(t) for t in values], dtype=int)
-    return (np.broadcast_to(np.asarray(target), (n,)) if np.ndim(target) == 0 else classes_[cols]), cols
+    return classes_[cols], cols
 
 
 def delta_from_ranges(plus, minus):

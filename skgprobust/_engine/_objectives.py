@@ -1703,18 +1703,16 @@ def _normalised_interval(plo, phi, c):
     4 u of their size. Where S_L <= 0 (or not finite) nothing is proven:
     sklearn's value can be anything (its sum may vanish or change sign), so
     the box gets (-inf, inf); ``pos`` marks the proven boxes. ``rel`` = 4 u
-    + g / S_L is the relative correction for a bound t of p~_c / sum_k p~_k
+    + 2 g / S_L is the relative correction for a bound t of p~_c / sum_k p~_k
     (the joint bound of :func:`_ratio_bound`): S~ differs from the sum by
-    at most g <= (g / S_L) sum, and the division adds u.
+    at most g <= (g / S_L) sum (doubled for room), and the division adds u.
     """
     K = plo.shape[1]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         g = (K + 2) * _U * np.maximum(np.abs(plo), np.abs(phi)).sum(axis=1) * (1.0 + 1e-12)
-        Ra = (plo.sum(axis=1) - plo[:, c]) - g
-        Rb = (phi.sum(axis=1) - phi[:, c]) + g
-        # The rest's sums are formed in float too: widen by their own rounding.
-        Ra = Ra - g
-        Rb = Rb + g
+        # g for sklearn's float sum, g again for our own float sums of the rest.
+        Ra = (plo.sum(axis=1) - plo[:, c]) - 2.0 * g
+        Rb = (phi.sum(axis=1) - phi[:, c]) + 2.0 * g
         S_L = plo[:, c] + Ra
         pos = np.isfinite(S_L) & (S_L > 0) & np.isfinite(Rb) & np.isfinite(phi[:, c])
         corners = np.stack([pc / (pc + R) for pc in (plo[:, c], phi[:, c]) for R in (Ra, Rb)])
