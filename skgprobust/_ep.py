@@ -121,7 +121,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bounds._links import ProbitLink
-from ._engine._common import check_gram
+from ._engine._common import check_gram, discard_fit
 from ._engine._latent import BoundModel, LatentModel, fitted_decision_kind
 from ._gpc import RobustGaussianProcessClassifier
 from ._hyperopt import optimise_hyperparameters
@@ -645,7 +645,13 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
                 base = OneVsRestClassifier(base, n_jobs=self.n_jobs)
             else:
                 base = OneVsOneClassifier(base, n_jobs=self.n_jobs)
-        self.base_estimator_ = base.fit(X, y)
+        try:
+            self.base_estimator_ = base.fit(X, y)
+        except np.linalg.LinAlgError:
+            # A refused kernel (not positive semi-definite): never leave a
+            # previous fit in place to be certified under the new classes_.
+            discard_fit(self)
+            raise
         if self.n_classes_ > 2:
             self.log_marginal_likelihood_value_ = float(
                 np.mean([e.log_marginal_likelihood() for e in self.base_estimator_.estimators_])

@@ -608,6 +608,14 @@ def test_indefinite_kernel_is_refused():
     base.kernel_ = bad  # what an optimizer step to such a theta evaluates
     assert base.log_marginal_likelihood(bad.theta) == -np.inf
     assert base.log_marginal_likelihood(bad.theta, eval_gradient=True)[0] == -np.inf
+    # a refused REfit leaves the estimator unfitted, not the previous model
+    from sklearn.exceptions import NotFittedError
+
+    clf = EPGaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X, y)
+    with pytest.raises(LinAlgError):
+        clf.set_params(kernel=bad).fit(X, y)
+    with pytest.raises(NotFittedError):
+        clf.certify(X[:2], 0.1)
     # a valid but singular Gram matrix (duplicated rows) still fits
     Xd = np.vstack([X, X[:5]])
     EPGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, np.r_[y, y[:5]])

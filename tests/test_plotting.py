@@ -137,7 +137,9 @@ def test_regressor_curve_target_is_an_output_index(small_reg, target):
 def test_decision_map_needs_a_classifier(small_reg):
     """A regressor failed with "has no attribute 'classes_'" (eco-hunt D5)."""
     reg, X = small_reg
-    with pytest.raises(TypeError, match="needs a fitted classifier"):
+    from skgprobust.exceptions import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match="needs a fitted classifier"):
         plot_decision_map(reg, X[:2, :2], None)
 
 

@@ -534,3 +534,23 @@ def test_lemma_setup_computes_shared_parts_once(monkeypatch):
     calls.clear()
     v = NonCholeskyLatentVariance(lat.adapter, lat.L)
     assert v.rho == 0.0 and len(calls) == 1
+
+
+def test_non_cholesky_factor_with_column_scale_gets_no_lemma():
+    """A factor not from sklearn's Cholesky with a column scale (the classifier
+    form I + D K D) has no structure-free certificate: rho is inf (unbounded
+    margins), never the Cholesky model's value (review: the flag was honoured
+    only without a column scale)."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skgprobust._bounds._variance import LatentVariance, NonCholeskyLatentVariance
+    from skgprobust.kernels import make_adapter
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2))
+    D = np.sqrt(rng.uniform(0.05, 0.25, 12))
+    B = np.eye(12) + D[:, None] * RBF(1.0)(X) * D[None, :]
+    L = np.linalg.cholesky(B)
+    ad = make_adapter(RBF(1.0), X)
+    assert np.isfinite(LatentVariance(ad, L, col_scale=D).rho)
+    assert NonCholeskyLatentVariance(ad, L, col_scale=D).rho == np.inf

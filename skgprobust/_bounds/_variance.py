@@ -1002,6 +1002,10 @@ class LatentVariance:
                     if not (e <= delta):
                         cert = self._lemma_certificate(norm_Linv, nR, c_val, kad, Kc)
             else:
+                if not self._LEMMA_CHOLESKY_MODEL:
+                    # No structure-free certificate for the classifier form
+                    # (I + D K D) here: without sklearn's Cholesky, no proof.
+                    return self._rho_of(np.inf, norm_Linv)
                 # L L^T = I + Dc K Dc + Dc F Dc + Ep (3 u N Dmax^2 kad) + EI (u krow) + E3.
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
                 e = (e_chol + Dm * Dm * (nF + 3.0 * _U * N * kad) + 2.0 * _U * krow) * 1.01

@@ -14,6 +14,8 @@ the axes, so plots compose and can be tested under the Agg backend.
 import numpy as np
 from sklearn.base import is_classifier
 
+from ..exceptions import UnsupportedModelError
+
 STATUS_STYLE = {
     "robust": {"color": "tab:green", "marker": "o", "label": "certified robust"},
     "not_robust": {"color": "tab:red", "marker": "X", "label": "counterexample found"},
@@ -261,7 +263,7 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
         The axes drawn on (``ax`` when given).
     """
     if not is_classifier(estimator):
-        raise TypeError(f"plot_decision_map needs a fitted classifier, got {type(estimator).__name__}.")
+        raise UnsupportedModelError(f"plot_decision_map needs a fitted classifier, got {type(estimator).__name__}.")
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"plot_decision_map needs two features, got X of shape {X.shape}.")
