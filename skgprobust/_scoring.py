@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
 from ._engine._common import check_budget, check_n_jobs, check_verbose
+from ._engine._latent import check_variance_bound
 from .exceptions import BudgetExhaustedWarning
 from .pipeline import certify, final_estimator
 
@@ -214,4 +215,8 @@ def make_robustness_scorer(
         )
     if "verbose" in certify_kwargs:
         check_verbose(certify_kwargs["verbose"])
+    if "variance_bound" in certify_kwargs:
+        if delta is not None:
+            raise TypeError("variance_bound is a classifier option; a regressor metric (delta given) cannot take it.")
+        check_variance_bound(certify_kwargs["variance_bound"])
     return RobustnessScorer(gamma, metric, delta, norm, max_iter, time_limit, n_jobs, random_state, certify_kwargs)

@@ -141,6 +141,10 @@ def test_run_arguments_are_checked_when_the_scorer_is_made():
             make_robustness_scorer(0.1, **kw)
     with pytest.raises(TypeError, match="foo"):
         make_robustness_scorer(0.1, foo=1)
+    with pytest.raises(ValueError, match="variance_bound"):
+        make_robustness_scorer(0.1, variance_bound="bogus")
+    with pytest.raises(TypeError, match="variance_bound"):
+        make_robustness_scorer(0.1, metric="delta_robust_rate", delta=0.5, variance_bound="paper")
     for kw in ({"n_jobs": -1}, {"n_jobs": 2, "max_iter": None, "time_limit": 1.5}, {"verbose": 0},
                {"variance_bound": "paper", "domain": (None, None)}):
         assert isinstance(make_robustness_scorer(0.1, **kw), RobustnessScorer)
