@@ -849,3 +849,92 @@ def test_learner_certify_safe_takes_a_dataframe_like_is_safe():
         res = L.certify_safe(pd.DataFrame(X0[:2], columns=["x"]), 0.01, max_iter=5, random_state=0)
     ref = L.certify_safe(X0[:2], 0.01, max_iter=5, random_state=0)
     np.testing.assert_array_equal(res.status, ref.status)
+
+
+# ---------------------------------------------------------------------------
+# The benchmark's data (benchmarks/bench_safe_al.py): the seed's generators
+# ---------------------------------------------------------------------------
+
+
+def _bench_module():
+    import importlib
+
+    return importlib.import_module("benchmarks.bench_safe_al")
+
+
+def test_mogp_samples_reproduce_the_seeds_shared_draws():
+    """X, W and the kernel parameters are the seed's sampler's draws under
+    numpy seed 123, rebuilt here with the sampler's own calls (structured-view
+    np.unique, multivariate_normal) in its order."""
+    par = _bench_module().mogp_parameters()
+    rs = np.random.RandomState(123)
+    N, D, L, P = 2500, 2, 3, 4
+    X = rs.uniform(-2, 2, size=[N, D])
+    _, idx = np.unique(X.view(X.dtype.descr * D), return_index=True)
+    assert idx.size == N  # no duplicate rows under this seed: the sampler's loop ends at once
+    X = X[rs.permutation(idx)].reshape([-1, D])
+    W = rs.multivariate_normal(np.zeros(L), np.eye(L), size=P)
+    W = W / np.linalg.norm(W, axis=1)[:, None]
+    hyp = rs.uniform(0.01, 1, size=[L + 1, 2])
+    np.testing.assert_array_equal(par["X"], X)
+    np.testing.assert_allclose(par["W"], W, rtol=1e-14, atol=1e-15)
+    np.testing.assert_array_equal(par["ls"], hyp[:L, 1])
+    assert par["var_z"] == hyp[L, 0]
+    assert np.all((par["X"] >= -2) & (par["X"] < 2))
+    np.testing.assert_allclose(np.linalg.norm(par["W"], axis=1), 1.0, rtol=1e-14)
+
+
+def test_mogp_samples_are_deterministic_and_follow_the_seeds_statistics():
+    B = _bench_module()
+    n_pool, n_test, P = 200, 50, 4
+    a, b = B.mogp(3, n_pool, n_test), B.mogp(3, n_pool, n_test)
+    for k in ("X0", "Y0", "z0", "pool", "Xt", "Yt", "Yt_noisy", "zt"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["threshold"] == b["threshold"] and a["n_iter"] == 100
+    # Partially observed start: 40 points, output p observed at rows p, p + 4, ...: 10 per output.
+    obs = np.isfinite(a["Y0"])
+    assert a["X0"].shape == (40, 2) and np.all(obs.sum(axis=1) == 1)
+    np.testing.assert_array_equal(np.argmax(obs, axis=1), np.arange(40) % P)
+    # Another repetition: the same inputs (one design for all), new samples.
+    c = B.mogp(4, n_pool, n_test)
+    np.testing.assert_array_equal(a["Xt"], c["Xt"])
+    assert not np.allclose(a["Yt"], c["Yt"])
+    # Pool, initial and test points partition the shared inputs.
+    X = B.mogp_parameters(n_pool, n_test)["X"]
+    np.testing.assert_array_equal(np.sort(np.vstack([a["pool"], a["X0"]]), axis=0), np.sort(X[:n_pool], axis=0))
+    np.testing.assert_array_equal(a["Xt"], X[n_pool:])
+    # One threshold for all repetitions: the 20% quantile of the noise-free
+    # safety values; the test points (a random fifth of each sample) fall
+    # below it about 20% of the time over the E = 30 repetitions.
+    reps = [B.mogp(e, n_pool, n_test) for e in range(30)]
+    assert len({r["threshold"] for r in reps}) == 1
+    below = np.mean([np.mean(r["zt"] < r["threshold"]) for r in reps])
+    assert abs(below - 0.2) < 0.04, below
+    # Test targets are the noise-free outputs; the observations carry N(0, 0.4^2) noise.
+    resid = np.concatenate([(r["Yt_noisy"] - r["Yt"]).ravel() for r in reps[:5]])
+    assert 0.36 < resid.std() < 0.44 and abs(resid.mean()) < 0.05
+
+
+def test_enge_inputs_are_the_seeds_pt1_filtered_nx_structure():
+    B = _bench_module()
+    raw = np.random.RandomState(0).randn(40, 13)
+    X, rows = B.nx_inputs(raw)
+    assert X.shape == (32, 13)
+    np.testing.assert_array_equal(rows, raw[8:])
+
+    def pt1(x, t):  # y[n] = x[n] / T + (1 - 1 / T) y[n - 1], y[-1] = 0
+        y, out = 0.0, []
+        for v in x:
+            y = v / t + (1 - 1 / t) * y
+            out.append(y)
+        return np.array(out)
+
+    speed, load, ign = pt1(raw[:, 0], 298), pt1(raw[:, 1], 38), pt1(raw[:, 3], 32)
+    np.testing.assert_allclose(X[:, 0], speed[8:], rtol=1e-12, atol=1e-15)  # speed, lag 0
+    np.testing.assert_allclose(X[:, 2], speed[4:36], rtol=1e-12, atol=1e-15)  # speed, lag 4
+    np.testing.assert_allclose(X[:, 6], load[1:33], rtol=1e-12, atol=1e-15)  # load, lag 7
+    np.testing.assert_allclose(X[:, 12], ign[4:36], rtol=1e-12, atol=1e-15)  # ignition angle, lag 4
+    # The fuel cutoff channel is not an input of the HC & O2 set.
+    raw2 = raw.copy()
+    raw2[:, 4] += 1.0
+    np.testing.assert_array_equal(B.nx_inputs(raw2)[0], X)
