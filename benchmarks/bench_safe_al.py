@@ -12,17 +12,11 @@ appendix I.3, with :class:`skgprobust.active.SafeActiveLearner`:
 * ``mogp``: samples of an LMC (D = 2, P = 4, L = 3 RBF latents with
   lengthscales from U[0.01, 1), unit variances, W rows normalised), the
   safety values a GP sample with lengthscale 1, noise 0.4 / 0.05, 2000 pool
-  + 500 test points, safe above the 20% quantile of z, start with 40, 100
-  iterations. As the seed's published sampler: X, W and the kernels drawn
-  once with numpy seed 123 for all repetitions (length scales 0.779 /
-  0.0209 / 0.379), one threshold for all, initial points from the whole
-  pool, RMSE against the noise-free test outputs (see ``MOGP_DATA_VERSION``
-  for each choice and the seed's sentence);
+  + 500 test points, safe above the 20% quantile of z, start with 40;
 * ``enge``: the gengine1 engine data (``shared/data/gengine1``), HC and O2
   with the exhaust-manifold temperature as safety value, safe when z <= 1.0,
-  start with 48. The inputs are built as the seed's published
-  preprocessing: PT1-filtered input channels at the lags of its NX matrix,
-  13 dimensions (see :func:`nx_inputs`).
+  start with 48. The NX inputs (14 dimensions) are built here: lagged copies
+  of the 5 input channels at 10 Hz (see :func:`nx_inputs` for the lags).
 
 Models (the seed's appendix I, defaults of this script)
 -------------------------------------------------------
@@ -217,168 +211,56 @@ def _rbf_gram(X, ls):
     return np.exp(-0.5 * d2 / ls**2)
 
 
-#: MOGP samples follow the seed's generator: its appendix I.3 and, where the
-#: text leaves a choice open, its published sampler and experiment script
-#: (github.com/boschresearch/SALMOGP, ``0_GP_data_sampler.py``,
-#: ``experiment_GPsamples.py``, ``toolkits/my_data_factory.py``; read, not
-#: copied). Each choice with the seed's sentence:
-#:
-#: * "We first fix a seed (=123), specify the number of experiments (E=30)":
-#:   X, W and the kernels are drawn ONCE with numpy's seed 123, in the
-#:   sampler's order (X uniform on [-2, 2)^2 with unique rows, permuted; W;
-#:   then the kernel parameters), so all repetitions share them and only the
-#:   latent / safety samples and the noise change. Reproduced here: latent
-#:   length scales 0.779, 0.0209, 0.379, safety variance 0.540 (test).
-#:   (Before session 9 every repetition drew its own X, W and length scales.)
-#: * "draw samples uniformly from interval [0.01, 1) for L+1 squared
-#:   exponential kernels ... fix the variances of k_1..k_L to 1 ... fix the
-#:   lengthscale of k_z to 1".
-#: * "normalize each vector" (rows of W); "Y_e = G_e @ W^T"; "Add gaussian
-#:   noises to Y and Z with ... sigma_p = 0.4 and sigma_safety = 0.05".
-#: * "we compute the 20%-quantile of Z_1 u ... u Z_E ... and set the data safe
-#:   when p(h(x) > z_0.2) > 0.95": one threshold for all repetitions, the 20%
-#:   quantile of the noise-free safety samples of the E = 30 repetitions (the
-#:   sampler prints these quantiles; its experiment default -0.56 was read off
-#:   them). The safe fraction of a repetition therefore varies.
-#: * RMSE target: the text says "evaluated on noisy test data", but the
-#:   published experiment evaluates on the NOISE-FREE outputs F of the test
-#:   points whose noise-free safety value is >= the threshold
-#:   (``true_safe_tuple(..., dataset='test')`` returns the raw F). We follow
-#:   the code (the figures came from it) and report the RMSE on the noisy
-#:   test outputs next to it.
-#: * "In each experiment, we randomly select a number of data as a initial
-#:   dataset": the published script draws the 40 initial points from the
-#:   whole pool (``create_sample(..., safe=False)``), output p observed at the
-#:   initial points i with i mod 4 == p ("10 for each output").
-#: * "The experiment starts with N_sum = 40": the seed's N_sum 115
-#:   (AL_indGPs, 76th iteration) and its table 2 (up to N_sum = 140) need 100
-#:   iterations (we ran 60 before session 9).
-MOGP_DATA_VERSION = "seed-s9"
-_MOGP_CACHE = {}
-
-
-def mogp_parameters(n_pool=2000, n_test=500):
-    """The seed's shared draws (numpy seed 123, the sampler's order): inputs
-    X (unique rows, permuted), W (rows N(0, I_L), normalised), latent length
-    scales and the safety kernel's variance."""
-    key = ("par", n_pool, n_test)
-    if key not in _MOGP_CACHE:
-        rs = np.random.RandomState(123)
-        N, D, L, P = n_pool + n_test, 2, 3, 4
-        X = rs.uniform(-2, 2, size=(N, D))
-        while True:  # unique rows (np.unique sorts them), then a random permutation
-            _, idx = np.unique(X, axis=0, return_index=True)
-            X = X[rs.permutation(idx)]
-            if X.shape[0] == N:
-                break
-            X = np.vstack([X, rs.uniform(-2, 2, size=(N - X.shape[0], D))])
-        # N(0, I_L) rows: the same draws as the sampler's multivariate_normal(0, I).
-        W = rs.standard_normal((P, L))
-        while np.any(np.linalg.norm(W, axis=1) == 0):  # "reject 0 vector"
-            W = np.vstack([W[np.linalg.norm(W, axis=1) > 0], rs.standard_normal((1, L))])
-        W /= np.linalg.norm(W, axis=1, keepdims=True)
-        hyp = rs.uniform(0.01, 1.0, size=(L + 1, 2))
-        _MOGP_CACHE[key] = dict(X=X, W=W, ls=hyp[:L, 1].copy(), var_z=float(hyp[L, 0]))
-    return _MOGP_CACHE[key]
-
-
-def _mogp_design(n_pool=2000, n_test=500):
-    """:func:`mogp_parameters` and the Cholesky factors of the sample covariances."""
-    key = (n_pool, n_test)
-    if key not in _MOGP_CACHE:
-        par = mogp_parameters(n_pool, n_test)
-        X, N = par["X"], n_pool + n_test
-        # Sample covariances K + 1e-6 I (jitter: the Grams are numerically
-        # singular; 1e-6 is far below the noise variances 0.16 / 0.0025).
-        chol = [np.linalg.cholesky(_rbf_gram(X, l) + 1e-6 * np.eye(N)) for l in par["ls"]]
-        chol_z = np.sqrt(par["var_z"]) * np.linalg.cholesky(_rbf_gram(X, 1.0) + 1e-6 * np.eye(N))
-        _MOGP_CACHE[key] = dict(par, chol=chol, chol_z=chol_z, n_pool=n_pool)
-    return _MOGP_CACHE[key]
-
-
-def _mogp_draw(rep, design):
-    """One repetition's samples. The safety sample is drawn first from the
-    repetition's stream, so that the threshold (over all E repetitions) needs
-    only those draws."""
-    rng = np.random.RandomState(123 + rep)
-    N = design["X"].shape[0]
-    Zf = design["chol_z"] @ rng.randn(N)
-    return rng, Zf
-
-
-def mogp_threshold(E=30, n_pool=2000, n_test=500):
-    """The 20% quantile of the noise-free safety values of the E repetitions."""
-    design = _mogp_design(n_pool, n_test)
-    key = ("thr", E, n_pool, n_test)
-    if key not in _MOGP_CACHE:
-        _MOGP_CACHE[key] = float(np.quantile(np.concatenate([_mogp_draw(e, design)[1] for e in range(E)]), 0.2))
-    return _MOGP_CACHE[key]
-
-
 def mogp(rep, n_pool=2000, n_test=500):
-    design = _mogp_design(n_pool, n_test)
-    X, W = design["X"], design["W"]
-    n, P = X.shape[0], W.shape[0]
-    rng, Zf = _mogp_draw(rep, design)
-    G = np.column_stack([c @ rng.randn(n) for c in design["chol"]])
-    F = G @ W.T
-    Y = F + 0.4 * rng.randn(n, P)
+    rng = np.random.RandomState(123 + rep)
+    n = n_pool + n_test
+    X = rng.uniform(-2, 2, (n, 2))
+    D, P, L = 2, 4, 3
+    ls = rng.uniform(0.01, 1.0, L)
+    G = np.column_stack([np.linalg.cholesky(_rbf_gram(X, l) + 1e-6 * np.eye(n)) @ rng.randn(n) for l in ls])
+    W = rng.randn(P, L)
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    var_z = rng.uniform(0.01, 1.0)
+    Zf = np.sqrt(var_z) * np.linalg.cholesky(_rbf_gram(X, 1.0) + 1e-6 * np.eye(n)) @ rng.randn(n)
+    Yf = G @ W.T
+    Y = Yf + 0.4 * rng.randn(n, P)
     Z = Zf + 0.05 * rng.randn(n)
-    thr = mogp_threshold(30, n_pool, n_test)
+    thr = float(np.quantile(Z, 0.2))
     tr, te = np.arange(n_pool), np.arange(n_pool, n)
-    start = rng.choice(tr, 40, replace=False)
+    safe = tr[Z[tr] > thr]
+    start = rng.choice(_initial_candidates(safe, n_pool), 40, replace=False)
     Y0 = np.full((40, P), np.nan)
     for p in range(P):
-        Y0[p::P, p] = Y[start[p::P], p]
+        Y0[10 * p:10 * (p + 1), p] = Y[start[10 * p:10 * (p + 1)], p]
     pool_idx = np.setdiff1d(tr, start)
 
     def oracle(x, p):
         i = pool_idx[np.flatnonzero(np.all(X[pool_idx] == x, axis=1))[0]]
         return (Y[i] if p is None else Y[i, p]), float(Z[i])
 
-    # Test points: the truly safe ones by the noise-free safety value (zt),
-    # scored against the noise-free outputs (the seed's code); Yt_noisy for
-    # the text's "noisy test data".
-    return dict(X0=X[start], Y0=Y0, z0=Z[start], pool=X[pool_idx], oracle=oracle, Xt=X[te], Yt=F[te], zt=Zf[te],
-                Yt_noisy=Y[te], threshold=thr, side="above", n_iter=100, domain=(np.full(2, -2.0), np.full(2, 2.0)))
+    return dict(X0=X[start], Y0=Y0, z0=Z[start], pool=X[pool_idx], oracle=oracle, Xt=X[te], Yt=Y[te], zt=Z[te],
+                threshold=thr, side="above", n_iter=60, domain=(np.full(D, -2.0), np.full(D, 2.0)))
 
 
-#: EngE inputs as the seed's published preprocessing builds them
-#: (github.com/boschresearch/SALMOGP, ``0_load_csv_addNXstructures.py`` with
-#: the defaults of ``default_parameters.py`` for HC & O2; read, not copied):
-#:
-#: * each input channel of a measurement is first low-pass filtered by a PT1
-#:   element, y[n] = x[n] / T + (1 - 1 / T) y[n - 1] from y[-1] = 0
-#:   (``pt1_filter``, ``scipy.signal.lfilter``), time constants T (samples at
-#:   10 Hz) 298 / 38 / 18 / 32 / 28 for speed, load, lambda, ignition angle,
-#:   fuel cutoff; outputs are not filtered (T = 1);
-#: * the NX ("history") structure then takes the filtered channels at the
-#:   lags of its NX matrix ``r<lag>c<channel>``: speed 0, 1, 4; load 1, 2, 3,
-#:   7; lambda 1, 4, 8; ignition angle 1, 3, 4; fuel cutoff none: 13 input
-#:   dimensions (the text's 14 is the CO2 & HC set's count); the first 8 rows
-#:   of each measurement (the longest lag) are dropped.
-#:
-#: Checks: the 80% quantile of T_em on the processed training rows is 1.0075,
-#: the seed's number ("the 80%-quantile of this temperature channel in the
-#: processed training dataset is 1.0075"). Measured (session 9; 3 draws, 107
-#: random safe points, MAP): the safety GP's RMSE on the temperature is
-#: 0.25-0.31 with these inputs and 0.47-0.50 with the raw inputs at lags 0 /
-#: 5 / 10 that this script used before (precision of its safe calls 0.995-0.999
-#: vs 0.989-0.997).
-PT1 = (298, 38, 18, 32, 28)
-LAGS = {0: (0, 1, 4), 1: (1, 2, 3, 7), 2: (1, 4, 8), 3: (1, 3, 4)}
+#: NX lags (samples at 10 Hz) per input channel: speed, load, lambda,
+#: ignition angle, fuel cutoff -> 3 + 3 + 3 + 3 + 2 = 14 input dimensions.
+#: The seed gives only the total (14) and that channels have different
+#: histories. Its 80% quantile of the temperature on the processed training
+#: set, 1.0075, is reproduced when 8 or 9 leading rows of each measurement
+#: are dropped (1.00749 / 1.00747; ours, dropping 10: 1.00744; none dropped:
+#: 1.0077), so its longest lag is probably 8 or 9 samples. The lag choice
+#: barely matters for prediction here: 54 random safe points per output,
+#: independent Matern GPs (MAP), 3 seeds, RMSE on safe test points: lags
+#: (0, 5, 10) 1.18, (0, 1, 2) 1.24, (0, 3, 6) 1.24, (0, 10, 20) 1.19, no
+#: history 1.23.
+LAGS = {0: (0, 5, 10), 1: (0, 5, 10), 2: (0, 5, 10), 3: (0, 5, 10), 4: (0, 5)}
 HC, O2, T_EM = 8, 10, 11  # columns: 5 inputs, then PN, CO, CO2, HC, NOx, O2, T_em, T_cat
-ENGE_DATA_VERSION = "seed-pt1-s9"
 
 
 def nx_inputs(raw):
-    """The seed's inputs of one measurement: PT1-filtered channels at the NX
-    lags (rows with a full history only), and the raw rows they belong to."""
-    from scipy.signal import lfilter
-
-    filt = np.column_stack([lfilter([1.0 / t], [1.0, 1.0 / t - 1.0], raw[:, c]) for c, t in enumerate(PT1)])
+    """Lagged inputs of one measurement (rows with a full history only)."""
     start = max(max(v) for v in LAGS.values())
-    cols = [filt[start - lag:len(raw) - lag, c] for c, lags in LAGS.items() for lag in lags]
+    cols = [raw[start - lag:len(raw) - lag, c] for c, lags in LAGS.items() for lag in lags]
     return np.column_stack(cols), raw[start:]
 
 
@@ -523,8 +405,6 @@ def run_one(name, rep, pipeline, gamma=None, config=None):
         fracs = {}
 
         def track(i, lrn):
-            if "Yt_noisy" in data:  # MOGP samples: the RMSE on the noisy test outputs too
-                fracs.setdefault("rmse_noisy", []).append(lrn._metrics(data["Xt"], data["Yt_noisy"], data["zt"])[0])
             # Proven-safe fraction of the domain as the data grow (1-D: 40 cells; 2-D: 15 x 15).
             if pipeline == "AL_MOGP_certified" and d <= 2 and (i + 1) % 10 == 0:
                 lo, hi = data["domain"]
@@ -556,21 +436,15 @@ SEED = {
 }
 
 HEADERS = ["data", "pipeline", "reps", "safe queries %", "seed's safe %", "first RMSE", "final RMSE",
-           "final RMSE, noisy test outputs", "seed's final RMSE", "N_sum to RMSE target", "seed's N_sum", "safety precision", "seed's precision",
+           "seed's final RMSE", "N_sum to RMSE target", "seed's N_sum", "safety precision", "seed's precision",
            "s / iteration", "certified safe fraction by iteration", "s / repetition", "CPU s / repetition"]
 
 
-def _config_tag(gamma, name=None):
-    """Short digest of the settings a cached repetition depends on (``--out``);
-    the MOGP samples also on their generator's version (runs stored with the
-    earlier generator are not reused)."""
+def _config_tag(gamma):
+    """Short digest of the settings a cached repetition depends on (``--out``)."""
     import hashlib
 
     key = repr(sorted((k, repr(v)) for k, v in CONFIG.items())) + repr(gamma)
-    if name == "mogp":
-        key += MOGP_DATA_VERSION
-    elif name == "enge":
-        key += ENGE_DATA_VERSION
     return hashlib.sha1(key.encode()).hexdigest()[:10]
 
 
@@ -586,7 +460,7 @@ def run_cached(out, name, rep, pipeline, gamma=None, config=None):
         t, c = time.perf_counter(), time.process_time()
         hist, fracs = run_one(name, rep, pipeline, gamma)
         return hist, fracs, time.perf_counter() - t, time.process_time() - c
-    path = os.path.join(out, f"{name}__{pipeline}__{_config_tag(gamma, name)}__{rep}.pkl")
+    path = os.path.join(out, f"{name}__{pipeline}__{_config_tag(gamma)}__{rep}.pkl")
     if os.path.exists(path):
         with open(path, "rb") as fh:
             return pickle.load(fh)
@@ -617,9 +491,7 @@ def summarise(name, pipeline, results):
     frac_by_iter = {}
     for r in results:
         for k, v in r[1].items():
-            if k != "rmse_noisy":
-                frac_by_iter.setdefault(k, []).append(v)
-    noisy = np.array([r[1]["rmse_noisy"][-1] for r in results if "rmse_noisy" in r[1]])
+            frac_by_iter.setdefault(k, []).append(v)
     frac = ", ".join(f"{k}: {np.mean(v):.2f}" for k, v in sorted(frac_by_iter.items())) or "-"
 
     def pm(a, fmt="{:.3f}"):
@@ -630,8 +502,7 @@ def summarise(name, pipeline, results):
         return (fmt + " +- " + fmt).format(a.mean(), se)
 
     seed = SEED.get((name, pipeline), ("-",) * 4)
-    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), seed[0], pm(rmse_first), pm(rmse_final), pm(noisy),
-            seed[2],
+    return [name, pipeline, len(hists), pm(100 * ratio, "{:.2f}"), seed[0], pm(rmse_first), pm(rmse_final), seed[2],
             reach, seed[1], pm(prec), seed[3], pm(it_time, "{:.2f}"), frac, pm(rep_time, "{:.0f}"), pm(rep_cpu, "{:.1f}")]
 
 
@@ -696,9 +567,9 @@ def main():
     if args.table_only:
         if not args.out:
             ap.error("--table-only needs --out")
+        tag = _config_tag(args.gamma)
         done = {c: [r for r in range(args.reps)
-                    if os.path.exists(os.path.join(args.out, f"{c[0]}__{c[1]}__{_config_tag(args.gamma, c[0])}__{r}.pkl"))]
-                for c in cases}
+                    if os.path.exists(os.path.join(args.out, f"{c[0]}__{c[1]}__{tag}__{r}.pkl"))] for c in cases}
     else:
         # Repetition by repetition across all cases, so that a study stopped
         # early (--out keeps what is done) has about as many repetitions of each.
