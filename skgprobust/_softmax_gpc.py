@@ -281,8 +281,45 @@ Measured this stop (softmax-cert 2; 10-class digits, gamma = 0.05):
   leaves 0.032 / 0.032 (columns 2, 9: 0.035 / 0.048 -> 0.024 / 0.031,
   0.025 / 0.039 -> 0.017 / 0.025), for ~2.75x the rows per box
   (all m (m - 1) / 2 differences): still above epsilon, so no row would
-  converge (not built). The rest is the decoupling of the latent box, as
-  for certify.
+  converge. The rest is the decoupling of the latent box, as for certify.
+
+Ranges (softmax, session 9): built as measured above. With a shared
+kernel and up to ``_DIFF_COLUMNS_MAX = 10`` classes, :meth:`p_box` bounds
+each column k on the mean differences mu_j - mu_k
+(:meth:`_ReducedSoftmaxProbabilities._difference_columns`; every pair
+bounded once, its reverse by exact negation). certify's latent boxes are
+unchanged (bitwise, tested). Bench (benchmarks/bench_softmax_gpc.py,
+40 rows, time_limit 2, load 11-12 from other jobs): ten classes, median
+width of the predicted class's range 0.200 -> 0.163, s/row 1.72 -> 1.21,
+max 2.20 -> 1.50 s (0% converge at epsilon 0.02 either way); three
+classes (the same number of affine rows per box) converged rows 85% ->
+100%, width 0.092 -> 0.087, s/row 0.37 -> 0.07.
+
+Certify, rows 0, 11, 17 (session 9; ten classes, gamma 0.05; the
+pair with the attacked minimum: row 0 vs class 2, row 11 vs 6, row 17 vs
+2; estimates by multi-start L-BFGS-B, *not* proofs, so optimistic):
+
+* The reduced variances are large (5-13) and their certified ends are
+  within ~0.25-0.4 of the attacked ones (row 17), but they move together:
+  over the box each a_j spans ~2.2 while a_j - beta_j mean(a) (beta_j
+  0.9-1.07 by least squares) spans only 0.4-0.9. The minimiser of the
+  margin over the latent box takes a_k (the competitor) ~1 below and the
+  other nine ~1.5 above their values at the attacked point, which no x
+  does.
+* One plane in (d, a) composed with x (direction (a) of the brief): with
+  the slopes of the margin at the attacked minimiser, min over the latent
+  box of (g - lambda . q) plus min over x of lambda . q(x) gives -0.153
+  (row 0), -0.137 (row 11), -0.083 (row 17), -0.037 (row 19). The best
+  slopes (25 supergradient steps on this concave dual, each with 13
+  latent and 9 input starts): -0.0045 (row 0), -0.0093 (row 17): near 0
+  even with the offset minimised exactly, and a proven offset needs a
+  branch and bound of g - lambda . q over the 19-D latent box (widths
+  2-3). Not built.
+* The variances through one common factor (a_j = beta_j t + r_j, t and r_j
+  at their attacked extremes, d at its certified box): the margin's
+  minimum over that box is +0.002 (row 0), -0.003 (row 17), -0.021 (row
+  11), against -0.024 / -0.021 / -0.022 with each a_j at its own attacked
+  extremes: it would move rows 0 and 17 to about 0, not above.
 """
 
 import numbers
@@ -1087,7 +1124,11 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
 
     def p_box(self, lo, hi):
         """Certified (p_lo, p_hi), each (B, m), of the rule (hence of
-        ``predict_proba``) over each box; also the mean boxes. Each box's
+        ``predict_proba``) over each box; also the mean boxes (search
+        hints). With a shared kernel and at most ``_DIFF_COLUMNS_MAX``
+        classes the columns come from the mean differences
+        (:meth:`_difference_columns`), else from the per-class intervals of
+        :meth:`latent_box` (:func:`node_rule_bounds`). Each box's
         result is a function of that box alone (computed for the boxes not in
         the per-box cache, in one batch), so serving it from the cache
         changes no number. An entry is one box's rows of the batch arrays
@@ -1105,15 +1146,18 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         if miss:
             t0 = time.perf_counter()
             mlo, mhi = np.ascontiguousarray(lo[miss]), np.ascontiguousarray(hi[miss])
-            mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(mlo, mhi)
-            p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
-            if ok.any():
-                p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
+            if m <= _DIFF_COLUMNS_MAX and self._shared_adapter() is not None:
+                p_lo, p_hi, a_min, a_max, sc = self._difference_columns(mlo, mhi)
+            else:
+                mu_lo, mu_hi, v_lo, v_hi, ok, boxes = self.latent_box(mlo, mhi)
+                p_lo, p_hi = np.zeros(mu_lo.shape), np.ones(mu_lo.shape)
+                if ok.any():
+                    p_lo[ok], p_hi[ok] = node_rule_bounds(mu_lo[ok], mu_hi[ok], v_lo[ok], v_hi[ok])
+                # (n_miss, m, d) each: one stack per field, not per box and class
+                a_min = np.stack([bx.arg_mu_min for bx in boxes], axis=1)
+                a_max = np.stack([bx.arg_mu_max for bx in boxes], axis=1)
+                sc = np.stack([bx.score for bx in boxes], axis=1)
             p_lo, p_hi = p_lo - self.tolerance, p_hi + self.tolerance
-            # (n_miss, m, d) each: one stack per field, not per box and class
-            a_min = np.stack([bx.arg_mu_min for bx in boxes], axis=1)
-            a_max = np.stack([bx.arg_mu_max for bx in boxes], axis=1)
-            sc = np.stack([bx.score for bx in boxes], axis=1)
             if len(store) + len(miss) > self._BOX_CACHE:
                 store = self._box_cache = {}  # (no iteration: safe if threads share the cache)
             for t, i in enumerate(miss):
@@ -1131,6 +1175,59 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         result = (P_lo, P_hi, boxes)
         self._cache = (key, result)
         return result
+
+    def _difference_columns(self, lo, hi):
+        """Shared kernel: the rule's column bounds (p_lo, p_hi), each (B, m),
+        from the mean *differences* (column k: :func:`node_rule_bounds` on
+        the box of ``mu_j - mu_k``), and the search hints (B, m, d) of
+        :meth:`p_box` (argmin, argmax, score).
+
+        Proof. The rule is shift invariant node by node (softmax(f) =
+        softmax(f - mu_k 1)), so R_k(mu, a) = R_k(mu - mu_k 1, a); the box of
+        class k (:meth:`_difference_box` and :func:`_shift_allowance`, the
+        proof of :meth:`certify_latent`, rounding included) brackets, node by
+        node, the model's computed node values shifted by mu_k, and
+        :func:`node_rule_bounds` bounds softmax_k over such per-node
+        intervals (its proof; RULE_MARGIN for the quotients and sums). Each
+        pair (j, k), j > k, is bounded once (rows fl(w_j - w_k) and its
+        negation): the bounds of mu_k - mu_j are the negated ones, since
+        fl(w_k - w_j) = -fl(w_j - w_k) exactly (rounding to nearest is
+        symmetric) and the allowance of :meth:`_difference_box` is symmetric
+        in the two classes. Why: one mean-type function per difference keeps
+        the correlation of the two means at the same x, which the per-class
+        intervals of :meth:`latent_box` lose (measured: module docstring,
+        "Ranges").
+
+        Cost: m (m - 1) / 2 difference rows (both sides) against m mean
+        rows, hence only up to ``_DIFF_COLUMNS_MAX`` classes (equal at three).
+        Hints: for class k the minimiser (maximiser) of its strongest
+        competitor's difference (largest upper end) as the argmin (argmax),
+        each class a 1/m share of the summed split scores."""
+        B, d = lo.shape
+        m = len(self.means)
+        pairs = [(j, k) for k in range(m) for j in range(k + 1, m)]
+        a_lo, a_hi, e_lo, e_hi, args, score, mags = self._difference_rows(lo, hi, pairs)
+        El, Eh = np.zeros((B, m, m)), np.zeros((B, m, m))  # [:, k, j]: bounds of k(x)^T fl(w_j - w_k)
+        Amin, Amax = np.zeros((B, m, m, d)), np.zeros((B, m, m, d))  # their minimisers / maximisers
+        for t, (j, k) in enumerate(pairs):
+            El[:, k, j], Eh[:, k, j] = e_lo[:, t], e_hi[:, t]
+            El[:, j, k], Eh[:, j, k] = -e_hi[:, t], -e_lo[:, t]
+            Amin[:, k, j], Amax[:, k, j] = args[0][t], args[1][t]
+            Amin[:, j, k], Amax[:, j, k] = args[1][t], args[0][t]
+        p_lo, p_hi = np.zeros((B, m)), np.ones((B, m))
+        a_min, a_max = np.empty((B, m, d)), np.empty((B, m, d))
+        rows = np.arange(B)
+        for k in range(m):
+            d_lo, d_hi, v_lo, v_hi, mu_abs, finite = self._difference_box(k, El[:, k], Eh[:, k], mags, a_lo, a_hi, d)
+            d_lo, d_hi, ok, _ = _shift_allowance(d_lo, d_hi, v_hi, mu_abs, finite, k)
+            if ok.any():
+                c_lo, c_hi = node_rule_bounds(d_lo[ok], d_hi[ok], v_lo[ok], v_hi[ok])
+                p_lo[ok, k], p_hi[ok, k] = c_lo[:, k], c_hi[:, k]
+            top = np.where(np.arange(m) == k, -np.inf, Eh[:, k])
+            worst = np.argmax(top, axis=1)
+            a_min[:, k], a_max[:, k] = Amax[rows, k, worst], Amin[rows, k, worst]
+        sc = np.broadcast_to((score / m)[:, None, :], (B, m, d)).copy()
+        return p_lo, p_hi, a_min, a_max, sc
 
     def __getstate__(self):
         """Pickled without its caches (process workers start empty: the
@@ -1185,45 +1282,23 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
         <= sum_i |w_ji| max(|klo_i|, |khi_i|)`` (times 1 + 1e-10 for the
         rounding of that sum) bounds |mu| over the box.
         """
-        from ._fp import margin_rtol
-
         key = (lo.shape, lo.tobytes(), hi.tobytes(), int(cls))
         cache = self._certify_cache
         if cache is not None and cache[0] == key:
             return cache[1]
         B, m = len(lo), len(self.means)
-        ads = [lm.adapter for lm in self.means]
         others = [j for j in range(m) if j != cls]
-        zmax = np.abs(node_rule(m)[0]).max()
-        if all(ad is ads[0] for ad in ads):
-            ad = ads[0]
-            wc = self.means[cls].weights[:, 0]
-            W = np.vstack([np.broadcast_to(self.means[j].weights[:, 0] - wc, (B, len(wc))) for j in others])
-            LO, HI = np.tile(lo, (len(others), 1)), np.tile(hi, (len(others), 1))
-            req = (ad, np.vstack([W, -W]), np.vstack([LO, LO]), np.vstack([HI, HI]))
-            a_lo, a_hi, ((low, arg, score),) = self.reduced.bounds(lo, hi, extra=[req])
-            n = len(others) * B
-            e_lo, e_hi = low[:n].reshape(len(others), B).T, -low[n:].reshape(len(others), B).T
-            klo, khi = ad.interval(lo, hi)
-            # sum_i |w_i| |k_i| over the box: max(|klo|, |khi|), not |khi|
-            # (kernels with negative values, e.g. odd DotProduct powers)
-            kabs = np.maximum(np.abs(klo), np.abs(khi))
-            rtol = margin_rtol(len(wc), lo.shape[1])
-            mags = np.column_stack([kabs @ np.abs(lm.weights[:, 0]) for lm in self.means])  # (B, m)
-            d_lo, d_hi = np.zeros((B, m)), np.zeros((B, m))
-            for i, j in enumerate(others):
-                slack = (rtol + 2.0 * _U) * (mags[:, j] + mags[:, cls]) + _QUANTUM  # + fl(W) (F3)
-                d_lo[:, j] = e_lo[:, i] - slack
-                d_hi[:, j] = e_hi[:, i] + slack
-            mu_abs = mags.max(axis=1) * (1.0 + 1e-10) + _QUANTUM
+        if self._shared_adapter() is not None:
+            pairs = [(j, cls) for j in others]
+            a_lo, a_hi, e_lo, e_hi, args, score, mags = self._difference_rows(lo, hi, pairs)
+            cols_lo, cols_hi = np.zeros((B, m)), np.zeros((B, m))
+            cols_lo[:, others], cols_hi[:, others] = e_lo, e_hi
+            d_lo, d_hi, v_lo, v_hi, mu_abs, finite = self._difference_box(
+                cls, cols_lo, cols_hi, mags, a_lo, a_hi, lo.shape[1]
+            )
             # search hint: the minimiser of the weakest competitor's upper bound
             worst = np.argmax(e_hi, axis=1)
-            arg = arg[n:].reshape(len(others), B, -1)[worst, np.arange(B)]
-            score = score.reshape(2 * len(others), B, -1).sum(axis=0)  # split scores (B, d)
-            a_lo, a_hi = a_lo - _QUANTUM, a_hi + _QUANTUM  # the snapping (as latent_box)
-            v_lo = np.maximum(a_lo, 0.0)
-            v_hi = np.maximum(a_hi, v_lo)
-            finite = np.all(np.isfinite(d_lo) & np.isfinite(d_hi) & np.isfinite(v_hi), axis=1) & np.isfinite(mu_abs)
+            arg = args[1][worst, np.arange(B)]
         else:
             mu_lo, mu_hi, v_lo, v_hi, _, boxes = self.latent_box(lo, hi)
             d_lo = mu_lo - mu_hi[:, [cls]]
@@ -1231,20 +1306,80 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
             mu_abs = np.maximum(np.abs(mu_lo), np.abs(mu_hi)).max(axis=1)
             arg, score = boxes[cls].arg_mu_min, sum(bx.score for bx in boxes)
             finite = np.all(np.isfinite(mu_lo) & np.isfinite(mu_hi) & np.isfinite(v_hi), axis=1)
-        with np.errstate(invalid="ignore", over="ignore"):
-            big = mu_abs + np.maximum(np.abs(d_lo), np.abs(d_hi)).max(axis=1) + np.sqrt(v_hi.max(axis=1)) * zmax + 1.0
-            fp = 8.0 * _U * big[:, None]
-            d_lo, d_hi = d_lo - fp, d_hi + fp
-        d_lo[:, cls] = 0.0
-        d_hi[:, cls] = 0.0
-        ok = finite & np.isfinite(big) & (mu_abs <= MAX_ABS_MEAN) & np.all(
-            (np.abs(d_lo) <= MAX_ABS_MEAN) & (np.abs(d_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1
-        )
+        d_lo, d_hi, ok, fp = _shift_allowance(d_lo, d_hi, v_hi, mu_abs, finite, cls)
         # fp (B,): the per-node rounding allowance, for the latent branch and
         # bound's overlapping cuts (:func:`_latent_margin_lower`)
-        result = (d_lo, d_hi, v_lo, v_hi, ok, arg, score, fp[:, 0])
+        result = (d_lo, d_hi, v_lo, v_hi, ok, arg, score, fp)
         self._certify_cache = (key, result)
         return result
+
+    def _shared_adapter(self):
+        """The one kernel adapter of all classes' means (shared kernel), or None."""
+        ads = [lm.adapter for lm in self.means]
+        return ads[0] if all(ad is ads[0] for ad in ads) else None
+
+    def _difference_rows(self, lo, hi, pairs):
+        """Shared kernel: affine bounds of the mean differences ``k(x)^T
+        fl(w_j - w_c)`` for the ``pairs`` (j, c), in one batch with the
+        reduced variances' linear parts (:meth:`_ReducedVariance.bounds`).
+
+        Returns ``(a_lo, a_hi, e_lo, e_hi, args, score, mags)``: the reduced
+        variances' bounds (B, m) (not yet snapped), the lower and upper
+        bounds (B, P) of each pair's exact sum, the minimisers (2, P, B, d)
+        of the rows W and -W (search hints), the summed split scores (B, d)
+        and ``mags`` (B, m): ``sum_i |w_ci| max(|klo_i|, |khi_i|)``, at least
+        ``|mu_c(x)|`` and the size of its rounding (:meth:`_difference_box`).
+        Each row's bound depends on that row alone, so a pair's bounds do
+        not depend on the other pairs requested."""
+        ad = self._shared_adapter()
+        B, P = len(lo), len(pairs)
+        W = np.vstack([
+            np.broadcast_to(self.means[j].weights[:, 0] - self.means[c].weights[:, 0], (B, self.reduced.N))
+            for j, c in pairs
+        ])
+        LO, HI = np.tile(lo, (P, 1)), np.tile(hi, (P, 1))
+        req = (ad, np.vstack([W, -W]), np.vstack([LO, LO]), np.vstack([HI, HI]))
+        a_lo, a_hi, ((low, arg, score),) = self.reduced.bounds(lo, hi, extra=[req])
+        n = P * B
+        e_lo, e_hi = low[:n].reshape(P, B).T, -low[n:].reshape(P, B).T
+        klo, khi = ad.interval(lo, hi)
+        # sum_i |w_i| |k_i| over the box: max(|klo|, |khi|), not |khi|
+        # (kernels with negative values, e.g. odd DotProduct powers)
+        kabs = np.maximum(np.abs(klo), np.abs(khi))
+        mags = np.column_stack([kabs @ np.abs(lm.weights[:, 0]) for lm in self.means])  # (B, m)
+        args = arg.reshape(2, P, B, -1)
+        score = score.reshape(2 * P, B, -1).sum(axis=0)  # split scores (B, d)
+        return a_lo, a_hi, e_lo, e_hi, args, score, mags
+
+    def _difference_box(self, cls, e_lo, e_hi, mags, a_lo, a_hi, d):
+        """The latent box of class ``cls`` from the affine bounds (B, m) of
+        the exact sums ``k(x)^T fl(w_j - w_cls)`` (column j; column cls
+        unused) of :meth:`_difference_rows` over boxes of ``d`` features:
+        ``(d_lo, d_hi, v_lo, v_hi, mu_abs, finite)`` before
+        :func:`_shift_allowance`.
+
+        Floating point (proof in :meth:`certify_latent`): each column is
+        widened by ``(rtol + 2 u) (mags_j + mags_cls) + Q`` (both means'
+        rounding, the rounding of the combined weights, one snapping
+        quantum Q); the variances by Q (snapping) and clipped at 0;
+        ``mu_abs = max_c mags_c (1 + 1e-10) + Q`` bounds the snapped |mu|."""
+        from ._fp import margin_rtol
+
+        B, m = mags.shape
+        rtol = margin_rtol(len(self.means[0].weights), d)
+        d_lo, d_hi = np.zeros((B, m)), np.zeros((B, m))
+        for j in range(m):
+            if j == cls:
+                continue
+            slack = (rtol + 2.0 * _U) * (mags[:, j] + mags[:, cls]) + _QUANTUM  # + fl(W) (F3)
+            d_lo[:, j] = e_lo[:, j] - slack
+            d_hi[:, j] = e_hi[:, j] + slack
+        mu_abs = mags.max(axis=1) * (1.0 + 1e-10) + _QUANTUM
+        a_lo, a_hi = a_lo - _QUANTUM, a_hi + _QUANTUM  # the snapping (as latent_box)
+        v_lo = np.maximum(a_lo, 0.0)
+        v_hi = np.maximum(a_hi, v_lo)
+        finite = np.all(np.isfinite(d_lo) & np.isfinite(d_hi) & np.isfinite(v_hi), axis=1) & np.isfinite(mu_abs)
+        return d_lo, d_hi, v_lo, v_hi, mu_abs, finite
 
     def margin_lower(self, lo, hi, cls, latent_seconds=None):
         """Lower bound (B,) of ``R_cls - max_{k != cls} R_k`` over each box
@@ -1279,6 +1414,33 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
                 )
             out[ok] = low
         return out - 2.0 * self.tolerance, arg, score
+
+
+def _shift_allowance(d_lo, d_hi, v_hi, mu_abs, finite, cls):
+    """The shifted latent box of class ``cls`` widened for the rounding of
+    the node values (proof in :meth:`_ReducedSoftmaxProbabilities.certify_latent`):
+    every difference by ``fp = 8 u (mu_abs + max |d| + sqrt(max v_hi)
+    max |z| + 1)``, column cls set to exactly 0. Returns ``(d_lo, d_hi, ok,
+    fp)``: ``ok`` (B,) for boxes within the rule's numeric range, ``fp`` (B,)."""
+    m = d_lo.shape[1]
+    zmax = np.abs(node_rule(m)[0]).max()
+    with np.errstate(invalid="ignore", over="ignore"):
+        big = mu_abs + np.maximum(np.abs(d_lo), np.abs(d_hi)).max(axis=1) + np.sqrt(v_hi.max(axis=1)) * zmax + 1.0
+        fp = 8.0 * _U * big[:, None]
+        d_lo, d_hi = d_lo - fp, d_hi + fp
+    d_lo[:, cls] = 0.0
+    d_hi[:, cls] = 0.0
+    ok = finite & np.isfinite(big) & (mu_abs <= MAX_ABS_MEAN) & np.all(
+        (np.abs(d_lo) <= MAX_ABS_MEAN) & (np.abs(d_hi) <= MAX_ABS_MEAN) & (v_hi <= MAX_VAR), axis=1
+    )
+    return d_lo, d_hi, ok, fp[:, 0]
+
+
+#: Up to this many classes (shared kernel), :meth:`_ReducedSoftmaxProbabilities.p_box`
+#: bounds each column on the mean differences (:meth:`_ReducedSoftmaxProbabilities._difference_columns`):
+#: m (m - 1) / 2 difference rows instead of m mean rows (the same at three classes,
+#: 2.75x the affine rows per box with the variances' at ten; measured in the module docstring).
+_DIFF_COLUMNS_MAX = 10
 
 
 #: Boxes whose plain margin bound lies in (-_SPLIT_WITHIN, 0] get the latent
@@ -1934,8 +2096,9 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         y : ndarray of shape (n_samples,)
             Predicted class labels.
         """
-        P = self.predict_proba(X)
-        return self.classes_[np.argmax(P, axis=1)]
+        check_is_fitted(self, self._fitted_attributes)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._predict_labels(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -2048,10 +2211,11 @@ Per-feature sensitivity of ``predict_proba`` with certified bounds
     }
 
     def _predict_labels(self, X):
-        """:meth:`predict` on float rows the engine has already validated (with
-        their feature names): the same computation on the same float64 array,
-        without a second ``validate_data``, whose feature-name check warned on
-        every internal call for a model fitted on a DataFrame."""
+        """The argmax of the rule on validated float rows: :meth:`predict`'s
+        one implementation (it validates, then calls this), also called by
+        the engine on rows it has already validated (with their feature
+        names), without a second ``validate_data``, whose feature-name check
+        warned on every internal call for a model fitted on a DataFrame."""
         return self.classes_[np.argmax(self._proba_rule(np.asarray(X, dtype=np.float64)), axis=1)]
 
     def _proba_reference(self, X):

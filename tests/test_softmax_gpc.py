@@ -496,10 +496,15 @@ def test_time_limit_is_respected_and_results_stay_sound():
             assert np.all(clf.predict(P) == labels[t])
 
 
-def test_margin_bound_is_pairwise_and_exact_at_points():
+def test_margin_bound_is_pairwise_and_exact_at_points(monkeypatch):
     """The certify bound (pairwise through the rule's nodes) is never looser
-    than the difference of the separate probability bounds, is the margin
-    itself for a zero-width box, and holds over sampled boxes."""
+    than the difference of the separate probability bounds from the
+    per-class mean intervals (p_box without its difference columns, which
+    keep other correlations and may be tighter), is the margin itself for a
+    zero-width box, and holds over sampled boxes."""
+    import skgprobust._softmax_gpc as sg
+
+    monkeypatch.setattr(sg, "_DIFF_COLUMNS_MAX", 0)
     clf, X = _budget_model(m=4, d=3)
     bm = clf._bound_model()
     probs = bm.probabilities()
@@ -913,3 +918,38 @@ def test_named_input_gives_no_feature_name_warning():
         clf.certify(df.iloc[:2], 0.1, max_iter=2, random_state=0)
         clf.explain(df.iloc[:1], 0.1, max_iter=2, epsilon=0.5, random_state=0)
     np.testing.assert_array_equal(clf._predict_labels(X), clf.predict(df))
+
+
+@pytest.mark.parametrize("m,seed,diff_max", [(3, 31, None), pytest.param(4, 32, 4, marks=pytest.mark.slow)])
+def test_difference_column_bounds_hold_and_are_tighter(m, seed, diff_max, monkeypatch):
+    """p_box's columns from the mean differences (shared kernel, up to
+    _DIFF_COLUMNS_MAX classes; four classes forced here, which exercises the
+    negated pairs beyond one class): each column's bounds contain
+    predict_proba over the box (dense samples + L-BFGS-B, zero tolerance),
+    are near exact on a point box, and are tighter in total than the
+    per-class mean intervals' bounds of the same boxes (the former path).
+    The limit is set explicitly (the test does not depend on its default)."""
+    import skgprobust._softmax_gpc as sg
+
+    if diff_max is not None:
+        monkeypatch.setattr(sg, "_DIFF_COLUMNS_MAX", diff_max)
+    X, y = _data(m=m, n_per=5, d=2, seed=seed, spread=1.0)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
+    probs = clf._bound_model().probabilities()
+    rng = np.random.default_rng(seed)
+    x0s = X[rng.choice(len(X), 2, replace=False)] + 0.1
+    lo = np.vstack([x0s[:1] - 0.4, x0s[1:] - 0.1, x0s[:1]])
+    hi = np.vstack([x0s[:1] + 0.4, x0s[1:] + 0.1, x0s[:1]])
+    p_lo, p_hi, boxes = probs.p_box(lo, hi)
+    assert len(boxes) == m and boxes[0].arg_mu_min.shape == lo.shape
+    for b in range(len(lo) - 1):
+        for k in range(m):
+            a = attack(lambda P, k=k: clf.predict_proba(P)[:, k], lo[b], hi[b], rng, n_samples=100, n_starts=2)
+            assert p_lo[b, k] <= a.min and a.max <= p_hi[b, k], (b, k, p_lo[b, k], a.min, a.max, p_hi[b, k])
+    P0 = clf.predict_proba(lo[-1:])[0]
+    assert np.all(P0 - p_lo[-1] <= 1e-6) and np.all(p_hi[-1] - P0 <= 1e-6)  # a point box: the quanta only
+    monkeypatch.setattr(sg, "_DIFF_COLUMNS_MAX", 0)  # the per-class mean intervals, same boxes
+    probs._box_cache.clear()
+    probs._cache = None
+    q_lo, q_hi, _ = probs.p_box(lo, hi)
+    assert np.sum(p_hi - p_lo) < np.sum(q_hi - q_lo)
