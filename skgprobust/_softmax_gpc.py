@@ -309,12 +309,23 @@ pair with the attacked minimum: row 0 vs class 2, row 11 vs 6, row 17 vs
 * One plane in (d, a) composed with x (direction (a) of the brief): with
   the slopes of the margin at the attacked minimiser, min over the latent
   box of (g - lambda . q) plus min over x of lambda . q(x) gives -0.153
-  (row 0), -0.137 (row 11), -0.083 (row 17), -0.037 (row 19). The best
-  slopes (25 supergradient steps on this concave dual, each with 13
-  latent and 9 input starts): -0.0045 (row 0), -0.0093 (row 17): near 0
-  even with the offset minimised exactly, and a proven offset needs a
-  branch and bound of g - lambda . q over the 19-D latent box (widths
-  2-3). Not built.
+  (row 0), -0.137 (row 11), -0.083 (row 17), -0.037 (row 19). Better
+  slopes by supergradient ascent on this concave dual (80 steps, each
+  with 13 latent and 9 input starts; the inner minima are local searches,
+  so these may be high): +0.0097 (row 0), +0.0110 (row 11), +0.0003 (row
+  17), against attacked minima +0.026, +0.030, +0.011. So the coupled
+  plane (the convex relaxation over the latent box) could be positive
+  for rows 0 and 11, but only with the offset min over the latent box of
+  (g - lambda . q) known to ~0.005, and proving that is a branch and bound
+  of a nonconvex function over the 19-D latent box (widths 2-3; the
+  interval or mean-value bounds of a leaf lose O(width) or O(width^2) in
+  all 19 coordinates), out of reach in 2 s per row. Not built.
+* Input splits (direction (b)): halving the four pixels with the largest
+  latent sensitivity toward the attacked point (the child holding it, of
+  16) shrinks the summed latent widths by ~10% (row 17: 44.8 -> 39.8,
+  row 0: 50.7 -> 45.9) and moves the margin bound -0.106 -> -0.092 (row
+  17), -0.182 -> -0.163 (row 0); those pixels carry 18-22% of the
+  latent sensitivity. Not built.
 * The variances through one common factor (a_j = beta_j t + r_j, t and r_j
   at their attacked extremes, d at its certified box): the margin's
   minimum over that box is +0.002 (row 0), -0.003 (row 17), -0.021 (row
