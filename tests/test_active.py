@@ -849,3 +849,45 @@ def test_learner_certify_safe_takes_a_dataframe_like_is_safe():
         res = L.certify_safe(pd.DataFrame(X0[:2], columns=["x"]), 0.01, max_iter=5, random_state=0)
     ref = L.certify_safe(X0[:2], 0.01, max_iter=5, random_state=0)
     np.testing.assert_array_equal(res.status, ref.status)
+
+
+# ---------------------------------------------------------------------------
+# The benchmark's MOGP-samples generator (benchmarks/bench_safe_al.py)
+# ---------------------------------------------------------------------------
+
+
+def test_mogp_samples_are_deterministic_and_share_one_design():
+    """Appendix I.3 of the seed: X, the kernels and W drawn once for all
+    repetitions ("D_e = (X, Y_e, Z_e)"), one 20% quantile of Z_1 u ... u Z_E
+    as threshold, 40 initial points (10 per output), 100 iterations."""
+    import importlib
+
+    B = importlib.import_module("benchmarks.bench_safe_al")
+    n_pool, n_test, P = 200, 50, 4
+    a, b = B.mogp(3, n_pool, n_test), B.mogp(3, n_pool, n_test)
+    for k in ("X0", "Y0", "z0", "pool", "Xt", "Yt", "zt"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["threshold"] == b["threshold"] and a["n_iter"] == 100
+    design = B.mogp_design(n_pool, n_test)
+    X = design["X"]
+    assert X.shape == (n_pool + n_test, 2) and np.all((X >= -2) & (X < 2))
+    assert len(np.unique(X, axis=0)) == len(X)
+    np.testing.assert_allclose(np.linalg.norm(design["W"], axis=1), 1.0, rtol=1e-14)
+    assert np.all((design["ls"] >= 0.01) & (design["ls"] < 1)) and 0.01 <= design["var_z"] < 1
+    # Pool and initial points are the first n_pool inputs, the test points the rest.
+    np.testing.assert_array_equal(np.sort(np.vstack([a["pool"], a["X0"]]), axis=0), np.sort(X[:n_pool], axis=0))
+    np.testing.assert_array_equal(a["Xt"], X[n_pool:])
+    # Partially observed start: 10 points per output, one output per point, all safe (--init safe).
+    obs = np.isfinite(a["Y0"])
+    assert a["X0"].shape == (40, 2) and np.all(obs.sum(axis=1) == 1)
+    np.testing.assert_array_equal(obs.sum(axis=0), np.full(P, 10))
+    assert np.all(a["z0"] > a["threshold"])
+    # Another repetition: the same inputs, new samples, the same threshold.
+    c = B.mogp(4, n_pool, n_test)
+    np.testing.assert_array_equal(a["Xt"], c["Xt"])
+    assert not np.allclose(a["Yt"], c["Yt"]) and c["threshold"] == a["threshold"]
+    # The threshold is the 20% quantile of the union over the E = 30
+    # repetitions: the test points (a random fifth of each repetition's
+    # inputs) fall below it about 20% of the time.
+    below = np.mean([np.mean(B.mogp(e, n_pool, n_test)["zt"] < a["threshold"]) for e in range(30)])
+    assert abs(below - 0.2) < 0.04, below
