@@ -561,3 +561,41 @@ def test_platform_elementary_functions():
         worst[name] = w
     # measured here (numpy 2.4, x86-64): exp 1.07 u, sin 0.94 u, pow 1.07 u at most
     assert all(w <= 16.0 for w in worst.values()), worst
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        ConstantKernel(3.0) * RBF([0.3, 1.0]) + WhiteKernel(1e-3),
+        ConstantKernel(2.0) * Matern(0.7, nu=2.5) + ConstantKernel(0.5) * Matern(2.0, nu=1.5) + ConstantKernel(0.1),
+        ConstantKernel(2.0) * (ConstantKernel(0.5) * (ConstantKernel(3.0) * RBF(0.5))) + WhiteKernel(0.3),
+    ],
+)
+def test_local_bound_value_rounding_is_the_adapters(kernel):
+    """The local RKHS bound's per-entry rounding cv (SmoothCovariance.value_rounding
+    of LatentVariance._value_ulps, the one source of the constant) covers
+    sklearn's k~(x, x_i) beyond the adapter's rounding, against mpmath, with
+    A <= value_scale = kappa0 (every term >= 0); no hand-written (2d + 44 + 2T)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 200
+    from skgprobust._bounds._variance import LatentVariance
+
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(4, 2))
+    L = np.linalg.cholesky(kernel(Xs) + 1e-2 * np.eye(4))
+    for col_scale in (None, np.full(4, 0.4)):
+        var = LatentVariance(make_adapter(kernel, Xs), L, col_scale=col_scale)
+        sm = var.smooth
+        cv = sm.value_rounding(var._value_ulps(2))
+        c_val = var.adapter.value_ulps(2) + (col_scale is not None)  # + 1: the product with D
+        assert np.isclose(cv, c_val * 2.0**-53 * sm.kappa0, rtol=1e-11) and c_val < 2 * 2 + 44
+    c = Xs[:2] + rng.normal(size=(2, 2))
+    lo, hi = c - 1e-3, c + 1e-3
+    R = var.adapter.rounding(lo, hi)
+    for b in range(2):
+        for x in (lo[b], hi[b], 0.5 * (lo[b] + hi[b])):
+            K = kernel(x[None], Xs)[0]
+            for i in range(len(Xs)):
+                v, A = _mp_kernel(mp, kernel, x, Xs[i])
+                assert A <= mp.mpf(sm.value_scale) * (1 + mp.mpf(2) ** -50)
+                assert abs(mp.mpf(float(K[i])) - v) <= mp.mpf(float(R[b, i])) + mp.mpf(cv)

@@ -261,14 +261,19 @@ by the solve model twice, ||(L L^T)^-1 fl(D R)|| <= ||a0~|| + nLinv gam nLabs
 (nLinv ||z0~|| + ||a0~||) =: aR. For any vector f_X of values of f in H,
 ||(L L^T)^-1 D f_X|| <= nLinv ||L^-1 D f_X|| = nLinv <f, P f>^1/2 <= nLinv
 ||f||_H (lemma 0 <= P <= I). Hence, with ||fl(D R) - D r0|| <= dR (input
-rounding :meth:`KernelAdapter.rounding` plus the rounding of each kernel value
-and of the product with D, <= cv = (2d + 44 + 2T) u kappa0 per entry, T the
-number of terms (mixed sections: (2d + 44 + 2T + value_terms) u value_scale,
-see "Mixed sections" below): the (squared) distance errs by <= gamma_(d+3) relative,
-which moves kappa_t by <= gamma_(d+3) sup_s s |kappa_t'(s)| <= 0.74 gamma_(d+3)
-(RBF: s^2 e^(-s^2/2) <= 2/e; Matern 2.5 / 1.5 with t = sqrt5 s / sqrt3 s:
-t^2 (1 + t) e^-t / 3, t^2 e^-t <= 0.6), the polynomial factor, exp, products and the sum of T terms a few u
-more; 2x headroom):
+rounding :meth:`KernelAdapter.rounding`, which also carries the distance's
+rounding, plus the rounding of each kernel value and of the product with D,
+<= cv = c_val u kappa0 per entry, :meth:`SmoothCovariance.value_rounding`,
+c_val = :meth:`LatentVariance._value_ulps`: the adapter's proven
+:meth:`~skgprobust.kernels.KernelAdapter.value_ulps`, + 1 with D; relative
+to the term magnitude A(x, x_i) = k_c(x, x_i) <= kappa0, every term being
+>= 0 (mixed sections: c_val u value_scale, see "Mixed sections" below).
+The single source of the constant is the adapters' contract (tested against
+mpmath in tests/test_rounding.py); the earlier hand-written (2d + 44 + 2T)
+u kappa0 is 2-3x larger for the usual trees (c_val 17-26 for C * leaf sums
+of up to 3 terms plus constants and White, d-independent, against >= 46 +
+2T), but is not a bound for arbitrary trees (every Sum / Product node adds
+1 to c_val, also nodes of constants that T does not count):
 
     ||a(x)|| <= aR + nLinv^2 dR + nLinv ||k_x - k_x0||_H <= aR + nLinv^2 dR + nLinv Dh.
 
@@ -313,10 +318,12 @@ the factor's rows). The lemma 0 <= P
 only the support sections r(x)_i = K(z_i, z(x)) are different, bounded by
 Cauchy-Schwarz instead of by k_pp(x, x). They enter the margins in two
 places, both parameters of :class:`SmoothCovariance` (defaults: the single
-kernel): the per-entry rounding of the computed values, cv = (2d + 44 + 2T
-+ value_terms) u value_scale, value_scale >= the magnitude of the summed
-products that form an entry (single kernel: kappa0 >= |k(x, x_i)|) and
-value_terms the extra roundings of the mixture; and the Jacobian's
+kernel): the per-entry rounding of the computed values, cv = c_val u
+value_scale (:meth:`SmoothCovariance.value_rounding`), value_scale >= the
+magnitude of the summed products that form an entry (single kernel: kappa0
+>= |k(x, x_i)|), c_val the composite adapter's proven constant plus the
+extra roundings of the mixture (the caller's ``_value_ulps``), and
+value_terms those extra roundings (the Jacobian's); and the Jacobian's
 rounding (:meth:`SmoothCovariance.jacobian_rounding`), with per-term
 weights w_ti (entry i holds term t with amplitude a_t w_ti) for the input
 rounding and (16 + value_terms) u sum_t a_t w_ti sup|kappa_t'| / l_tj for
@@ -450,7 +457,7 @@ z~ = fl(solve(L, r~')), s~ = fl(sum z~_i^2) and v~ = fl(fl(k(x, x)) - s~).
     | ||z~||^2 - ||z1||^2 | <= beta' (2 + beta') ||z1||^2.
 (c) Sum of squares: |s~ - ||z~||^2| <= gamma_N (1 + beta')^2 ||z1||^2.
 (d) k(x, x): <= c_diag u |k(x, x)| (c_diag = ``adapter.diag_ulps(d)``, proven
-    per adapter; :func:`diag_ulps` wraps it; by the kernel tree:
+    per adapter, :meth:`~skgprobust.kernels.KernelAdapter.diag_ulps`; by the kernel tree:
     1 for stationary leaves and constants, d + 2 for ``DotProduct``, p c + 16
     for ``Exponentiation``, sums max + 1, products c1 + c2 + 1; the earlier
     text's "8 u" was false for DotProduct (~d u) and powers of it) and the
@@ -547,11 +554,14 @@ class SmoothCovariance:
         for a, kind, ls in terms:
             self.H0 += a * self.PROFILES[kind][0] / ls**2
         # Rounding of the computed kernel values (module doc, "Rounding of the
-        # local bound"): each entry errs by <= (2d + 44 + 2T + value_terms) u
-        # value_scale. A single kernel: value_scale = kappa0 >= |k(x, x_i)|,
-        # value_terms = 0. A kernel whose sections at the support points are
-        # mixtures of these terms (multi-output, module doc "Mixed sections")
-        # passes the magnitude of the mixture and the extra operations.
+        # local bound"): each entry errs, beyond the adapter's rounding(), by
+        # <= c_val u value_scale (:meth:`value_rounding`, c_val the adapter's
+        # proven constant). A single kernel: value_scale = kappa0 >= the term
+        # magnitude A(x, x_i), value_terms = 0. A kernel whose sections at the
+        # support points are mixtures of these terms (multi-output, module doc
+        # "Mixed sections") passes the magnitude of the mixture and the extra
+        # operations (value_terms: the Jacobian's rounding; the caller's c_val
+        # carries them for the values).
         self.value_scale = self.kappa0 if value_scale is None else float(value_scale)
         self.value_terms = int(value_terms)
         # Per term, (N,) non-negative weights: the entry i of k(Xs, x) holds
@@ -595,6 +605,31 @@ class SmoothCovariance:
         if not walk(kernel, 1.0) or not terms or not np.isfinite(const[0]):
             return None
         return cls(terms, const[0], d)
+
+    def value_rounding(self, c_val, scale=None):
+        """Per-entry bound cv of the kernel values' own rounding (module doc,
+        "Rounding of the local bound" and "Mixed sections"): ``c_val u
+        max(value_scale, scale)`` (times 1 + 1e-12; ``scale``: a larger
+        bound of the term magnitudes where the caller's entries may exceed
+        value_scale, e.g. a Gram diagonal with WhiteKernel parts), with ``c_val`` the relative
+        constant of :meth:`~skgprobust.kernels.KernelAdapter.value_ulps` of
+        the adapter that computes the sections (plus what the caller's
+        arithmetic adds: :meth:`LatentVariance._value_ulps`).
+
+        Proof. The adapter's contract is |k~(x, x_i) - k(x, x_i)| <=
+        rounding[b, i] + c_val u A(x, x_i) (the first part is added
+        separately by the callers). Single kernel: every term of this form is
+        >= 0 (non-negative amplitudes and constants, WhiteKernel parts 0 off
+        the diagonal of sklearn's k(X, Y)), so A = k(x, x_i) <= const +
+        sum_t a_t = kappa0 = value_scale. Mixed sections: value_scale >=
+        max_i sum_l |c_il| kappa0_l >= sum_l |c_il| A_l, the form the
+        composite adapter's constant is relative to. value_scale is a float
+        sum of T + 1 non-negative terms (relative error <= (T + 1) u) and the
+        product c_val u value_scale one more rounding: the factor 1 + 1e-12
+        covers both for T < 10^3 terms.
+        """
+        m = self.value_scale if scale is None else max(self.value_scale, float(scale))
+        return float(c_val) * _U * m * (1.0 + 1e-12)
 
     def remainder2(self, h):
         """(B,) upper bound of ||k_x - k_x0 - Dk_x0[x - x0]||_H^2 over the
@@ -645,19 +680,6 @@ class VarianceBound:
     arg_min: np.ndarray  # (B, d) candidate point for the minimum of var
     arg_max: np.ndarray  # (B, d) candidate point for the maximum of var
     score: np.ndarray  # (B, d) split scores
-
-
-def diag_ulps(kernel, d):
-    """c_diag with ``|fl(k(x, x)) - k(x, x)| <= c_diag u k(x, x)`` for
-    sklearn's own ``kernel.diag`` (module doc, "Soundness margin", (d)): a
-    thin wrapper of the adapters' :meth:`~skgprobust.kernels._base.KernelAdapter.diag_ulps`,
-    where the constants and their proofs live (by the kernel tree: stationary
-    leaves and constants 1, ``DotProduct`` d + 2, ``Sum`` max + 1,
-    ``Product`` c1 + c2 + 1, ``Exponentiation`` |p| c + 16; others 8 if
-    stationary, else the assumed ``2 d + 64``)."""
-    from ..kernels import make_adapter  # lazy: the adapters import this module lazily too
-
-    return float(make_adapter(kernel, np.zeros((0, d))).diag_ulps(d))
 
 
 def _norm2_estimate(matvec, rmatvec, n, iters=30):
@@ -886,15 +908,20 @@ class LatentVariance:
         if self.col_scale is not None:
             # Laplace GPC: L L^T = fl(I + D fl(K) D) + dB with ||dB|| <= gam
             # ||L||abs^2 (Cholesky), fl(K) = K + E (kernel-value rounding <=
-            # cv per entry plus input rounding), D K D >= 0 and the products
-            # err by 3 u |D K D|: L L^T >= (1 - t) I.
+            # c_val u kg per entry plus input rounding), D K D >= 0 and the
+            # products err by 3 u |D K D|: L L^T >= (1 - t) I. kg bounds
+            # every |K_ij| and term magnitude of the Gram sklearn factors:
+            # kappa0 off the diagonal, the adapter's diagonal (WhiteKernel
+            # parts included) on it, as in _lemma_rho's kad.
             Xs = self.adapter.Xs
             sm = self.smooth
-            cv = (2 * d + 44 + 2 * len(sm.terms) + sm.value_terms) * _U * sm.value_scale
+            kad = float(np.max(np.abs(self.adapter.diag(Xs)), initial=0.0))
+            kg = max(sm.kappa0, kad)
+            cv = sm.value_rounding(self._value_ulps(d), kg)
             EK = float(np.linalg.norm(self.adapter.rounding(Xs, Xs) + cv)) * (1.0 + N * _U)
             nLa = np.float64(self._nLabs)  # numpy float: overflow -> inf, never OverflowError
             with np.errstate(over="ignore", invalid="ignore"):
-                t = 2.0 * self._gam * nLa * nLa + self._Dmax**2 * (EK + 3.0 * _U * N * self.smooth.kappa0) * 1.01
+                t = 2.0 * self._gam * nLa * nLa + self._Dmax**2 * (EK + 3.0 * _U * N * kg) * 1.01
             self._nLinv = float(1.0 / np.sqrt(1.0 - t)) * (1 + 1e-12) if t < 0.5 else np.inf
             # The set-up's proven bound (Cholesky certificate of L L^T) is
             # valid as well; the smaller is used.
@@ -1585,7 +1612,7 @@ class LatentVariance:
             # Kernel values as float code computes them: input rounding plus
             # the rounding of the value itself and of the product with D
             # (GPC), <= cv per entry in the scaled space.
-            cv = (2 * d + 44 + 2 * len(sm.terms) + sm.value_terms) * _U * sm.value_scale
+            cv = sm.value_rounding(self._value_ulps(d))
             nE0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
             nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
