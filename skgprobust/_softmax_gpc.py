@@ -838,13 +838,20 @@ class _ReducedVariance:
         else:
             rho = self._rkhs_rho_blocks(khs, Es, Hs, n, normK, dK, kmax)
         H0 = np.stack([s.H0 for s in smooth])  # (classes or 1, d)
-        # Per-entry rounding of the computed kernel values, independent of the
-        # distance (proven in skgprobust._bounds._variance, "Rounding of the
-        # local bound": (2 d + 44 + 2 T) u kappa0, T terms, kappa0 = constant
-        # + amplitudes >= |k(x, x_i)|); one value per class kernel (stacked
-        # like kappa), the input rounding is added per box in :meth:`bounds`.
+        # Per-entry rounding of the computed kernel values beyond the
+        # adapter's ``rounding`` (which carries the inputs' and the distance's
+        # rounding and is added per box in :meth:`bounds`): the adapter's
+        # proven relative constant, |k~ - k| <= rounding + c_val u A with A
+        # <= kappa0 = constant + amplitudes (every term >= 0),
+        # ``SmoothCovariance.value_rounding(adapter.value_ulps(d))`` (proof
+        # there and in skgprobust.kernels, ``KernelAdapter.value_ulps``); one
+        # value per class kernel (stacked like kappa). It replaces the
+        # hand-written (2 d + 44 + 2 T) u kappa0, which was 2-3x larger for
+        # these trees and is not a bound for deep constant trees (the
+        # _variance module's change of d398e9a).
+        ads = [self.adapters[0]] if self.shared else list(self.adapters)
         cv = np.concatenate([
-            np.full(len(Xs), (2 * d + 44 + 2 * len(s.terms)) * _U * s.kappa0) for s in smooth
+            np.full(len(Xs), s.value_rounding(ad.value_ulps(d))) for s, ad in zip(smooth, ads)
         ])
         return rho, H0.sum(axis=0), cv
 
@@ -980,15 +987,11 @@ class _ReducedVariance:
         if self.rkhs is not None:
             dh2 = (0.5 * (hi - lo)) ** 2 @ self.rkhs[1] * (1.0 + 1e-12)
             # computed minus exact kernel vectors, at x and at x0 (twice): per
-            # entry the inputs' rounding (KernelAdapter.rounding) plus the
-            # rounding of the value itself, cv = (2 d + 44 + 2 T) u kappa0
-            # (self.rkhs[2]; proven in skgprobust._bounds._variance, "Rounding
-            # of the local bound", for any d and any distance: the squared
-            # distance errs by gamma_(d+3) relative, which moves each profile
-            # by <= gamma_(d+3) sup_s s |kappa'(s)| <= 0.74 gamma_(d+3) of its
-            # amplitude, however far the point; a bound relative to the entry
-            # k(x, x_i) itself, as 64 u kmax was, misses 0.5 D (d + 2) u k for
-            # far points or d >~ 30). The former 64 u kmax is kept where larger.
+            # entry the adapter's rounding (KernelAdapter.rounding: the inputs
+            # and the distance, for any d and any distance) plus the rounding
+            # of the value itself, cv = c_val u kappa0 (self.rkhs[2], the
+            # adapter's proven value_ulps; see :meth:`_rkhs_setup`). The
+            # former 64 u kmax is kept where larger.
             kmax = np.max(np.abs(kap0), axis=1, initial=0.0) + np.sqrt(np.max(dev * dev, axis=1, initial=0.0))
             rnd = np.hstack([ad.rounding(lo, hi) for ad in ads]) + np.maximum(
                 self.rkhs[2][None, :], 64 * _U * kmax[:, None]

@@ -555,10 +555,12 @@ def test_reduced_variance_rkhs_bound_high_dimension():
 
 def test_kernel_value_rounding_allowance_is_distance_independent():
     """The per-entry allowance for the kernel vectors' rounding in the RKHS
-    path (``rkhs[2]``) is (2 d + 44 + 2 T) u kappa0 for every entry, near or
-    far (closing the review's gap: 64 u times the entry's own size missed the
-    distance's relative rounding 0.5 D (d + 2) u k of far points and large d),
-    and covers sklearn's computed values against an extended-precision
+    path is the adapter's rounding (inputs and distance) plus ``rkhs[2]`` =
+    c_val u kappa0 (the adapter's proven value_ulps, via
+    SmoothCovariance.value_rounding) for every entry, near or far (closing
+    the review's gap: 64 u times the entry's own size missed the distance's
+    relative rounding 0.5 D (d + 2) u k of far points and large d), and the
+    sum covers sklearn's computed values against an extended-precision
     reference at scaled squared distances from 0 to ~700, d = 200."""
     rng = np.random.default_rng(5)
     d = 200
@@ -568,9 +570,9 @@ def test_kernel_value_rounding_allowance_is_distance_independent():
     cv = red.rkhs[2]
     U = 2.0**-53
     assert cv.shape == (len(X),)
-    np.testing.assert_allclose(cv, (2 * d + 44 + 2) * U * 3.0)
-    # the worst case of the distance's rounding, (d + 2) u amp sup_D (D / 2) e^(-D / 2) = (d + 2) u amp / e
-    assert cv.min() >= (d + 2) * U * 3.0 / np.e
+    ad = red.adapters[0]
+    np.testing.assert_allclose(cv, ad.value_ulps(d) * U * 3.0, rtol=1e-11)
+    assert np.all(cv >= ad.value_ulps(d) * U * 3.0)
     Xs = clf.X_train_
     for scale in (0.0, 0.05, 0.3, 1.0, 3.0):
         Q = Xs[:4] + scale * rng.normal(size=(4, d))
@@ -578,7 +580,7 @@ def test_kernel_value_rounding_allowance_is_distance_independent():
         diff = (Q[:, None, :].astype(np.longdouble) - Xs[None].astype(np.longdouble)) / np.longdouble(4.0)
         ref = np.longdouble(3.0) * np.exp(-0.5 * np.sum(diff * diff, axis=2))
         err = np.abs(k.astype(np.longdouble) - ref).astype(np.float64)
-        assert np.all(err <= cv[None, :])
+        assert np.all(err <= ad.rounding(Q, Q) + cv[None, :])
 
 
 def test_per_box_probability_cache_changes_no_number_and_reports_cost():
