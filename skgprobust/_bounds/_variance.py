@@ -592,7 +592,8 @@ class SmoothCovariance:
             if t is K.WhiteKernel:
                 return True
             if t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
-                ls = np.squeeze(np.asarray(k.length_scale, dtype=np.float64))
+                # |l|: sklearn's values are even in l (StationaryAdapter._length_scales).
+                ls = np.abs(np.squeeze(np.asarray(k.length_scale, dtype=np.float64)))
                 ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
                 if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
                     return False

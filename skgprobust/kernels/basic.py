@@ -156,8 +156,11 @@ class ExpSineSquaredAdapter(KernelAdapter):
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
-        self.ls = float(kernel.length_scale)
-        self.p = float(kernel.periodicity)
+        # sklearn's value exp(-2 (sin(pi r / p) / l)^2) is even in l and in
+        # p (sin is odd, fl(-a) = -fl(a), the square removes the sign), so
+        # the bounds, which assume l, p > 0, use |l| and |p|.
+        self.ls = abs(float(kernel.length_scale))
+        self.p = abs(float(kernel.periodicity))
         self.a = 1.0 / self.ls**2
         self.c = 2.0 * np.pi / self.p
 

@@ -56,8 +56,19 @@ class StationaryAdapter(KernelAdapter):
         self.Zs = self.Xs / self.length_scale
 
     def _length_scales(self, d):
-        # As sklearn's _check_length_scale: a one-element list is isotropic.
-        ls = np.squeeze(np.asarray(self.kernel.length_scale, dtype=np.float64))
+        """The per-feature length scales, as their absolute values.
+
+        As sklearn's ``_check_length_scale``, a one-element list is
+        isotropic. sklearn uses a length scale only through ``x / l`` and
+        then squared (or Euclidean) distances, which are even in each l:
+        fl(x / -l) = -fl(x / l) exactly, so sklearn's kernel values with a
+        negative (fixed) length scale are bitwise those with |l|. Every bound
+        here assumes l > 0 (``hs = h / l`` is a half-width, ``1 / l`` a
+        scale); with the signed value they were crossed by sklearn's
+        ``predict`` (RBF([-1, 0.7]): min/max of the mean crossed by up to
+        0.45). So the adapters use |l|.
+        """
+        ls = np.abs(np.squeeze(np.asarray(self.kernel.length_scale, dtype=np.float64)))
         if ls.ndim == 0:
             return np.full(d, float(ls))
         if ls.shape != (d,):
