@@ -6,6 +6,7 @@ derivatives it uses, attacked with dense sampling plus local optimisation on
 random models with up to ten classes and 64 features."""
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from skgprobust import RobustGaussianProcessClassifier
 from skgprobust._bounds._links import FiveErfLink, ProbitLink
 from skgprobust._engine import _objectives as O
+from skgprobust._engine._deadline import row_deadline, row_scratch
+from skgprobust._engine._solve import Budget
 
 from ._helpers import SWEEP_EXAMPLES, attack
 
@@ -314,3 +317,36 @@ def test_affine_slopes_tighten_the_relaxation():
     coef[c] = 1 - t
     res = attack(lambda X: _p_sklearn(clf, X) @ coef, lo[0], hi[0], rng, n_samples=100, n_starts=2)
     assert aff <= res.min, (aff, res.min)
+
+
+def test_latent_slice_budget_is_per_row(monkeypatch):
+    """The latent slices' call budget of a root box lives in the row's
+    scratch (``_deadline.row_scratch``), not per model: the same row's root
+    bounds solved twice, and twice at once in two threads (joblib's
+    threading backend), are bitwise those of the first solve. Kept per
+    model, a second solve found the box's budget spent (4-class model:
+    prediction_range of the same row twice 0.015 apart, n_jobs=2 vs 1 up to
+    0.022)."""
+    clf, rng = _ovr_model(1, 4, 4, 30)
+    Xc = rng.random((200, 4))
+    Ps = np.sort(clf.predict_proba(Xc), axis=1)
+    x = Xc[int(np.argmin(Ps[:, -1] - Ps[:, -2]))]  # the closest two leading classes: slices apply
+    lo, hi = np.clip(x - 0.05, 0, 1)[None], np.clip(x + 0.05, 0, 1)[None]
+    probs = clf._bound_model().probabilities("default")
+    monkeypatch.setattr(O, "SLICE_BOX_CALLS", 100)  # (time) what class 0's two bounds spend here
+
+    def row():
+        # What solve_range opens for each row: the row's deadline and scratch.
+        with row_deadline(Budget(max_iter=0)):
+            bounds = [O.ProbaObjective(probs, 0, s).bound(lo, hi).lower[0] for s in (1.0, -1.0)]
+            spent = sum(O.SLICE_BOX_CALLS - left[0] for left in row_scratch().values())
+        return bounds, spent
+
+    first, spent = row()
+    assert spent == O.SLICE_BOX_CALLS  # the box's whole budget is spent within the row
+    monkeypatch.setattr(O, "SLICE_BOX_CALLS", 0)
+    assert row()[0] != first  # without it the bounds differ: the test can tell
+    monkeypatch.setattr(O, "SLICE_BOX_CALLS", 100)
+    assert row() == (first, spent)
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda _: row(), range(2))) == [(first, spent)] * 2

@@ -6,6 +6,12 @@ must not make a row overrun its ``time_limit``: the row's solver publishes,
 per thread, the ``time.perf_counter()`` value after which such work is
 skipped (a share of the row's time), and the objectives read it here. No
 bound depends on it: skipping only leaves the bound as it was.
+
+The row's solver also opens a scratch dict (:func:`row_scratch`) for state
+that must last one row and no longer, e.g. the call budget of the latent
+slices per root box: kept per model across rows, it made a row's bounds
+depend on the rows solved before it and, with joblib's threading backend,
+on which thread solved what.
 """
 
 import threading
@@ -24,6 +30,21 @@ def optional_work_deadline():
     return getattr(_ROW, "deadline", None)
 
 
+def row_scratch():
+    """The current row's scratch dict.
+
+    Returns
+    -------
+    scratch : dict
+        A dict that lives while the current row is solved (opened by
+        :func:`row_deadline`, one per thread), so that what objectives
+        keep in it (call budgets per box) never reaches another row or
+        another thread. Outside a row, a new empty dict on every call.
+    """
+    scratch = getattr(_ROW, "scratch", None)
+    return {} if scratch is None else scratch
+
+
 def optional_work_expired():
     """True once the current row's optional-work deadline has passed."""
     dl = optional_work_deadline()
@@ -40,11 +61,13 @@ def row_time_expired():
 
 @contextmanager
 def row_deadline(budget):
-    """Publish ``budget``'s optional-work deadline for the enclosed solve."""
-    prev = getattr(_ROW, "deadline", None), getattr(_ROW, "end", None)
+    """Publish ``budget``'s optional-work deadline, and a fresh
+    :func:`row_scratch`, for the enclosed solve."""
+    prev = getattr(_ROW, "deadline", None), getattr(_ROW, "end", None), getattr(_ROW, "scratch", None)
+    _ROW.scratch = {}
     _ROW.deadline = None if budget.time_limit is None else budget.start + OPTIONAL_SHARE * budget.time_limit
     _ROW.end = None if budget.time_limit is None else budget.start + budget.time_limit
     try:
         yield
     finally:
-        _ROW.deadline, _ROW.end = prev
+        _ROW.deadline, _ROW.end, _ROW.scratch = prev

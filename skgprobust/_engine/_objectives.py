@@ -68,7 +68,7 @@ from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..exceptions import UnsupportedKernelError
 from ..kernels._base import TaylorModel
-from ._deadline import optional_work_expired, row_time_expired
+from ._deadline import optional_work_expired, row_scratch, row_time_expired
 from .._bounds._links import FiveErfLink
 from .._bounds._link_planes import link_plane
 
@@ -938,9 +938,11 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     below ``SLICE_MIN_GAP`` (nothing to win) or above ``SLICE_MAX_GAP``
     (more than two classes' slices can close)
     are left alone; at most ``SLICE_MAX_CALLS`` relaxation bounds are spent,
-    and ``SLICE_BOX_CALLS`` over all the refinements of one box (remembered
-    for the last box per model; the objectives of a row are bound in a fixed
-    order, so without a time limit the outcome does not depend on timing).
+    and ``SLICE_BOX_CALLS`` over all the refinements of one box within one
+    row (kept in the row's scratch, :func:`._deadline.row_scratch`, not per
+    model: the outcome does not depend on the rows solved before or in other
+    threads; the objectives of a row are bound in a fixed order, so without
+    a time limit it does not depend on timing either).
     With a ``time_limit`` it stops at the row's optional-work deadline
     (:mod:`skgprobust._engine._deadline`, half the row's time): a bisection
     step stopped early keeps the t proven so far. Only proven t are
@@ -957,15 +959,10 @@ def _slice_refine(probs, quad, psi, c, best, done, arg, t_lo, t_hi, upper):
     todo = ~done & np.isfinite(best) & (gap > SLICE_MIN_GAP) & (gap < SLICE_MAX_GAP)
     if not todo.any() or optional_work_expired():
         return best
-    key = (quad.lo.tobytes(), quad.hi.tobytes())
-    try:
-        hit = _SLICE_BUDGETS.get(probs)
-        if hit is None or hit[0] != key:
-            hit = (key, [SLICE_BOX_CALLS])
-            _SLICE_BUDGETS[probs] = hit
-        box_left = hit[1]
-    except TypeError:  # pragma: no cover - not weak-referenceable: a budget per call only
-        box_left = [SLICE_BOX_CALLS]
+    # The box's budget lives in the row's scratch (one per row and thread):
+    # the same row gets the same bounds whatever was solved before or beside it.
+    key = ("slice budget", id(probs), quad.lo.tobytes(), quad.hi.tobytes())
+    box_left = row_scratch().setdefault(key, [SLICE_BOX_CALLS])
     if box_left[0] <= 0:
         return best
     best, far = best.copy(), far.copy()
@@ -1014,7 +1011,6 @@ N_SLICE_DEPTH = 4
 SLICE_MAX_CALLS = 60
 SLICE_BOX_CALLS = 240
 
-_SLICE_BUDGETS = weakref.WeakKeyDictionary()  # probs -> (box key, [relaxation bounds left])
 #: Grid points per class for the bound of |d^3 p / d mu^3| (:class:`_QuadRatio`).
 N_QUAD_GRID = 33
 
