@@ -547,3 +547,63 @@ def test_negative_length_scales_are_bounded_as_their_absolute_values(kernel, d):
     assert _dense_crossings(reg, Xq, 0.3, statistic="std") == 0
     clf = RobustGaussianProcessClassifier(C(1.0, "fixed") * kernel, optimizer=None).fit(X, (y > 0).astype(int))
     assert _dense_crossings(clf, Xq, 0.3) == 0
+
+
+@pytest.mark.parametrize("alpha", [-2.0, -0.5, 0.0, 1e-101, 1e-200, np.inf, np.nan])
+def test_rational_quadratic_refuses_alpha_without_bounds(alpha):
+    """A fixed alpha <= 0 makes (1 + phi / (2 alpha)) ** -alpha neither convex
+    and decreasing nor a covariance (alpha = -0.5 fits: sklearn's Cholesky
+    passes with the noise, and its bounds were infinite); alpha below 1e-100
+    raised ZeroDivisionError (alpha^2 underflows in the derivatives); alpha
+    = inf is sklearn's constant 1 ** -inf = 1. Refused by name, also
+    through an estimator (at its first bound)."""
+    from skgprobust import RobustGaussianProcessRegressor
+
+    k = RationalQuadratic(0.8, alpha, "fixed", "fixed")
+    with pytest.raises(UnsupportedKernelError, match="alpha"):
+        make_adapter(k, np.zeros((3, 2)))
+    with pytest.raises(UnsupportedKernelError, match="alpha"):
+        make_adapter(C(1.0) * k + WhiteKernel(0.1), np.zeros((3, 2)))
+    if alpha == -0.5:
+        rng = np.random.default_rng(0)
+        X = rng.uniform(-1, 1, (30, 2))
+        reg = RobustGaussianProcessRegressor(C(1.0, "fixed") * k + WhiteKernel(0.1, "fixed"), optimizer=None)
+        reg.fit(X, np.sin(3 * X[:, 0]))
+        with pytest.raises(UnsupportedKernelError, match="alpha"):
+            reg.prediction_range(X[:1], 0.1)
+
+
+def test_rational_quadratic_rounding_past_the_exp_cap():
+    """alpha = 1e19: the alpha-fold relative rounding bound expm1(alpha u +
+    ...) passes the exp(700) cap. sklearn's base fl(1 + t) is 1 or 1 + 2u
+    there, so its values are 1 or 0 while the exact kernel is anywhere in
+    between; the rounding bound falls back to max(k~, k) <= T (proof in
+    RationalQuadraticAdapter._rounding_ranges), never to an unproven
+    multiple (before: min(expm1(700), 1e300) times the float psi at the
+    near end, not a proven bound). Checked against the exact kernel (mpmath,
+    60 digits) at the float inputs, zero tolerance, and the regressor's
+    ranges against dense predict samples."""
+    import mpmath
+
+    from skgprobust import RobustGaussianProcessRegressor
+
+    rng = np.random.default_rng(1)
+    Xs = rng.uniform(-1, 1, (6, 1))
+    k = RationalQuadratic(1.0, 1e19, "fixed", "fixed")
+    ad = make_adapter(k, Xs)
+    # Distances around the rounding boundary t = u: |x - x_i| ~ 47.
+    for c in [44.0, 47.0, 47.1, 49.0, 60.0]:
+        lo, hi = np.array([[c - 0.3]]), np.array([[c + 0.3]])
+        R = ad.rounding(lo, hi)[0]
+        assert np.all(np.isfinite(R)) and np.all(R <= 1.0 + 1e-9)
+        P = np.linspace(c - 0.3, c + 0.3, 61)[:, None]
+        Ksk = k(P, Xs)
+        with mpmath.workdps(60):
+            for p, row in zip(P[:, 0], Ksk):
+                for i, xi in enumerate(Xs[:, 0]):
+                    t = mpmath.mpf(float(p) - float(xi)) ** 2 / (2 * mpmath.mpf(1e19))
+                    exact = (1 + t) ** (-mpmath.mpf(1e19))
+                    assert abs(mpmath.mpf(float(row[i])) - exact) <= R[i]
+    X = rng.uniform(-1, 1, (10, 1))
+    reg = RobustGaussianProcessRegressor(k + WhiteKernel(0.1, "fixed"), optimizer=None).fit(X, rng.normal(size=10))
+    assert _dense_crossings(reg, np.array([[47.0], [60.0]]), 1.0) == 0

@@ -604,9 +604,27 @@ class RationalQuadraticAdapter(StationaryAdapter):
     bound of :class:`StationaryAdapter`.
     """
 
+    #: Smallest alpha with bounds here: below it the derivatives' constants
+    #: (e.g. ``1 / (8 alpha^2)`` of :meth:`d3psi`) overflow or divide by 0.
+    MIN_ALPHA = 1e-100
+
     def __init__(self, kernel, Xs):
+        a = float(kernel.alpha)
+        if not (np.isfinite(a) and a >= self.MIN_ALPHA):
+            # alpha <= 0: (1 + phi / (2 alpha)) ** -alpha is not convex and
+            # decreasing (alpha = -2: the polynomial (1 - phi / 4)^2), which
+            # every bound here assumes (certified mean ranges were crossed);
+            # alpha = inf: sklearn's value is 1 ** -inf = 1, not the RBF limit
+            # that psi's derivatives give; tiny alpha: alpha^2 underflows.
+            from ..exceptions import UnsupportedKernelError
+
+            raise UnsupportedKernelError(
+                f"RationalQuadratic with alpha={kernel.alpha!r} has no sound bounds here: alpha must be "
+                f"finite and >= {self.MIN_ALPHA:g} (a fixed alpha <= 0 makes the kernel neither convex and "
+                "decreasing in the distance nor a covariance)."
+            )
         super().__init__(kernel, Xs)
-        self.a = float(kernel.alpha)
+        self.a = a
 
     def value_ulps(self, d):
         """1 (headroom; 0 is proven): :meth:`rounding` carries sklearn's whole
@@ -623,10 +641,32 @@ class RationalQuadraticAdapter(StationaryAdapter):
         d = lo.shape[1]
         u = 2.0**-53
         expo = (self.a * u + 0.5 * pU * (d + 6) * u) * (1.0 + 4.0 * u)
-        khi = self.psi(pL)
-        with np.errstate(over="ignore", invalid="ignore"):
-            rel = np.minimum(np.expm1(np.minimum(expo, 700.0)), 1e300) + 8.0 * u
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            khi = self.psi(pL)
+            rel = np.expm1(np.minimum(expo, 700.0)) + 8.0 * u
             value = np.where(khi > 0, 2.0 * rel * khi, 0.0)
+            # Past the cap (expo >= 700, or not a number) expm1 no longer
+            # bounds the relative error, and the product may overflow: then
+            # the trivial bound |k~ - k| <= max(k~, k) (both >= 0) <= T.
+            # sklearn's base is b~ = fl(1 + t~) with t~ = t (1 + eta), |eta|
+            # <= (d + 6) u (class docstring), and t >= pL / (2 alpha) (pL
+            # encloses phi), so t~ >= tlo = fl(pL / (2 alpha)) (1 - 2 (d + 9)
+            # u) (computed: our division and product err by u each, inside
+            # the factor). Round-to-nearest is monotone: b~ >= blo = fl(1 +
+            # tlo), the same operation sklearn's last addition is, so k~ =
+            # fl(b~ ** -alpha) <= blo ** -alpha (1 + 16 u). And k = (1 + t) **
+            # -alpha <= exp(-alpha log1p(tlo)) (real). Our power, log1p, exp
+            # and product err by <= 16 u each (relative; exp also 2^-1071
+            # absolute for subnormal results), inside the factors (1 +-
+            # 2^-40) and the 2^-1070. Taken everywhere as min(value, T):
+            # both are valid bounds, and T <= 1 + 2^-40.
+            tlo = pL / (2.0 * self.a) * (1.0 - 2.0 * (d + 9) * u)
+            Tsk = (1.0 + tlo) ** -self.a * (1.0 + 2.0**-40)
+            Tk = np.exp(-self.a * np.log1p(tlo) * (1.0 - 2.0**-40)) * (1.0 + 2.0**-40) + 2.0**-1070
+            trivial = 1.0 + 2.0**-40
+            T = np.maximum(Tsk, Tk)
+            T = np.where(np.isfinite(T) & (T <= trivial), T, trivial)
+            value = np.where((expo < 700.0) & np.isfinite(value), np.minimum(value, T), T)
         return base + value, pL, pU
 
     def values(self, X):
