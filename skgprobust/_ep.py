@@ -379,6 +379,7 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
         y : array-like of shape (n_samples,)
             Binary targets.
 
@@ -481,6 +482,7 @@ class _BinaryGaussianProcessClassifierEP(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
 
         Returns
         -------
@@ -534,9 +536,12 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Start each EP run from the sites of the previous one (faster
         hyperparameter optimisation).
     copy_X_train : bool, default=True
+        Store a copy of the training inputs (otherwise a reference).
     random_state : int, RandomState instance or None, default=None
         Seeds the optimiser restarts.
     multi_class : {'one_vs_rest', 'one_vs_one'}, default='one_vs_rest'
+        How more than two classes are handled, as in sklearn's
+        GaussianProcessClassifier.
     n_jobs : int, default=None
         Parallel fits of the binary models (multi-class only); the
         certification methods take their own ``n_jobs``.
@@ -608,7 +613,9 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
         y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------

@@ -66,8 +66,64 @@ class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClas
     certified through the pairwise latent signs (the vote), and such models
     have no ``predict_proba`` / ``prediction_range``, as in sklearn.
 
-    See :class:`sklearn.gaussian_process.GaussianProcessClassifier` for the
-    parameters and fitted attributes.
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        The covariance of the latent GP (sklearn's default
+        ``ConstantKernel(1.0, constant_value_bounds="fixed") * RBF(1.0,
+        length_scale_bounds="fixed")`` when None); its free hyperparameters
+        are optimised at fit unless ``optimizer=None``. Certification
+        needs an adapter for every part of the fitted kernel
+        (:func:`skgprobust.kernels.make_adapter`); others raise
+        :class:`~skgprobust.exceptions.UnsupportedKernelError` at the first
+        bound.
+    optimizer : 'fmin_l_bfgs_b', callable or None, default='fmin_l_bfgs_b'
+        Maximiser of the log-marginal likelihood over the kernel's
+        hyperparameters, as in sklearn; None keeps the kernel fixed.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser starts from hyperparameters drawn log-uniformly
+        within their bounds.
+    max_iter_predict : int, default=100
+        Newton iterations of the Laplace approximation at fit. The bounds
+        hold for the fitted model whatever its convergence.
+    warm_start : bool, default=False
+        Start the Newton iterations from the previous fit's latent mode.
+    copy_X_train : bool, default=True
+        Store a copy of the training inputs (otherwise a reference).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser restarts.
+    multi_class : {'one_vs_rest', 'one_vs_one'}, default='one_vs_rest'
+        How more than two classes are handled, as in sklearn; certified
+        through the decision rule of the fitted wrapper.
+    n_jobs : int, default=None
+        Jobs for fitting the binary models (sklearn's meaning). The bound
+        methods take their own ``n_jobs``.
+
+    Attributes
+    ----------
+    base_estimator_ : Estimator instance
+        sklearn's fitted binary Laplace model, or its one-vs-rest /
+        one-vs-one wrapper.
+    kernel_ : kernel instance
+        The fitted kernel (of the binary model; a
+        :class:`~sklearn.gaussian_process.kernels.CompoundKernel` for
+        several classes).
+    log_marginal_likelihood_value_ : float
+        Log-marginal likelihood of ``kernel_.theta``.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    n_classes_ : int
+        The number of classes.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names seen during fit, when X has string column names.
+
+    See Also
+    --------
+    sklearn.gaussian_process.GaussianProcessClassifier : the parent class.
+    EPGaussianProcessClassifier : probit likelihood with Expectation Propagation.
+    SoftmaxGaussianProcessClassifier : one latent GP per class, softmax likelihood.
 
     Examples
     --------
@@ -126,6 +182,7 @@ on it).""",
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------
@@ -142,6 +199,7 @@ on it).""",
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
 
         Returns
         -------
@@ -159,6 +217,7 @@ on it).""",
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
 
         Returns
         -------

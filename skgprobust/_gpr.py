@@ -22,8 +22,59 @@ class RobustGaussianProcessRegressor(RegressorBoundsMixin, GaussianProcessRegres
     margin of ``skgprobust.bounds.margin_rtol(N, d)`` (about 8 (N + d) * 2**-53)
     times the magnitude of the summed terms.
 
-    See :class:`sklearn.gaussian_process.GaussianProcessRegressor` for the
-    parameters and fitted attributes.
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        The GP covariance (sklearn's default ``ConstantKernel(1.0,
+        constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")``
+        when None); its hyperparameters are optimised at fit unless
+        ``optimizer=None``. Certification needs an adapter for every part of
+        the fitted kernel (:func:`skgprobust.kernels.make_adapter`); others
+        raise :class:`~skgprobust.exceptions.UnsupportedKernelError` at the
+        first bound.
+    alpha : float or ndarray of shape (n_samples,), default=1e-10
+        Value added to the diagonal of the kernel matrix at fit (noise
+        variance or jitter), as in sklearn.
+    optimizer : 'fmin_l_bfgs_b', callable or None, default='fmin_l_bfgs_b'
+        Maximiser of the log-marginal likelihood over the kernel's
+        hyperparameters; None keeps the kernel fixed.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser starts from hyperparameters drawn log-uniformly
+        within their bounds.
+    normalize_y : bool, default=False
+        Standardise the targets at fit (mean 0, variance 1 per target); the
+        bounds hold for the de-normalised predictions ``predict`` returns.
+    copy_X_train : bool, default=True
+        Store a copy of the training inputs (otherwise a reference).
+    n_targets : int, default=None
+        Number of targets, used by ``sample_y`` before fit, as in sklearn.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser restarts.
+
+    Attributes
+    ----------
+    X_train_ : ndarray of shape (n_samples, n_features)
+        The training inputs.
+    y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        The (normalised, if ``normalize_y``) training targets.
+    kernel_ : kernel instance
+        The fitted kernel.
+    L_ : ndarray of shape (n_samples, n_samples)
+        Lower Cholesky factor of ``kernel_(X_train_) + alpha``.
+    alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Dual coefficients of the training points in the predictive mean.
+    log_marginal_likelihood_value_ : float
+        Log-marginal likelihood of ``kernel_.theta``.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names seen during fit, when X has string column names.
+
+    See Also
+    --------
+    sklearn.gaussian_process.GaussianProcessRegressor : the parent class.
+    SparseGaussianProcessRegressor : FITC / DTC / VFE approximations.
+    MultiOutputGaussianProcessRegressor : linear model of coregionalisation.
 
     Examples
     --------

@@ -760,7 +760,9 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Training targets.
 
         Returns
         -------
@@ -866,8 +868,11 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
         return_std : bool, default=False
+            Also return the predictive standard deviation.
         return_cov : bool, default=False
+            Also return the predictive covariance.
 
         Returns
         -------
@@ -1424,12 +1429,18 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
     inference : {"ep", "laplace"}, default="ep"
         Approximation of the posterior over the inducing values.
     optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        Maximiser of the log-marginal likelihood over the kernel's
+        hyperparameters, as in sklearn; None keeps the kernel fixed.
     n_restarts_optimizer : int, default=0
+        Extra optimiser starts from hyperparameters drawn log-uniformly
+        within their bounds.
     max_iter_predict : int, default=100
         EP sweeps (until the sites change by < 1e-12 relative) or Newton
         iterations per fit.
     copy_X_train : bool, default=True
+        Store a copy of the training inputs (otherwise a reference).
     random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser restarts and the choice of inducing points.
     multi_class : {"one_vs_rest", "one_vs_one"}, default="one_vs_rest"
         More than two classes, as sklearn's GaussianProcessClassifier.
     n_jobs : int, default=None
@@ -1510,7 +1521,9 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs.
         y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------
@@ -1558,6 +1571,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------
