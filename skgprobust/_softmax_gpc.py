@@ -193,7 +193,8 @@ objectives, sharing one latent box) are computed before the first budget
 check. The latent branch and bound inside certify's margin bound stops
 0.8 of the time_limit after the row's start at the root and after a tenth
 of it in later splits
-(plus one round of 8 leaves; 0.3 s without a time_limit), so the root step
+(plus one round of 8 leaves; without a time_limit after 128 sub-boxes per
+bounding call, a count, so that max_iter alone is reproducible), so the root step
 cannot overrun by itself and a late split by little more than a tenth. Measured on 10-class digits (d = 64, N = 500)
 under load ~10: rows end by ``time_limit + 0.2 s`` (certify) and
 ``time_limit + 0.8 s`` (prediction_range with ``time_limit`` near 0);
@@ -1403,7 +1404,8 @@ class _ReducedSoftmaxProbabilities(SoftmaxProbabilities):
 
         ``latent_seconds``: the time caps of the latent branch and bound: a
         deadline for one box (a row's root) and seconds for several (the
-        children of splits), or None (:data:`_LATENT_SECONDS`). Passed per call (certify's
+        children of splits), or None (no time_limit: :data:`_LATENT_CALL_BOXES`
+        sub-boxes per call, no clock). Passed per call (certify's
         :func:`_certify_row` makes them from its own ``time_limit``), never
         stored on this shared, cached object: later calls without a limit
         and concurrent certify calls each use their own. Run time only: any
@@ -1482,11 +1484,14 @@ _EXTEND_WITHIN = 0.05
 #: _EXTEND_WITHIN of 0 at its start).
 _EXTEND_TIMES = 16
 
-#: Wall-clock cap (seconds) of the latent branch and bound per call (all its
-#: boxes): under heavy load the root bound of a row, made before the
-#: engine's first budget check, must not grow by much (stopping early only
-#: returns the leaves' current minimum, as sound as any).
-_LATENT_SECONDS = 0.3
+#: Without a time_limit, the latent branch and bound bounds at most this
+#: many sub-boxes per call (all its boxes; a count, not seconds, so that
+#: certify with max_iter alone gives the same results whatever the load;
+#: ~0.4-0.5 s per call at three to ten classes): the root bound of a row,
+#: made before the engine's first budget check, must not grow by much
+#: (stopping early only returns the leaves' current minimum, as sound as
+#: any). It replaced a wall-clock cap of 0.3 s.
+_LATENT_CALL_BOXES = 128
 
 #: With a time_limit, the caps are these shares of it instead (certify):
 #: for a row's root box, a deadline at this share of the limit after the
@@ -1515,7 +1520,10 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
     times |z_j| for sigma_j, at the box centre; g = softmax_c - softmax_k, k
     the leaf's weakest competitor), until every leaf is > 0, the budget is
     spent (extended while within _EXTEND_WITHIN of 0, up to _EXTEND_TIMES
-    budgets) or ``seconds`` (default _LATENT_SECONDS) have passed. Measured on three-class digits (64 pixels,
+    budgets) or ``seconds`` have passed (a time_limit's cap), or, when
+    ``seconds`` is None (no time_limit), ``_LATENT_CALL_BOXES`` sub-boxes
+    have been bounded in this call (a count: the result does not depend on
+    timing). Measured on three-class digits (64 pixels,
     gamma = 0.05), the root bound of the three rows that stayed unknown:
     -0.051 / -0.054 / -0.038 (plain) and -0.027 / -0.027 / -0.011 (the
     former 8 halved sub-boxes) against -0.006 / 0.000 / +0.001 (48 leaves).
@@ -1548,9 +1556,17 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
     others = np.array([k for k in range(m) if k != cls])
     out = np.array(low0, dtype=np.float64, copy=True)
     Zn, Wn = node_rule(m)
-    stop = time.perf_counter() + (_LATENT_SECONDS if seconds is None else seconds)
+    # Stop at a deadline (time_limit) or after _LATENT_CALL_BOXES sub-boxes (none).
+    stop = None if seconds is None else time.perf_counter() + seconds
+    left = _LATENT_CALL_BOXES if seconds is None else None
+
+    def more():
+        if stop is None:
+            return left >= 2  # a step bounds two halves per leaf
+        return time.perf_counter() < stop
+
     for b in range(B):
-        if time.perf_counter() >= stop:
+        if not more():
             break
         DL, DH = d_lo[b : b + 1].copy(), d_hi[b : b + 1].copy()
         e = 0.0 if overlap is None else float(overlap[b])
@@ -1579,13 +1595,15 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
             sens_d[k, [cls, k]] = 0.0
         evals += 1
         limit = budget
-        while low.min() <= 0.0 and time.perf_counter() < stop:
+        while low.min() <= 0.0 and more():
             if evals >= limit:
                 if limit < _EXTEND_TIMES * budget and low.min() > -_EXTEND_WITHIN:
                     limit += budget
                 else:
                     break
             n_pick = max(1, min(_LATENT_BATCH // 2, (limit - evals) // 2, int(np.sum(low <= 0.0))))
+            if left is not None:
+                n_pick = min(n_pick, left // 2)
             pick = np.argsort(low, kind="stable")[:n_pick]
             kk = others[np.argmin(pair[pick], axis=1)]  # weakest competitor per leaf
             sq_lo, sq_hi = np.sqrt(VL[pick]), np.sqrt(VH[pick])
@@ -1624,6 +1642,8 @@ def _latent_margin_lower(d_lo, d_hi, v_lo, v_hi, cls, low0, pairs0, budget, seco
             parent = np.repeat(low[pick], 2)
             c_low = np.maximum(c_low, parent)  # the parent's bound holds on each half too
             evals += len(c_low)
+            if left is not None:
+                left -= len(c_low)
             keep = np.ones(len(low), dtype=bool)
             keep[pick] = False
             DL, DH = np.vstack([DL[keep], cDL]), np.vstack([DH[keep], cDH])
@@ -1697,7 +1717,7 @@ def _latent_caps(time_limit, start=None):
     root box's deadline (a ``time.perf_counter()`` value: ``start`` plus
     ``_LATENT_SHARE[0]`` of ``time_limit``) and the seconds for the children
     of a split (``_LATENT_SHARE[1]`` of it); None without a limit
-    (:data:`_LATENT_SECONDS`). Only a performance setting."""
+    (:data:`_LATENT_CALL_BOXES` sub-boxes per call). Only a performance setting."""
     if time_limit is None:
         return None
     t = float(time_limit)

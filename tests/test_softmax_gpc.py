@@ -907,6 +907,43 @@ def test_certify_time_caps_are_per_call(monkeypatch):
     assert np.array_equal(after.bound, fresh.bound)
 
 
+@pytest.mark.filterwarnings("ignore::skgprobust.BudgetExhaustedWarning")
+def test_certify_without_time_limit_does_not_read_the_clock(monkeypatch):
+    """certify with max_iter alone is reproducible: without a time_limit the
+    latent branch and bound stops after _LATENT_CALL_BOXES sub-boxes per
+    bounding call, not after 0.3 s of wall time. With a clock that jumps
+    1 s per reading the results are identical (before: row 1 went from
+    "robust" to "unknown", bound 0.014 apart)."""
+    import time
+
+    import skgprobust._softmax_gpc as mod
+
+    X, y = _data(m=3, n_per=6, d=3, seed=22, spread=1.0)
+    clf = _fit(X, y, ConstantKernel(2.0) * RBF(1.2), optimizer=None)
+    kw = dict(max_iter=4, random_state=0)
+    calls = []
+    orig = mod._latent_margin_lower
+
+    def spy(*a, **k):
+        calls.append(a[8] if len(a) > 8 else k.get("seconds"))
+        return orig(*a, **k)
+
+    monkeypatch.setattr(mod, "_latent_margin_lower", spy)
+    ref = clf.certify(X[:2], 0.3, **kw)
+    assert calls and all(s is None for s in calls)  # the latent branch and bound ran, uncapped by time
+    now = [time.perf_counter()]
+
+    def jumping():
+        now[0] += 1.0
+        return now[0]
+
+    with monkeypatch.context() as mp:
+        mp.setattr(time, "perf_counter", jumping)
+        out = clf.certify(X[:2], 0.3, **kw)
+    assert list(out.status) == list(ref.status) == ["robust", "robust"]
+    np.testing.assert_array_equal(out.bound, ref.bound)
+
+
 def test_named_input_gives_no_feature_name_warning():
     """certify / explain on a correctly named DataFrame warned "X does not have
     valid feature names" (the engine re-checked decisions through the public
