@@ -728,6 +728,7 @@ def explain(estimator, X, gamma, *, features=None, target=None, epsilon=1e-2, do
         Classifier: the class explained (None: the pipeline's prediction per
         row). Regressor: the output index (None: 0).
     epsilon : float, default=1e-2
+        Tolerance of the four one-sided ranges behind each feature's Delta.
     domain : tuple (low, high), default=None
         Valid raw input range.
     method : {"bounds"}, default="bounds"
@@ -857,6 +858,34 @@ class Pipeline(_SkPipeline):
     :func:`skgprobust.pipeline.explain` applied to ``self``, with the
     perturbation given in raw input units.
 
+    Parameters
+    ----------
+    steps : list of tuples
+        ``(name, estimator)`` pairs, the last one a fitted-able estimator of
+        this suite (for the certified methods), as in sklearn.
+    transform_input : list of str, default=None
+        Names of metadata parameters transformed by the steps, as in
+        sklearn (>= 1.6).
+    memory : str or object with the joblib.Memory interface, default=None
+        Caches the fitted transformers, as in sklearn.
+    verbose : bool, default=False
+        Print the time of each step's fit.
+
+    Attributes
+    ----------
+    named_steps : Bunch
+        The steps by name.
+    classes_ : ndarray of shape (n_classes,)
+        The final classifier's class labels.
+    n_features_in_ : int
+        Number of features seen by the first step during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names seen by the first step during fit.
+
+    See Also
+    --------
+    skgprobust.pipeline.make_pipeline : build one without naming the steps.
+
     Examples
     --------
     >>> from sklearn.datasets import make_moons
@@ -875,8 +904,26 @@ class Pipeline(_SkPipeline):
     # inverse_transform takes output-space data and is left as sklearn's.
 
     def fit(self, X, y=None, **params):
-        """As :meth:`sklearn.pipeline.Pipeline.fit`; float16 input is given
-        to the steps as float64."""
+        """Fit the steps in turn, as :meth:`sklearn.pipeline.Pipeline.fit`.
+
+        Float16 input is given to the steps as float64 (what the
+        certificates cover).
+
+        Parameters
+        ----------
+        X : iterable
+            Training data, the first step's input.
+        y : iterable, default=None
+            Training targets.
+        **params : dict of str -> object
+            Fit parameters of the steps (``stepname__param``) or, with
+            metadata routing, routed metadata, as in sklearn.
+
+        Returns
+        -------
+        self : Pipeline
+            This pipeline, fitted.
+        """
         return super().fit(_no_float16(X), y, **params)
 
     @available_if(_sklearn_has("fit_transform"))
@@ -951,5 +998,18 @@ class Pipeline(_SkPipeline):
 
 
 def make_pipeline(*steps, **kwargs):
-    """:func:`sklearn.pipeline.make_pipeline` returning a :class:`skgprobust.pipeline.Pipeline`."""
+    """:func:`sklearn.pipeline.make_pipeline` returning a :class:`skgprobust.pipeline.Pipeline`.
+
+    Parameters
+    ----------
+    *steps : list of estimators
+        The steps, named after their lower-cased class names.
+    **kwargs : dict
+        ``memory``, ``transform_input`` and ``verbose``, as in sklearn.
+
+    Returns
+    -------
+    p : Pipeline
+        A :class:`skgprobust.pipeline.Pipeline` of the steps.
+    """
     return Pipeline(**_sk_make_pipeline(*steps, **kwargs).get_params(deep=False))

@@ -128,15 +128,21 @@ def plot_robustness_curve(
     Parameters
     ----------
     estimator : fitted RobustGaussianProcessClassifier or Regressor
+        Any fitted estimator of this suite with ``prediction_range``.
     x : array-like of shape (n_features,)
+        The centre of the boxes.
     gammas : array-like of float
+        Box radii, one point of the curve each.
     target : label or int, default=None
         Class (classifier; default the predicted one) or output index.
     epsilon : float, default=1e-2
+        Tolerance of each ``prediction_range`` call.
     attack : {"pgd", "gpfgs", "gpjm"}, callable or None, default="pgd"
         ``attack(estimator, x, gamma) -> point``; None draws no attack.
     random_state : int, default=0
+        Seeds the attack and the bounds' local search.
     ax : matplotlib Axes, default=None
+        Axes to draw on; a new figure's when None.
     **range_params
         Passed to ``prediction_range`` (e.g. ``max_iter``, ``features``).
 
@@ -169,11 +175,13 @@ def plot_explanation(explanation, row=None, *, top=None, ax=None):
     Parameters
     ----------
     explanation : Explanation
+        The result of an estimator's ``explain``.
     row : int or None, default=None
         One row, or (None) the mean over rows (``explanation.global_()``).
     top : int, default=None
         Only the ``top`` features of largest ``|Delta|``.
     ax : matplotlib Axes, default=None
+        Axes to draw on; a new figure's when None.
 
     Returns
     -------
@@ -211,9 +219,11 @@ def plot_explanation_heatmap(explanation, shape, row=0, *, ax=None, cmap="RdBu_r
         Features are the flattened pixels (row-major); unexplained pixels
         are blank.
     shape : tuple (height, width)
+        The image shape the features are reshaped to.
     row : int or None, default=0
         The row shown, or None for the mean over rows.
     ax : matplotlib Axes, default=None
+        Axes to draw on; a new figure's when None.
     cmap : str, default="RdBu_r"
         Diverging, centred at 0 (red: raising the pixel raises the
         probability).
@@ -245,6 +255,7 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
     Parameters
     ----------
     estimator : fitted two-feature classifier with predict_proba
+        The classifier whose decision regions form the background.
     X : array-like of shape (n, 2)
         The certified rows.
     certification : CertificationResult
@@ -256,6 +267,7 @@ def plot_decision_map(estimator, X, certification, *, gamma=None, resolution=150
     margin : float, default=0.5
         Extra room around the points.
     ax : matplotlib Axes, default=None
+        Axes to draw on; a new figure's when None.
 
     Returns
     -------
