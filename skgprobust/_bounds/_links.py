@@ -56,14 +56,55 @@ class Link:
     margin = PROBA_MARGIN
 
     def value(self, mu, v):
+        """The probability p(mu, v) = E[g(f)], f ~ N(mu, v), element-wise.
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        p : ndarray
+            The probabilities, as the model computes them.
+        """
         raise NotImplementedError
 
     def grad(self, mu, v):
-        """(dp/dmu, dp/dv)."""
+        """The partial derivatives of p, element-wise.
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        dp_dmu, dp_dv : ndarray
+            dp/dmu and dp/dv at (mu, v).
+        """
         raise NotImplementedError
 
     def range(self, mu_lo, mu_hi, v_lo, v_hi):
-        """Certified (p_lo, p_hi) of p over the rectangles, element-wise."""
+        """Certified (p_lo, p_hi) of p over the rectangles, element-wise.
+
+        Parameters
+        ----------
+        mu_lo, mu_hi : array-like
+            Mean ranges.
+        v_lo, v_hi : array-like
+            Variance ranges (negative ends are read as 0).
+
+        Returns
+        -------
+        p_lo, p_hi : ndarray
+            p_lo <= p(mu, v) <= p_hi on each rectangle, the link's rounding
+            margin included.
+        """
         v_lo = np.maximum(v_lo, 0.0)
         v_hi = np.maximum(v_hi, v_lo)
         p_lo = self.value(mu_lo, np.where(mu_lo >= 0, v_hi, v_lo)) - self.margin
@@ -75,7 +116,14 @@ class Link:
     _derivative_sups = None
 
     def derivative_sups(self):
-        """(G3, G4) or None (then :meth:`v_slope_lower` is 0: no coupling)."""
+        """Proven bounds (G3, G4) of sup |g^(3)| and sup |g^(4)| over the line.
+
+        Returns
+        -------
+        sups : tuple of float (G3, G4) or None
+            None for a link without them (then :meth:`v_slope_lower` is 0:
+            no coupling).
+        """
         return None
 
     #: Absolute error bound of the derivatives :meth:`mu_derivatives` computes.
@@ -85,13 +133,32 @@ class Link:
         """``(dp/dmu, d2p/dmu2, d3p/dmu3)`` at (mu, v), each within
         ``MU_DERIVATIVE_ERROR`` of the exact value, or None where the link
         has no closed form (then the quadratic relaxation of the one-vs-rest
-        probability bounds is not used)."""
+        probability bounds is not used).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        derivatives : tuple of 3 ndarray or None
+            The first three derivatives of p in mu.
+        """
         return None
 
     def total_variation(self):
         """An upper bound of ``integral g'(x) dx = g(inf) - g(-inf)`` for a
         link whose g' >= 0 is proven, or None (then :meth:`v_slope_lower`
-        uses the global sups of :meth:`derivative_sups` only)."""
+        uses the global sups of :meth:`derivative_sups` only).
+
+        Returns
+        -------
+        total : float or None
+            The bound.
+        """
         return None
 
     def local_sups(self, v_lo):
@@ -115,6 +182,16 @@ class Link:
         :func:`probit_mixture_sups` in the tests). Both decrease in v, so v
         = v_lo bounds the whole rectangle; the computed powers are raised by
         1e-12 relative (a few roundings).
+
+        Parameters
+        ----------
+        v_lo : array-like
+            Lower ends of the variance ranges.
+
+        Returns
+        -------
+        g3, g4 : ndarray
+            The bounds, shaped as ``v_lo``.
         """
         G3, G4 = self.derivative_sups()
         S = self.total_variation()
@@ -157,6 +234,18 @@ class Link:
         1e-15 |ends| for the rounding of the grid), so |dp/dv| >= min over
         the grid of |dp/dv| - G3 dm / 4 - G4 dv / 8; the computed dp/dv errs
         by at most SLOPE_ERROR (subtracted).
+
+        Parameters
+        ----------
+        mu_lo, mu_hi, v_lo, v_hi : array-like
+            The rectangles, broadcast together.
+        n_mu, n_v : int, default=None
+            Grid size per rectangle (None: ``N_SLOPE_MU`` x ``N_SLOPE_V``).
+
+        Returns
+        -------
+        kappa : ndarray
+            The slope bounds, >= 0.
         """
         n_mu = N_SLOPE_MU if n_mu is None else int(n_mu)
         n_v = N_SLOPE_V if n_v is None else int(n_v)
@@ -228,6 +317,21 @@ class Link:
         |mu_hi| + 2 |m|))). So k0 = that minimum is a lower bound of f, i.e.
         k0 + k1 (mu - m) <= s dp/dv = |dp/dv|; the rounding of the caller's
         own evaluation of the line is the caller's.
+
+        Parameters
+        ----------
+        mu_lo, mu_hi, v_lo, v_hi : array-like
+            The rectangles, broadcast together.
+        m : array-like
+            Reference mean of each line.
+        n_mu, n_v : int, default=None
+            Grid size per rectangle (None: ``N_AFFINE_MU`` x ``N_AFFINE_V``).
+
+        Returns
+        -------
+        k0, k1 : ndarray
+            Intercept and slope of the line (both 0 where no bound is
+            proven).
         """
         n_mu = N_AFFINE_MU if n_mu is None else int(n_mu)
         n_v = N_AFFINE_V if n_v is None else int(n_v)
@@ -279,6 +383,18 @@ class Link:
         convex on mu <= 0 and concave on mu >= 0; a line below G is below
         p. The upper envelope ``p(mu, v_lo)`` (mu >= 0) / ``p(mu, v_hi)``
         (mu < 0) becomes such a G after ``mu -> -mu`` and a change of sign.
+
+        Parameters
+        ----------
+        mu_lo, mu_hi, v_lo, v_hi : array-like
+            The rectangles.
+        upper : bool, default=False
+            Upper instead of lower lines.
+
+        Returns
+        -------
+        alpha, slope : ndarray
+            The lines ``alpha + slope * mu``.
         """
         mu_lo, mu_hi = np.asarray(mu_lo, dtype=np.float64), np.asarray(mu_hi, dtype=np.float64)
         v_lo = np.maximum(np.asarray(v_lo, dtype=np.float64), 0.0)
@@ -306,7 +422,13 @@ class FiveErfLink(Link):
     def derivative_sups(self):
         """(G3, G4) of :func:`probit_mixture_sups` for sklearn's constants:
         the stored values (rounded up; recomputed and compared in the tests)
-        when the constants are the known ones, else computed once (~0.5 s)."""
+        when the constants are the known ones, else computed once (~0.5 s).
+
+        Returns
+        -------
+        sups : tuple of float
+            (G3, G4).
+        """
         if FiveErfLink._derivative_sups is None:
             if np.array_equal(FIVE_ERF_COEFS, _KNOWN_COEFS) and np.array_equal(FIVE_ERF_LAMBDAS, _KNOWN_LAMBDAS):
                 FiveErfLink._derivative_sups = _KNOWN_SUPS
@@ -316,10 +438,30 @@ class FiveErfLink(Link):
 
     def total_variation(self):
         """sum_i c_i (g' >= 0 by :func:`verify_five_erf_shape`), summed
-        exactly rounded by ``math.fsum`` and raised by 1e-12 relative."""
+        exactly rounded by ``math.fsum`` and raised by 1e-12 relative.
+
+        Returns
+        -------
+        total : float
+            The bound.
+        """
         return abs(math.fsum(FIVE_ERF_COEFS.tolist())) * (1 + 1e-12)
 
     def value(self, mu, v):
+        """sklearn's five-erf p(mu, v), element-wise (see :meth:`Link.value`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        p : ndarray
+            The probabilities.
+        """
         mu, v = np.asarray(mu, dtype=np.float64), np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         lam = FIVE_ERF_LAMBDAS
         z = np.sqrt(2.0) * lam * mu[..., None] / np.sqrt(1.0 + 2.0 * lam**2 * v[..., None])
@@ -336,6 +478,18 @@ class FiveErfLink(Link):
         than 30 correctly rounded operations (sqrt, exp, ndtr-free products),
         so the five-term sum errs by less than 5 * 30 * u * 4e3 < 7e-11 <
         ``MU_DERIVATIVE_ERROR`` = 1e-9 (exp within 1 ulp).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        derivatives : tuple of 3 ndarray
+            The first three derivatives of p in mu.
         """
         if not (np.sum(np.abs(FIVE_ERF_COEFS)) < 1e4 and np.sqrt(2.0) * np.max(FIVE_ERF_LAMBDAS) < 1.0):
             return None  # pragma: no cover - other constants: no proven error bound here
@@ -344,6 +498,20 @@ class FiveErfLink(Link):
                                        mu, v)
 
     def grad(self, mu, v):
+        """(dp/dmu, dp/dv), element-wise (see :meth:`Link.grad`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        dp_dmu, dp_dv : ndarray
+            The partial derivatives.
+        """
         mu, v = np.asarray(mu, dtype=np.float64), np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         lam = FIVE_ERF_LAMBDAS
         s = 1.0 / np.sqrt(1.0 + 2.0 * lam**2 * v[..., None])
@@ -362,23 +530,76 @@ class ProbitLink(Link):
     def derivative_sups(self):
         """sup |phi''| = phi(0) and sup |phi'''| = (3 y - y^3) phi(y) at
         y^2 = 3 - sqrt(6), rounded up (checked against
-        :func:`probit_mixture_sups` in the tests)."""
+        :func:`probit_mixture_sups` in the tests).
+
+        Returns
+        -------
+        sups : tuple of float
+            (G3, G4).
+        """
         return (0.3989423, 0.5505879)
 
     def total_variation(self):
-        """Phi rises from 0 to 1."""
+        """Phi rises from 0 to 1.
+
+        Returns
+        -------
+        total : float
+            1.0.
+        """
         return 1.0
 
     def value(self, mu, v):
+        """Phi(mu / sqrt(1 + v)), element-wise (see :meth:`Link.value`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        p : ndarray
+            The probabilities.
+        """
         return ndtr(np.asarray(mu, dtype=np.float64) / np.sqrt(1.0 + np.maximum(v, 0.0)))
 
     def mu_derivatives(self, mu, v):
         """Phi(b mu), b = 1 / sqrt(1 + v) <= 1: one term below 0.4 in size,
-        a few roundings (far inside ``MU_DERIVATIVE_ERROR``)."""
+        a few roundings (far inside ``MU_DERIVATIVE_ERROR``).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        derivatives : tuple of 3 ndarray
+            The first three derivatives of p in mu.
+        """
         mu, v = np.asarray(mu, dtype=np.float64), np.maximum(np.asarray(v, dtype=np.float64), 0.0)
         return _mixture_mu_derivatives(np.ones(1), np.ones(1), np.ones(1), mu, v)
 
     def grad(self, mu, v):
+        """(dp/dmu, dp/dv), element-wise (see :meth:`Link.grad`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        dp_dmu, dp_dv : ndarray
+            The partial derivatives.
+        """
         s = 1.0 / np.sqrt(1.0 + np.maximum(v, 0.0))
         z = mu * s
         pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
@@ -433,9 +654,37 @@ class LogisticLink(Link):
         return out.reshape((order + 1,) + shape)
 
     def value(self, mu, v):
+        """E[sigmoid(f)] by quadrature, element-wise (see :meth:`Link.value`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        p : ndarray
+            The probabilities.
+        """
         return self._moments(mu, v, 0)[0]
 
     def grad(self, mu, v):
+        """(dp/dmu, dp/dv), element-wise (see :meth:`Link.grad`).
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        v : array-like
+            Latent variances (negative values are read as 0), broadcast with ``mu``.
+
+        Returns
+        -------
+        dp_dmu, dp_dv : ndarray
+            The partial derivatives.
+        """
         m = self._moments(mu, v, 2)
         return m[1], 0.5 * m[2]
 
@@ -597,8 +846,19 @@ def verify_five_erf_shape(x_max=15.0, n_grid=200_001):
     sum_{i != 0} c_i lambda_i^3 exp(-(lambda_i^2 - l0^2) x^2). On [0, x_max]
     the grid minimum of H must exceed its Lipschitz constant times half the
     spacing; beyond x_max, c0 l0^3 must exceed sum |c_i| lambda_i^3
-    exp(-(lambda_i^2 - l0^2) x_max^2). Returns the two safety slacks (both > 0
-    when the proof holds).
+    exp(-(lambda_i^2 - l0^2) x_max^2).
+
+    Parameters
+    ----------
+    x_max : float, default=15.0
+        End of the gridded interval.
+    n_grid : int, default=200_001
+        Grid points on [0, x_max].
+
+    Returns
+    -------
+    slacks : tuple of float
+        The two safety slacks (both > 0 when the proof holds).
     """
     lam, c = FIVE_ERF_LAMBDAS, FIVE_ERF_COEFS
     i0 = int(np.argmin(lam))
