@@ -38,7 +38,17 @@ from .._fp import UNIT_ROUNDOFF, margin_rtol
 
 @dataclass
 class BoxBound:
-    """Lower bounds of an objective over B boxes."""
+    """Lower bounds of an objective over B boxes.
+
+    Parameters
+    ----------
+    lower : ndarray of shape (B,)
+        Proven lower bound of the objective over each box.
+    argmin : ndarray of shape (B, d)
+        Minimiser of the relaxation that gave the bound (a candidate point).
+    score : ndarray of shape (B, d)
+        Split scores per coordinate (larger: splitting there helps more).
+    """
 
     lower: np.ndarray  # (B,)
     argmin: np.ndarray  # (B, d) minimiser of the relaxation (a candidate point)
@@ -48,8 +58,20 @@ class BoxBound:
 def minimise_separable(alpha, beta, h):
     """Minimise sum_j alpha_j u_j^2 + beta_j u_j over |u_j| <= h_j, per box.
 
-    Returns the minimum (B,) and a minimiser u (B, d): per coordinate the
-    better endpoint, or the vertex of a convex parabola when it is inside.
+    Parameters
+    ----------
+    alpha, beta : ndarray of shape (B, d)
+        Quadratic and linear coefficients.
+    h : ndarray of shape (B, d)
+        Half-widths of the boxes.
+
+    Returns
+    -------
+    minimum : ndarray of shape (B,)
+        The minimum per box.
+    u : ndarray of shape (B, d)
+        A minimiser: per coordinate the better endpoint, or the vertex of a
+        convex parabola when it is inside.
     """
     q_lo = alpha * h * h - beta * h
     q_hi = alpha * h * h + beta * h
@@ -237,6 +259,22 @@ def taylor_lower(tm, h, dual=False):
     where the dual matters; one dual ascent per box, for speed), and the
     larger of it and the eigenvalue / Gershgorin bounds of the model is
     used.
+
+    Parameters
+    ----------
+    tm : TaylorModel
+        Value, gradient, matrix M and remainder per box, about the centres.
+    h : ndarray of shape (B, d)
+        Half-widths of the boxes.
+    dual : bool, default=False
+        Also try the Lagrangian dual bound (d >= 8).
+
+    Returns
+    -------
+    lower : ndarray of shape (B,)
+        The lower bound per box.
+    u : ndarray of shape (B, d)
+        The offset from the centre that minimises the bound's relaxation.
     """
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         A = tm.M * h[:, :, None] * h[:, None, :]
@@ -281,8 +319,18 @@ def affine_lower(adapter, W, c, lo, hi):
 
     The best of three valid bounds per box: interval, separable relaxation
     (Prop. 2) and second-order Taylor model (when the adapter has one), each
-    lowered by the rounding margin. ``W`` has shape (B, N) (one weight vector
-    per box); ``c`` is a scalar or (B,).
+    lowered by the rounding margin.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+        The kernel over its N support points.
+    W : ndarray of shape (B, N)
+        One weight vector per box.
+    c : float or ndarray of shape (B,)
+        The constant.
+    lo, hi : ndarray of shape (B, d)
+        The boxes.
 
     Returns
     -------
@@ -380,8 +428,11 @@ class AffineMean:
     Parameters
     ----------
     adapter : KernelAdapter
+        The kernel over its N support points.
     w : ndarray of shape (N,)
+        The weights.
     c : float
+        The constant.
     """
 
     def __init__(self, adapter, w, c):
@@ -390,16 +441,60 @@ class AffineMean:
         self.c = float(c)
 
     def negated(self):
+        """The mean -f.
+
+        Returns
+        -------
+        neg : AffineMean
+            Weights and constant negated.
+        """
         return AffineMean(self.adapter, -self.w, -self.c)
 
     def value(self, X):
+        """f at the rows of X.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        f : ndarray of shape (n,)
+            The values.
+        """
         return self.adapter.values(X) @ self.w + self.c
 
     def value_and_grad(self, X):
+        """f and its gradient at the rows of X.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        f : ndarray of shape (n,)
+            The values.
+        grad : ndarray of shape (n, d)
+            The gradients.
+        """
         K, dK = self.adapter.value_and_grad(X)
         return K @ self.w + self.c, np.einsum("nid,i->nd", dK, self.w)
 
     def bound(self, lo, hi):
-        """Lower bound of f over each of the B boxes (see :func:`affine_lower`)."""
+        """Lower bound of f over each of the B boxes (see :func:`affine_lower`).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            The boxes.
+
+        Returns
+        -------
+        BoxBound
+            The bounds, candidate points and split scores.
+        """
         W = np.broadcast_to(self.w, (len(lo), len(self.w)))
         return affine_lower(self.adapter, W, self.c, lo, hi)
