@@ -220,6 +220,30 @@ def test_dataframe_names_map_global_and_frame(regressor):
     assert plain.feature_names.tolist() == ["x0", "x1", "x2"]
 
 
+def test_global_refuses_rows_of_different_targets(binary):
+    """global_ averages rows explained for one target only: without target,
+    a two-class explain explains each row's predicted class, whose Deltas
+    have opposite signs (the README usage gave a "proven" mean for a
+    mixture). One target for all rows is averaged, by row and by model."""
+    clf, X = binary
+    pred = clf.predict(X)
+    rows = X[[int(np.argmax(pred == 0)), int(np.argmax(pred == 1))]]  # one row of each predicted class
+    kw = dict(gamma=0.3, epsilon=0.05, max_iter=50, random_state=0)
+    mixed = clf.explain(rows, **kw)
+    assert sorted(mixed.target.tolist()) == [0, 1]
+    with pytest.raises(ValueError, match="one target"):
+        mixed.global_()
+    one = clf.explain(rows, target=1, **kw)
+    assert one.target.tolist() == [1, 1]
+    g = one.global_()
+    np.testing.assert_array_equal(g.lower, one.lower.mean(axis=0))
+    np.testing.assert_array_equal(g.upper, one.upper.mean(axis=0))
+    # The row explained for class 0 has class 1's Delta negated (p0 = 1 - p1): both certified
+    # intervals hold it, so they meet; mixing the rows flips that row's sign in the mean.
+    r0 = int(np.flatnonzero(mixed.target == 0)[0])
+    assert np.all(np.maximum(mixed.lower[r0], -one.upper[r0]) <= np.minimum(mixed.upper[r0], -one.lower[r0]) + TOL)
+
+
 def test_errors(binary, regressor):
     clf, X = binary
     reg, Xr = regressor

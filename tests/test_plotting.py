@@ -74,7 +74,7 @@ def test_regressor_curve():
 
 def test_plot_explanation_bars_and_heatmap(clf):
     model, X = clf
-    ex = model.explain(X[:3], gamma=0.3)
+    ex = model.explain(X[:3], gamma=0.3, target=1)  # one target: the mean over rows is drawn below
     ax = plot_explanation(ex, row=0)
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert len(ax.patches) == 2 and sorted(labels) == sorted(str(f) for f in ex.feature_names)

@@ -88,7 +88,32 @@ class Explanation:
         """Mean over rows (global interpretability, the paper's Fig. 5).
 
         The mean of the per-row lower (upper) bounds bounds the mean Delta.
+        Only rows explained for one target can be averaged: a classifier's
+        ``explain`` without ``target`` explains each row's predicted class,
+        and the mean of Delta of different classes' probabilities is no
+        statistic of the model (for two classes their Deltas are opposite:
+        such a mean could "prove" a sign that the probability of either
+        class does not have).
+
+        Returns
+        -------
+        global : GlobalExplanation
+            Mean ``values``, ``lower`` and ``upper`` per feature.
+
+        Raises
+        ------
+        ValueError
+            If the rows were explained for different targets (pass one
+            ``target`` to ``explain``).
         """
+        targets = np.asarray(self.target, dtype=object).ravel()
+        if len(targets) and any(t != targets[0] for t in targets[1:]):
+            found = list(dict.fromkeys(t.item() if hasattr(t, "item") else t for t in targets))
+            raise ValueError(
+                f"global_ averages rows explained for one target, but these rows explain the targets {found}: "
+                "a mean of Delta over different classes' probabilities is not a statistic of the model; "
+                "explain the rows for one target (explain(X, gamma, target=label))."
+            )
         return GlobalExplanation(
             values=self.values.mean(axis=0),
             lower=self.lower.mean(axis=0),

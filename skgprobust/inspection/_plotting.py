@@ -177,7 +177,8 @@ def plot_explanation(explanation, row=None, *, top=None, ax=None):
     explanation : Explanation
         The result of an estimator's ``explain``.
     row : int or None, default=None
-        One row, or (None) the mean over rows (``explanation.global_()``).
+        One row, or (None) the mean over rows (``explanation.global_()``:
+        rows explained for one target only).
     top : int, default=None
         Only the ``top`` features of largest ``|Delta|``.
     ax : matplotlib Axes, default=None
@@ -221,7 +222,8 @@ def plot_explanation_heatmap(explanation, shape, row=0, *, ax=None, cmap="RdBu_r
     shape : tuple (height, width)
         The image shape the features are reshaped to.
     row : int or None, default=0
-        The row shown, or None for the mean over rows.
+        The row shown, or None for the mean over rows (``explanation.global_()``:
+        rows explained for one target only).
     ax : matplotlib Axes, default=None
         Axes to draw on; a new figure's when None.
     cmap : str, default="RdBu_r"
