@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
+from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from ._engine._common import check_budget, check_n_jobs, check_verbose
 from ._engine._latent import check_variance_bound
@@ -96,13 +97,33 @@ class RobustnessScorer:
             return certify(estimator, X, self.gamma, **kwargs)
 
     def __call__(self, estimator, X, y=None):
+        """The score of ``estimator`` on ``X``.
+
+        Parameters
+        ----------
+        estimator : estimator or Pipeline
+            A fitted robust estimator, or a pipeline ending in one.
+        X : array-like of shape (n_samples, n_features)
+            The rows certified.
+        y : array-like of shape (n_samples,) or (n_samples, 1), default=None
+            True labels; needed by "certified_accuracy" only.
+
+        Returns
+        -------
+        score : float
+            The metric's fraction of rows, in [0, 1].
+        """
         res = self.certify(estimator, X)
         if len(res) == 0:
             return 0.0
         if self.metric == "certified_accuracy":
             if y is None:
                 raise ValueError("metric='certified_accuracy' needs the true labels y.")
-            correct = np.asarray(estimator.predict(X)) == np.asarray(y)
+            # y of shape (n,) or (n, 1), as sklearn's metrics take it: compared as (n,)
+            # (a column broadcast against (n,) predictions to an (n, n) table).
+            y = column_or_1d(y)
+            check_consistent_length(y, res.robust)
+            correct = np.asarray(estimator.predict(X)) == y
             return float(np.mean(correct & res.robust))
         return float(np.mean(res.robust))
 

@@ -59,6 +59,21 @@ def test_scores_equal_direct_computation(moons):
     assert 0 < rate < 1  # not vacuous at this radius
 
 
+def test_certified_accuracy_takes_a_one_column_y(moons):
+    """y of shape (n, 1), as sklearn's metrics accept it, scores as the 1-D y
+    (it broadcast against the (n,) predictions to an (n, n) table: 0.48
+    instead of 0.80 here); a y of another length is refused."""
+    X, y = moons
+    pipe = _clf_pipe().fit(X[:50], y[:50])
+    Xt, yt = X[50:], y[50:]
+    scorer = make_robustness_scorer([0.3, 0.05], max_iter=100)
+    flat = scorer(pipe, Xt, yt)
+    assert 0 < flat < 1  # not vacuous
+    assert scorer(pipe, Xt, yt[:, None]) == flat
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        scorer(pipe, Xt, yt[:-1])
+
+
 def test_regressor_metrics(curve):
     X, t = curve
     reg = _reg().fit(X[:40], t[:40])
