@@ -12,7 +12,13 @@ class _Result:
         return len(getattr(self, fields(self)[0].name))
 
     def to_frame(self):
-        """The per-row arrays as a pandas DataFrame (requires pandas)."""
+        """The per-row arrays as a pandas DataFrame (requires pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            One row per input row, one column per per-row field.
+        """
         import pandas as pd
 
         cols = {}
@@ -97,7 +103,15 @@ class RangeResult(_Result):
     time: np.ndarray
 
     def to_frame(self):
-        """Bounds and convergence per row and column (points omitted)."""
+        """Bounds and convergence per row and column (points omitted).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            One row per input row; columns ``min_lower``, ..., ``converged``
+            (suffixed by the output column when there are several),
+            ``n_iter`` and ``time``.
+        """
         import pandas as pd
 
         n, k = self.min_lower.shape

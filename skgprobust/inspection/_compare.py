@@ -58,7 +58,13 @@ class LimeComparison:
     certified_sign: np.ndarray
 
     def to_frame(self):
-        """Per feature: sign agreement, mean Delta and mean LIME weight (pandas)."""
+        """Per feature: sign agreement, mean Delta and mean LIME weight (pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            One row per explained feature.
+        """
         import pandas as pd
 
         return pd.DataFrame(
@@ -111,6 +117,8 @@ def compare_with_lime(
     Returns
     -------
     comparison : LimeComparison
+        The certified Delta, LIME's weights and their agreement per row and
+        feature.
     """
     LimeTabularExplainer = _import_lime()
     if explanation is None:
