@@ -891,3 +891,129 @@ def test_mogp_samples_are_deterministic_and_share_one_design():
     # inputs) fall below it about 20% of the time.
     below = np.mean([np.mean(B.mogp(e, n_pool, n_test)["zt"] < a["threshold"]) for e in range(30)])
     assert abs(below - 0.2) < 0.04, below
+
+
+# ---------------------------------------------------------------------------
+# Parameter and input checks (feature names, refused options, bools, priors)
+# ---------------------------------------------------------------------------
+
+
+def _named_learner(**kw):
+    """A learner fitted on a DataFrame with columns a, b; the safety value is
+    the first feature (safe below 0), so (a, b) = (1.5, -1.5) is unsafe and
+    its mirror (-1.5, 1.5) safe."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (30, 2))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1])]
+    L = SafeActiveLearner(
+        IndependentGPs(RBF(1.0)),
+        RobustGaussianProcessRegressor(ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(1e-4), optimizer=None),
+        threshold=0.0, safe_side="below", delta=0.05, random_state=0, **kw,
+    )
+    with _quiet():
+        L.fit(pd.DataFrame(X, columns=["a", "b"]), Y, X[:, 0])
+    return pd, L
+
+
+def test_learner_checks_feature_names_like_sklearn():
+    """The learner fitted on a DataFrame did not record feature_names_in_
+    and read later DataFrames by position: with the columns reordered, the
+    unsafe point (a, b) = (1.5, -1.5) was called safe (P(safe) 8.7e-23 ->
+    1.0) and its box "proven" safe by certify_safe ("not_robust" ->
+    "robust"). Now every method checks the names as sklearn's validate_data
+    does: other names or another order raise, an array warns."""
+    pd, L = _named_learner()
+    assert list(L.feature_names_in_) == ["a", "b"]
+    pt = pd.DataFrame([[1.5, -1.5]], columns=["a", "b"])
+    rev = pt[["b", "a"]]
+    assert not L.is_safe(pt)[0] and L.safety_probability(pt)[0] < 1e-6
+    assert L.certify_safe(pt, 0.05, max_iter=50, random_state=0).status[0] == "not_robust"
+    calls = {
+        "is_safe": lambda X: L.is_safe(X),
+        "safety_probability": lambda X: L.safety_probability(X),
+        "acquisition": lambda X: L.acquisition(X),
+        "certify_safe": lambda X: L.certify_safe(X, 0.05, max_iter=5, random_state=0),
+        "query": lambda X: L.query(X),
+        "update": lambda X: L.update(X[:1], 0.1, -1.5, output=0),
+    }
+    both = pd.DataFrame([[-1.5, 1.5], [1.5, -1.5]], columns=["a", "b"])  # safe, unsafe
+    n_before = len(L.X_)
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="Feature names must be in the same order"):
+            call(both[["b", "a"]])
+        with pytest.raises(ValueError, match="Feature names unseen at fit time"):
+            call(both.rename(columns={"b": "c"}))
+        if name != "update":  # update reads an array by position (query's x), below
+            with pytest.warns(UserWarning, match="does not have valid feature names"):
+                call(both.to_numpy())
+    assert len(L.X_) == n_before  # every refused update left the data alone
+    # update: a Series is aligned by its labels, a 1-D array (query's x) read by position.
+    L.update(pd.Series({"b": 0.25, "a": -0.75}), 0.2, -0.75, output=1)
+    np.testing.assert_array_equal(L.X_[-1], [-0.75, 0.25])
+    with pytest.raises(ValueError, match="fitted feature names"):
+        L.update(pd.Series({"b": 0.25, "c": -0.75}), 0.2, -0.75, output=1)
+    x, _ = L.query(pd.DataFrame([[-1.5, 1.5], [1.5, -1.5]], columns=["a", "b"]))
+    np.testing.assert_array_equal(x, [-1.5, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", message=".*feature names")
+        L.update(x, 0.3, -1.5, output=0)
+    # certified_safe_fraction: labelled corners and gamma are read by name.
+    lo, hi = pd.Series({"b": -2.0, "a": -2.0}), pd.Series({"b": 2.0, "a": -1.0})
+    with _quiet():
+        f_named = L.certified_safe_fraction(lo, hi, cells=2, max_iter=20, random_state=0)
+        f_arr = L.certified_safe_fraction([-2.0, -2.0], [-1.0, 2.0], cells=2, max_iter=20, random_state=0)
+        r_named = L.certify_safe(pt, pd.Series({"b": 0.0, "a": 0.05}), features=["a"], max_iter=5, random_state=0)
+    assert f_named[0] == f_arr[0] and np.array_equal(f_named[1], f_arr[1])
+    assert r_named.status[0] == "not_robust"
+
+
+def test_certified_safe_fraction_refuses_partial_boxes():
+    """features= certified each cell along those features only while the
+    fraction counted its whole volume: 0.406 -> 0.641 on a 2-D model with
+    333 of 12,300 points sampled in the "proven" cells unsafe. domain=
+    clipped cells the same way. Both are refused, and certify_options
+    cannot restrict the learner's certified boxes either."""
+    model, X, z = _safety_model(0, d=2)
+    for kw in ({"features": [0]}, {"domain": ([-2.0, -2.0], [0.1, 2.0])}):
+        with pytest.raises(ValueError, match=f"does not take {next(iter(kw))}="):
+            certified_safe_fraction(model, [-2.0, -2.0], [2.0, 2.0], cells=2, threshold=0.5, **kw)
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner(certify_gamma=0.1, certify_options={"features": [0]})
+    L._refit = None  # refused before any model is fitted
+    with pytest.raises(ValueError, match="certify_options cannot set features"):
+        L.fit(X0, Y0, z0)
+
+
+@pytest.mark.parametrize("name", ["safety", "warm_start", "normalize_entropy"])
+def test_learner_bool_parameters_must_be_bools(name):
+    """safety="False" is truthy: the safety constraint stayed on (and
+    normalize_entropy="False" switched the normalisation on)."""
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    for bad in ("False", 0, None):
+        L = learner(**{name: bad})
+        L._refit = None
+        with pytest.raises(ValueError, match=f"{name} must be a bool"):
+            L.fit(X0, Y0, z0)
+    with _quiet():
+        assert learner(**{name: np.bool_(True)}).fit(X0, Y0, z0).model_ is not None
+
+
+def test_prior_roles_are_checked_by_name():
+    """A misspelt role ("lengthscale", "weights") was ignored: the seed's
+    prior was used without a word."""
+    from skgprobust.active import GammaPrior, lmc_map_optimizer, map_optimizer
+
+    k = ConstantKernel(1.0) * RBF(1.0)
+    with pytest.raises(ValueError, match="unknown role.*'lengthscale'"):
+        map_optimizer(k, priors={"lengthscale": GammaPrior(5.0, 1.0)})
+    with pytest.raises(ValueError, match="unknown role.*'weights'"):
+        lmc_map_optimizer(RBF(1.0), 2, 2, priors={"weights": GammaPrior(5.0, 1.0)})
+    with pytest.raises(ValueError, match="must be a prior"):
+        map_optimizer(k, priors={"length_scale": 1.5})
+    with pytest.raises(ValueError, match="W must be 'free' or 'fixed'"):
+        lmc_map_optimizer(RBF(1.0), 2, 2, W="fixd")
+    # The right roles still override (and None drops a prior).
+    opt = map_optimizer(k, priors={"length_scale": GammaPrior(5.0, 1.0), "variance": None})
+    assert opt.layout[0] is None and repr(opt.layout[1]) == "GammaPrior(5, 1)"

@@ -303,6 +303,34 @@ def check_n_jobs(n_jobs):
     return n_jobs
 
 
+def check_bool(value, name):
+    """``value`` a bool (Python's or numpy's), as scikit-learn's "boolean"
+    parameter constraint asks. Anything else is refused by name: a truthy
+    string such as ``"False"`` or a number would otherwise switch the option
+    on silently.
+
+    Parameters
+    ----------
+    value : object
+        The parameter's value.
+    name : str
+        The parameter's name, for the message.
+
+    Returns
+    -------
+    value : bool
+        ``bool(value)``.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool (True or False), got {value!r}.")
+    return bool(value)
+
+
 def check_verbose(verbose):
     if not isinstance(verbose, numbers.Integral) or verbose < 0:
         raise ValueError(f"verbose must be a non-negative integer (or bool), got {verbose!r}.")

@@ -28,12 +28,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._engine._common import check_budget, check_n_jobs, check_verbose
-from .._engine._perturbation import check_finite_array
+from .._engine._common import check_bool, check_budget, check_n_jobs, check_verbose
+from .._engine._perturbation import check_finite_array, resolve_features
 
 from ._safety import (
+    align_by_names,
     certified_safe_fraction,
     certify_safe,
     check_safety_setup,
@@ -113,6 +114,12 @@ def _check_certify_options(options):
     if own:
         raise ValueError(
             f"certify_options cannot set {own}: the learner passes its own threshold, safe_side and delta."
+        )
+    if options.get("features") is not None:
+        raise ValueError(
+            "certify_options cannot set features: a candidate is eligible only when its whole certify_gamma box "
+            "is proven safe, and a box moved along some features only would prove less. Give certify_gamma 0 "
+            "for the features that must not move instead."
         )
     allowed = [p for p in inspect.signature(certify_safe).parameters if p not in ("model", "X", "gamma")]
     unknown = sorted(set(options) - set(allowed))
@@ -230,6 +237,10 @@ class SafeActiveLearner(BaseEstimator):
         Observed safety values.
     n_outputs_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X had feature names at :meth:`fit`; later inputs with
+        feature names must have the same, in the same order (else
+        ``ValueError``), as in scikit-learn.
     """
 
     def __init__(self, model, safety_model, *, threshold=0.0, safe_side="below", delta=0.05, observe="partial",
@@ -253,6 +264,8 @@ class SafeActiveLearner(BaseEstimator):
     # -- setup -----------------------------------------------------------------
     def _check_params(self):
         check_safety_setup(self.threshold, self.safe_side, self.delta)
+        for name in ("safety", "warm_start", "normalize_entropy"):
+            check_bool(getattr(self, name), name)
         if self.observe not in OBSERVE:
             raise ValueError(f"observe must be 'partial' or 'full', got {self.observe!r}.")
         if self.strategy not in STRATEGIES:
@@ -296,7 +309,7 @@ class SafeActiveLearner(BaseEstimator):
             The learner, fitted / updated.
         """
         self._check_params()
-        X = _as_2d_float(X, "X")
+        X = self._check_X(X, reset=True)
         Y = np.asarray(Y, dtype=np.float64)
         if Y.ndim == 1:
             Y = Y[:, None]
@@ -312,10 +325,13 @@ class SafeActiveLearner(BaseEstimator):
             raise ValueError(f"z must have one safety value per row of X ({len(X)}), got {z.shape[0]}.")
         if not np.all(np.isfinite(z)):
             raise ValueError("z contains NaN or infinity.")
+        g = None
         if self.certify_gamma is not None:
-            g = check_finite_array(self.certify_gamma, "certify_gamma", X.shape[1])
+            # A pandas Series is aligned by the fitted feature names.
+            g = check_finite_array(self.certify_gamma, "certify_gamma", X.shape[1], feature_names=self._names())
             if np.any(g < 0):
                 raise ValueError(f"certify_gamma must be non-negative, got {self.certify_gamma!r}.")
+        self._certify_gamma = g
         self.n_features_in_ = X.shape[1]
         self.n_outputs_ = Y.shape[1]
         keep = ~np.all(np.isnan(Y), axis=1)
@@ -343,9 +359,24 @@ class SafeActiveLearner(BaseEstimator):
                 return clone(template).set_params(kernel=previous.kernel_).fit(X, y)
         return clone(template).fit(X, y)
 
-    def _check_X(self, X, name="X"):
+    def _names(self):
+        return getattr(self, "feature_names_in_", None)
+
+    def _check_X(self, X, name="X", reset=False, check_names=True):
+        """X as a finite float64 (n, n_features) array (1-D: one feature).
+
+        Feature names as sklearn's ``validate_data``: ``reset=True`` (fit)
+        records ``feature_names_in_`` from a DataFrame (and forgets earlier
+        ones otherwise); later a DataFrame whose columns differ from the
+        fitted names, or come in another order, is refused (its columns
+        would be read by position: a point unsafe under the model could be
+        called, or proven, safe), and a mismatch of names against no names
+        is warned about. The models themselves are fitted on arrays.
+        """
+        if check_names:
+            validate_data(self, X, reset=reset, skip_check_array=True, ensure_2d=False)
         X = _as_2d_float(X, name)
-        if X.shape[1] != self.n_features_in_:
+        if not reset and X.shape[1] != self.n_features_in_:
             raise ValueError(f"{name} has {X.shape[1]} features, but the learner was fitted with {self.n_features_in_}.")
         return X
 
@@ -401,7 +432,10 @@ class SafeActiveLearner(BaseEstimator):
             The safety decision at each row.
         """
         check_is_fitted(self, "safety_model_")
-        X = self._check_X(X)
+        return self._is_safe(self._check_X(X))
+
+    def _is_safe(self, X):
+        """:meth:`is_safe` of a validated float array (no feature-name check)."""
         p = self._mixture_safety(X)
         if p is not None:
             return np.ones(len(X), dtype=bool) if float(self.delta) >= 1.0 else p > 1.0 - float(self.delta)
@@ -424,7 +458,10 @@ class SafeActiveLearner(BaseEstimator):
             ``observe="full"`` (log-determinant of the predictive covariance).
         """
         check_is_fitted(self, "model_")
-        X = self._check_X(X)
+        return self._acquisition(self._check_X(X))
+
+    def _acquisition(self, X):
+        """:meth:`acquisition` of a validated float array."""
         _, std, cov = _predict_moments(self.model_, X, self.observe == "full")
         log_scale = np.zeros(self.n_outputs_)
         if self.normalize_entropy:
@@ -447,11 +484,13 @@ class SafeActiveLearner(BaseEstimator):
         X : array-like of shape (n, n_features)
             The box centres.
         gamma : float or array-like of shape (n_features,)
-            Half-width of the l_inf box per feature.
+            Half-width of the l_inf box per feature (a pandas Series is
+            aligned by the fitted feature names).
         **kwargs
             Further keyword arguments of
             :func:`skgprobust.active.certify_safe` (``features``, ``domain``,
-            ``max_iter``, ``time_limit``, ``n_jobs``, ``random_state``, ...).
+            ``max_iter``, ``time_limit``, ``n_jobs``, ``random_state``, ...);
+            ``features`` may name the fitted feature names.
 
         Returns
         -------
@@ -460,6 +499,15 @@ class SafeActiveLearner(BaseEstimator):
         """
         check_is_fitted(self, "safety_model_")
         X = self._check_X(X)
+        # The safety model is fitted on arrays: names are resolved here.
+        names = self._names()
+        gamma = align_by_names(gamma, "gamma", names)
+        if names is not None and kwargs.get("features") is not None:
+            kwargs["features"] = resolve_features(kwargs["features"], X.shape[1], names)
+        return self._certify_safe(X, gamma, **kwargs)
+
+    def _certify_safe(self, X, gamma, **kwargs):
+        """:meth:`certify_safe` of a validated float array."""
         return certify_safe(self.safety_model_, X, gamma, threshold=float(self.threshold), safe_side=self.safe_side,
                             delta=float(self.delta), **kwargs)
 
@@ -470,12 +518,14 @@ class SafeActiveLearner(BaseEstimator):
         Parameters
         ----------
         low, high : array-like of shape (n_features,)
-            Corners of the region.
+            Corners of the region (a pandas Series is aligned by the fitted
+            feature names).
         cells : int or array-like of int, default=10
             Grid cells per feature.
         **kwargs
             Further keyword arguments of
-            :func:`skgprobust.active.certified_safe_fraction`.
+            :func:`skgprobust.active.certified_safe_fraction` (not
+            ``features`` nor ``domain``: every cell is certified whole).
 
         Returns
         -------
@@ -483,6 +533,8 @@ class SafeActiveLearner(BaseEstimator):
             As :func:`skgprobust.active.certified_safe_fraction` returns them.
         """
         check_is_fitted(self, "safety_model_")
+        # The safety model is fitted on arrays: labelled corners are aligned here.
+        low, high = align_by_names(low, "low", self._names()), align_by_names(high, "high", self._names())
         return certified_safe_fraction(self.safety_model_, low, high, cells, threshold=float(self.threshold),
                                        safe_side=self.safe_side, delta=float(self.delta), **kwargs)
 
@@ -491,8 +543,8 @@ class SafeActiveLearner(BaseEstimator):
         """Boolean (n_pool,): candidates the safety rule allows."""
         if not self.safety:
             return np.ones(len(X_pool), dtype=bool)
-        ok = self.is_safe(X_pool)
-        if self.certify_gamma is not None and ok.any():
+        ok = self._is_safe(X_pool)
+        if self._certify_gamma is not None and ok.any():
             opts = dict(self.certify_options or {})
             opts.setdefault("random_state", 0)
             idx = np.flatnonzero(ok)
@@ -502,7 +554,7 @@ class SafeActiveLearner(BaseEstimator):
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BudgetExhaustedWarning)
-                res = self.certify_safe(X_pool[idx], self.certify_gamma, **opts)
+                res = self._certify_safe(X_pool[idx], self._certify_gamma, **opts)
             ok[idx[~res.robust]] = False
         return ok
 
@@ -558,7 +610,7 @@ class SafeActiveLearner(BaseEstimator):
             # one prediction per sample.
             rows = np.flatnonzero(cand.any(axis=1) if partial else cand)
             score = np.full(shape, -np.inf)
-            score[rows] = np.where(cand[rows], self.acquisition(X_pool[rows]), -np.inf)
+            score[rows] = np.where(cand[rows], self._acquisition(X_pool[rows]), -np.inf)
             k = int(np.argmax(score.ravel()))
             if not np.isfinite(score.ravel()[k]):
                 flat = np.flatnonzero(cand.ravel())
@@ -572,7 +624,11 @@ class SafeActiveLearner(BaseEstimator):
 
         Parameters
         ----------
-        x : array-like of shape (n_features,)
+        x : array-like of shape (n_features,), pandas Series or one-row DataFrame
+            The observed input: an array is read by position (as
+            :meth:`query` returns it), a Series is aligned by its labels and
+            a DataFrame's columns are checked against the fitted feature
+            names (as in :meth:`query`).
         y : float (``observe="partial"``) or array-like of shape (n_outputs,)
         z : float
             Safety value at x.
@@ -585,7 +641,19 @@ class SafeActiveLearner(BaseEstimator):
             The learner, fitted / updated.
         """
         check_is_fitted(self, "model_")
-        x = self._check_X(np.asarray(x, dtype=np.float64).reshape(1, -1))[0]
+        if hasattr(x, "columns"):
+            X = self._check_X(x, "x")
+            if len(X) != 1:
+                raise ValueError(f"x must be one point, got {len(X)} rows.")
+            x = X[0]
+        elif getattr(x, "ndim", None) == 1 and hasattr(x, "index"):
+            x = check_finite_array(x, "x", self.n_features_in_, feature_names=self._names())
+        else:
+            x = self._check_X(np.asarray(x, dtype=np.float64).reshape(1, -1), "x", check_names=False)[0]
+        return self._update(x, y, z, output)
+
+    def _update(self, x, y, z, output):
+        """:meth:`update` with a validated float point x (n_features,)."""
         if not isinstance(z, numbers.Real) or not np.isfinite(z):
             raise ValueError(f"z must be a finite number, got {z!r}.")
         row = np.full(self.n_outputs_, np.nan)
@@ -634,7 +702,7 @@ class SafeActiveLearner(BaseEstimator):
             s = np.maximum(std[truly], 1e-300)
             logp = -0.5 * np.log(2 * np.pi * s * s) - 0.5 * (err / s) ** 2
             ld = float(np.mean(logp[obs]))
-        called = self.is_safe(X_test)
+        called = self._is_safe(X_test)
         prec = float(np.mean(truly[called])) if called.any() else np.nan
         return rmse, ld, prec
 
@@ -689,7 +757,7 @@ class SafeActiveLearner(BaseEstimator):
                     avail[i, p] = False
                 else:
                     avail[i] = False
-            self.update(x, y, float(z), output=p)
+            self._update(x, y, float(z), output=p)
             rmse, ld, prec = self._metrics(X_test, Y_test, z_test)
             rec["X"].append(x.copy())
             rec["output"].append(-1 if p is None else p)

@@ -115,6 +115,25 @@ SEED_PRIORS = {
     "weight": NormalPrior(0.0, 2.0),
 }
 
+def _prior_table(priors):
+    """:data:`SEED_PRIORS` with the overrides ``priors`` (role -> prior).
+
+    Every key must be one of the roles; a misspelt role ("lengthscale",
+    "weights") was ignored, so the seed's prior was used without a word.
+    """
+    if priors is None:
+        return dict(SEED_PRIORS)
+    if not isinstance(priors, dict):
+        raise ValueError(f"priors must be a dict of role -> prior or None, got {priors!r}.")
+    unknown = sorted(map(repr, set(priors) - set(SEED_PRIORS)))
+    if unknown:
+        raise ValueError(f"priors has unknown role(s) {', '.join(unknown)}; the roles are {sorted(SEED_PRIORS)}.")
+    for role, prior in priors.items():
+        if prior is not None and not callable(prior):
+            raise ValueError(f"priors[{role!r}] must be a prior (e.g. GammaPrior, NormalPrior) or None, got {prior!r}.")
+    return dict(SEED_PRIORS, **priors)
+
+
 #: sklearn hyperparameter names (the last ``__`` part) and their role.
 _ROLES = {"constant_value": "variance", "length_scale": "length_scale", "noise_level": "noise"}
 
@@ -139,7 +158,7 @@ def kernel_prior_layout(kernel, priors=None):
     """
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be an sklearn kernel, got {kernel!r}.")
-    table = dict(SEED_PRIORS, **(priors or {}))
+    table = _prior_table(priors)
     layout = []
     for hp in kernel.hyperparameters:
         if hp.fixed:
@@ -169,7 +188,7 @@ def lmc_prior_layout(kernels, n_outputs, n_latent, W_fixed=False, noise_fixed=Fa
         Role -> prior overrides (roles ``variance``, ``length_scale``,
         ``noise``, ``weight``).
     """
-    table = dict(SEED_PRIORS, **(priors or {}))
+    table = _prior_table(priors)
     ks = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels] * int(n_latent)
     layout = [p for k in ks for p in kernel_prior_layout(k, priors)]
     if not W_fixed:
@@ -288,5 +307,8 @@ def lmc_map_optimizer(kernel, n_outputs, n_latent, W="free", noise="free", prior
     optimizer : MAPOptimizer
         Pass it as the estimator's ``optimizer``.
     """
+    for name, value in (("W", W), ("noise", noise)):
+        if value not in ("free", "fixed"):
+            raise ValueError(f"{name} must be 'free' or 'fixed', got {value!r}.")
     return MAPOptimizer(lmc_prior_layout(kernel, n_outputs, n_latent, W_fixed=W == "fixed",
                                          noise_fixed=noise == "fixed", priors=priors))

@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._bounds._mean import BoxBound
 from .._engine._common import prepare, row_seeds
+from .._engine._perturbation import check_finite_array
 from .._engine._driver import certify_rows
 from .._engine._objectives import latent_box
 from .._engine._solve import Budget, solve_sign
@@ -102,6 +103,17 @@ def is_safe(mean, std, threshold, safe_side, z):
     if safe_side == "below":
         return mean + z * std < threshold
     return mean - z * std > threshold
+
+
+def align_by_names(value, name, feature_names):
+    """A pandas Series given per feature, as a float array in the order of
+    ``feature_names`` (the fitted names; :func:`check_finite_array` aligns it
+    and refuses unknown or missing labels); anything else unchanged. Without
+    fitted names a Series is returned unchanged (read as an array; a
+    labelled one is refused where the boxes are built)."""
+    if feature_names is None or not (getattr(value, "ndim", None) == 1 and hasattr(value, "index")):
+        return value
+    return check_finite_array(value, name, len(feature_names), feature_names=feature_names)
 
 
 def _safety_bound_model(model):
@@ -277,11 +289,15 @@ def certified_safe_fraction(model, low, high, cells=10, *, threshold, safe_side=
     model : RobustGaussianProcessRegressor
         The fitted safety model.
     low, high : array-like of shape (n_features,)
-        The domain.
+        The domain (a pandas Series is aligned by the model's feature names).
     cells : int or array-like of int, default=10
         Cells per feature (the grid has prod(cells) cells: keep it small).
     threshold, safe_side, delta, **kwargs
-        As in :func:`certify_safe`.
+        As in :func:`certify_safe`, except ``features`` and ``domain``,
+        which are refused: the fraction counts each proven cell with its
+        whole volume, so every cell must be certified whole (a cell proven
+        along some features only, or clipped to a domain, would be counted
+        with volume it was not proven on). Pass the region as low, high.
 
     Returns
     -------
@@ -292,6 +308,14 @@ def certified_safe_fraction(model, low, high, cells=10, *, threshold, safe_side=
     result : CertificationResult
         Per cell.
     """
+    for key in ("features", "domain"):
+        if kwargs.get(key) is not None:
+            raise ValueError(
+                f"certified_safe_fraction does not take {key}=: each proven cell is counted with its whole "
+                "volume, so every cell is certified whole (give the region as low, high)."
+            )
+    names = getattr(model, "feature_names_in_", None)
+    low, high = align_by_names(low, "low", names), align_by_names(high, "high", names)
     low = np.asarray(low, dtype=np.float64).reshape(-1)
     high = np.asarray(high, dtype=np.float64).reshape(-1)
     if low.shape != high.shape or not np.all(np.isfinite(low)) or not np.all(np.isfinite(high)) or np.any(high <= low):
