@@ -189,7 +189,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._bounds._variance import LatentVariance, SmoothCovariance
 from ._engine._api import RegressorBoundsMixin
-from ._engine._common import check_not_compound
+from ._engine._common import check_bool, check_not_compound
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
@@ -885,6 +885,26 @@ def _check_bounds_param(value, name, positive):
     return (low, high)
 
 
+def _check_noise_level(value, n_outputs):
+    """The initial noise variances: a positive finite scalar or one per
+    output, as an array of shape (n_outputs,). Another length was refused
+    only by numpy's broadcasting (an unclear message), and a length-1 array
+    was broadcast to every output of a multi-output fit."""
+    try:
+        arr = None if isinstance(value, str) else np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or not (arr.ndim == 0 or arr.shape == (n_outputs,)):
+        shape = "?" if arr is None else arr.shape
+        raise ValueError(
+            f"noise_level must be a scalar or an array with one entry per output (n_outputs={n_outputs}), "
+            f"got {value!r} (shape {shape})."
+        )
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"noise_level must be positive and finite, got {value!r}.")
+    return np.broadcast_to(arr, (n_outputs,)).copy()
+
+
 class MultiOutputGaussianProcessRegressor(RegressorBoundsMixin, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Multi-output GP regression (linear model of coregionalisation) with
     partially observed outputs and certified robustness bounds.
@@ -1132,6 +1152,8 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        for name in ("normalize_y", "copy_X_train", "warm_start"):
+            check_bool(getattr(self, name), name)
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=1)
         Y = check_array(
             y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan", input_name="y", ensure_min_samples=1
@@ -1197,6 +1219,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
                     raise ValueError("W must be finite.")
         noise_bounds = _check_bounds_param(self.noise_level_bounds, "noise_level_bounds", positive=True)
         noise_fixed = noise_bounds == "fixed"
+        noise_given = None if self.noise_level is None else _check_noise_level(self.noise_level, P)
         if warm:
             noise0 = self.noise_level_.copy()
         elif self.noise_level is None:
@@ -1205,9 +1228,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
             if not noise_fixed:
                 noise0 = np.clip(noise0, *noise_bounds)
         else:
-            noise0 = np.broadcast_to(np.asarray(self.noise_level, dtype=np.float64), (P,)).copy()
-            if not np.all(np.isfinite(noise0) & (noise0 > 0)):
-                raise ValueError(f"noise_level must be positive and finite, got {self.noise_level!r}.")
+            noise0 = noise_given
 
         prob = _Problem(X, rows, outs, yv, P, kernels, W0, W_fixed, W_bounds, noise0, noise_fixed, noise_bounds,
                         float(self.alpha))

@@ -949,3 +949,35 @@ def test_output_value_ulps_cover_predicts_sections_against_mpmath(case):
                     err = abs(f(got[i]) - exact)
                     worst = max(worst, float(err / bound) if bound > 0 else (0.0 if err == 0 else np.inf))
     assert worst <= 1.0
+
+
+@pytest.mark.parametrize("name", ["normalize_y", "copy_X_train", "warm_start"])
+def test_bool_parameters_must_be_bools(name):
+    """normalize_y="False" is truthy: the targets were normalised (output
+    stds 0.69 / 4.9 instead of 1 / 1, different predictions); numbers and
+    None were accepted the same way."""
+    X, Y = _data()
+    for bad in ("False", 0, 1.0, None):
+        with pytest.raises(ValueError, match=f"{name} must be a bool"):
+            MO(optimizer=None, **{name: bad}).fit(X, Y)
+    mo = MO(optimizer=None, **{name: np.bool_(False)}).fit(X, Y)
+    np.testing.assert_array_equal(mo.predict(X[:3]), MO(optimizer=None, **{name: False}).fit(X, Y).predict(X[:3]))
+
+
+def test_noise_level_is_one_per_output_or_scalar():
+    """noise_level of the wrong length failed inside numpy ("operands could
+    not be broadcast ...") and a length-1 array was broadcast to every
+    output of a 3-output fit."""
+    X, Y = _data()  # 3 outputs
+    for bad in ([0.1], [0.1, 0.2], [0.1, 0.2, 0.3, 0.4], [[0.1], [0.2], [0.3]], "0.1"):
+        with pytest.raises(ValueError, match=r"noise_level must be a scalar or an array with one entry per output \(n_outputs=3\)"):
+            MO(optimizer=None, noise_level=bad).fit(X, Y)
+    for bad in (0.0, [0.1, -0.2, 0.3], np.nan):
+        with pytest.raises(ValueError, match="noise_level must be positive and finite"):
+            MO(optimizer=None, noise_level=bad).fit(X, Y)
+    # (noise_level_ goes through theta = log(noise) and back: equal to rounding.)
+    np.testing.assert_allclose(MO(optimizer=None, noise_level=[0.1, 0.2, 0.3]).fit(X, Y).noise_level_, [0.1, 0.2, 0.3],
+                               rtol=1e-14)
+    np.testing.assert_allclose(MO(optimizer=None, noise_level=0.2).fit(X, Y).noise_level_, [0.2] * 3, rtol=1e-14)
+    # A single output takes a length-1 array.
+    np.testing.assert_allclose(MO(optimizer=None, noise_level=[0.2]).fit(X, Y[:, 0]).noise_level_, [0.2], rtol=1e-14)
