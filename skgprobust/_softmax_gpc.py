@@ -360,7 +360,7 @@ from ._bounds._softmax import (
     softmax_gaussian_bounds,
 )
 from ._engine._api import ClassifierBoundsMixin
-from ._engine._common import check_gram, check_not_compound, discard_fit
+from ._engine._common import check_bool, check_gram, check_not_compound, discard_fit
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel
 from ._engine._softmax_objectives import (
@@ -1950,6 +1950,16 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
             The fitted estimator.
         """
         check_not_compound(self.kernel)
+        # bools, not truthy values: "False" switched each of them on
+        for name in ("shared_kernel", "warm_start", "copy_X_train"):
+            check_bool(getattr(self, name), name)
+        try:
+            check_random_state(self.random_state)  # named here, not deep in the optimiser (or never)
+        except ValueError as err:
+            raise ValueError(
+                f"random_state must be None, an int in [0, 2**32 - 1] or a numpy RandomState, "
+                f"got {self.random_state!r}."
+            ) from err
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=False, y_numeric=False)
         check_classification_targets(y)
         # The kernel layout of this fit: predict, the likelihood and the bounds

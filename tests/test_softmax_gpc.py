@@ -715,6 +715,38 @@ def test_bad_input():
         clf.prediction_range(X, 0.1, statistic="std")
 
 
+
+@pytest.mark.parametrize("name", ["shared_kernel", "warm_start", "copy_X_train"])
+@pytest.mark.parametrize("value", ["False", 0, None])
+def test_bool_params_must_be_bools(name, value):
+    """shared_kernel / warm_start / copy_X_train must be bools, refused by
+    name at fit ("False" acted as True: shared_kernel_ became True); numpy
+    bools are bools. The EP and sparse estimators refuse them through
+    sklearn's parameter constraints."""
+    from skgprobust import EPGaussianProcessClassifier, SparseGaussianProcessClassifier
+
+    X, y = _data(m=3, n_per=4)
+    with pytest.raises(ValueError, match=f"{name} must be a bool"):
+        SoftmaxGaussianProcessClassifier(optimizer=None, **{name: value}).fit(X, y)
+    clf = _fit(X, y, optimizer=None, **{name: np.False_})
+    assert getattr(clf, name) is np.False_ and clf.shared_kernel_ is (name != "shared_kernel")
+    for est in (EPGaussianProcessClassifier(optimizer=None), SparseGaussianProcessClassifier(inducing_points=4)):
+        if name in est.get_params():
+            with pytest.raises(ValueError, match=f"'{name}' parameter"):
+                est.set_params(**{name: value}).fit(X, y)
+
+
+@pytest.mark.parametrize("seed", ["abc", -1, 1.5, np.random.default_rng(0)])
+def test_bad_random_state_is_named_at_fit(seed):
+    """A bad random_state is refused by name at fit, with or without an
+    optimiser (was accepted with optimizer=None, and failed inside
+    check_random_state with an optimiser)."""
+    X, y = _data(m=3, n_per=4)
+    for opt in (None, "fmin_l_bfgs_b"):
+        with pytest.raises(ValueError, match="random_state must be"):
+            SoftmaxGaussianProcessClassifier(optimizer=opt, random_state=seed).fit(X, y)
+
+
 # --------------------------------------------------------------------------
 # Slow sweep
 # --------------------------------------------------------------------------
