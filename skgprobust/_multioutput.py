@@ -163,7 +163,13 @@ model evaluates: relative (L + 1) u of the summed magnitudes, which
 mean bounds' margin ``margin_rtol(N, d) * mag`` is therefore computed with
 N + L + 2 terms (the relaxations' ``mag`` is scaled by
 ``margin_rtol(N + L + 2, d) / margin_rtol(N, d)``), and so is the variance
-margin (:meth:`_OutputVariance.margin`). Everything else (kernel values,
+margin (:meth:`_OutputVariance.margin`). Those relative constants do not
+cover underflow: with tiny amplitudes (W_pl W_{o_i l} subnormal) each product
+fl(c_pl k_l) and fl(W_pl^2) k_l(x, x) errs by up to 2^-1075 absolute (sums
+of subnormals are exact), so :meth:`_OutputAdapter.rounding` adds
+``SUBNORMAL`` per entry (the latents' own allowance is scaled by |c_pl|
+there and vanishes) and the variance margin adds ``SUBNORMAL`` once (the
+diagonal's L products and the N squares). Everything else (kernel values,
 the triangular solve, sklearn-style sums) is the single-kernel situation the
 margins were written for. ``predict`` evaluates the latent kernels with
 sklearn's own ``kernel(X, X_train_)`` (what the adapters' bounds cover),
@@ -196,7 +202,7 @@ from ._engine._objectives import StdObjective
 from ._fp import margin_rtol
 from ._hyperopt import run_optimizer
 from .kernels import make_adapter
-from .kernels._base import KernelAdapter, Relaxation, TaylorModel
+from .kernels._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel
 
 __all__ = ["MultiOutputGaussianProcessRegressor"]
 
@@ -299,10 +305,18 @@ class _OutputAdapter(KernelAdapter):
         return klo, khi
 
     def rounding(self, lo, hi):
+        """``sum_l |c_l| rounding_l``, widened for its own float evaluation
+        (``WIDEN``: L + 1 roundings of non-negative terms), plus ``SUBNORMAL``
+        for the underflow of predict's products fl(c_l k~_l) (each errs by
+        <= u |c_l k~_l| + 2^-1075: the relative part is in :meth:`value_ulps`
+        and ``n_extra``, the absolute part in no relative constant; the sum
+        of subnormal terms is exact). The latents' own ``SUBNORMAL`` is
+        scaled by |c_l| here and vanishes when c_l is tiny (W_pl W_{o_i l}
+        subnormal: sections of an output with amplitudes ~1e-160)."""
         out = np.zeros((len(lo), len(self.Xs)))
         for a, c in zip(self.adapters, self.coef):
             out = out + np.abs(c) * a.rounding(lo, hi)
-        return out
+        return out * WIDEN + SUBNORMAL
 
     def rounding_parts(self, lo, hi):
         """``(R, klo, khi, A)`` from the latents' parts: R = sum_l |c_l| R_l
@@ -318,6 +332,7 @@ class _OutputAdapter(KernelAdapter):
             klo = klo + np.minimum(c * l, c * h)
             khi = khi + np.maximum(c * l, c * h)
             A = A + np.abs(c) * m
+        R = R * WIDEN + SUBNORMAL  # as rounding(), bitwise
         slack = (len(self.adapters) + 2) * np.finfo(float).eps * np.maximum(A, np.maximum(np.abs(klo), np.abs(khi)))
         tiny = np.finfo(float).smallest_subnormal * (len(self.adapters) + 1)
         A = A * (1.0 + 4 * len(self.adapters) * np.finfo(float).eps) + tiny
@@ -408,7 +423,22 @@ class _OutputVariance(LatentVariance):
         return self.adapter.value_ulps(d) + self.n_extra
 
     def margin(self, scale, d):
-        return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale
+        """The kappa-scaled margin with L + 2 more roundings per value, plus
+        ``SUBNORMAL`` absolute: predict's k_pp(x, x) = sum_l fl(fl(W_pl^2)
+        k_l(x, x)) has L products that may underflow (each <= 2^-1075
+        beyond the relative ``diag_ulps``; sums of subnormals are exact), as
+        may its N squares of the solve (<= 2^-1075 each), which no relative
+        margin covers when k_pp(x, x) is tiny (amplitudes ~1e-160:
+        margin(k_pp) is 0 in float). SUBNORMAL = 2^-1040 covers N + L + 2 <=
+        2^34 such terms; the kernel values' own underflow is in the
+        adapter's rounding (:meth:`_OutputAdapter.rounding`)."""
+        return margin_rtol(self.n_support + self.n_extra, d) * self.kappa * scale + SUBNORMAL
+
+    def _local_margins(self, *args, **kwargs):
+        # The local bound's margin on sklearn's evaluation (skl) gets the same
+        # absolute underflow allowance as margin() (its alternative).
+        own, skl, a_box, own_n = super()._local_margins(*args, **kwargs)
+        return own, skl + SUBNORMAL, a_box, own_n
 
 
 def _output_smooth(kernels, W, p, outs, d):

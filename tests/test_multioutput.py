@@ -981,3 +981,64 @@ def test_noise_level_is_one_per_output_or_scalar():
     np.testing.assert_allclose(MO(optimizer=None, noise_level=0.2).fit(X, Y).noise_level_, [0.2] * 3, rtol=1e-14)
     # A single output takes a length-1 array.
     np.testing.assert_allclose(MO(optimizer=None, noise_level=[0.2]).fit(X, Y[:, 0]).noise_level_, [0.2], rtol=1e-14)
+
+
+def test_output_sections_and_diagonal_underflow_with_tiny_amplitudes():
+    """The kernel-value contract behind the LMC variance margins when the
+    coefficients W_pl W_{o_i l} are subnormal (output 0 scaled by 1e-160):
+    predict's products fl(W_pl W_{o_i l}) k~_l and fl(W_pl^2) k_l(x, x)
+    underflow, erring by up to 2^-1075 absolute, which no relative constant
+    covers. The sections' rounding bound (``_OutputAdapter.rounding``: sum_l
+    |c_l| rounding_l, 0 for these entries) and the margin (relative to
+    k_pp(x, x) ~ 1e-320, 0 in float) did not cover it (err / bound = inf);
+    both now carry SUBNORMAL, as every kernel adapter's rounding does.
+    Checked against 200-bit values with the exact W products; the variance
+    bounds of output 0 contain predict's values."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 200
+    from skgprobust.kernels._base import SUBNORMAL
+
+    from .test_rounding import _mp_kernel
+
+    rng = np.random.default_rng(5)
+    d, u = 2, 2.0**-53
+    X = rng.uniform(-2, 2, (8, d))
+    kernels = [ConstantKernel(2.0) * RBF([0.3, 1.0]), ConstantKernel(0.7) * Matern(0.7, nu=2.5)]
+    W = rng.normal(size=(2, 2)) * np.array([[1e-160], [1.0]])
+    Y = np.sin(X @ rng.normal(size=(d, 2)))
+    Y[rng.random(Y.shape) < 0.3] = np.nan
+    Y[:2] = 0.5
+    mo = MO(kernels=kernels, W=W, noise_level=1e-4, optimizer=None).fit(X, Y)
+    bm = mo._bound_model()
+    rows, outs = mo.observed_
+    Xs = mo.X_train_[rows]
+    f = lambda v: mp.mpf(float(v))  # noqa: E731
+    kss = [[_mp_kernel(mp, k, x, x, True)[0] for k in kernels] for x in Xs]
+    lat, var = bm.latents[0], bm.variances()[0]
+    x = X[1] + 0.3
+    lo = hi = x[None]
+    R, c = lat.adapter.rounding(lo, hi)[0], var._value_ulps(d)
+    got, diags = mo._cross(x[None])
+    kx = [_mp_kernel(mp, k, x, x, True)[0] for k in kernels]
+    kpp = mp.fsum([f(W[0, l]) ** 2 * kx[l] for l in range(2)])
+    assert 0 < kpp < 1e-300
+    # k_pp(x, x) as predict computes it: within diag_ulps u k_pp plus the margin's absolute part.
+    kd = mo._kdiag(diags, 0, 0)[0]
+    assert abs(f(kd) - kpp) <= lat.adapter.diag_ulps(d) * u * kpp + f(var.margin(0.0, d))
+    worst, n_tiny = 0.0, 0
+    for i in range(len(Xs)):
+        o = outs[i]
+        exact = mp.fsum([f(W[0, l]) * f(W[o, l]) * _mp_kernel(mp, kernels[l], x, Xs[i])[0] for l in range(2)])
+        koo = mp.fsum([f(W[o, l]) ** 2 * kss[i][l] for l in range(2)])
+        bound = f(R[i]) + c * u * mp.sqrt(kpp * koo)
+        err = abs(f(got[0, 0, i]) - exact)
+        n_tiny += bool(o == 0 and err > 0)
+        worst = max(worst, float(err / bound) if bound > 0 else (0.0 if err == 0 else np.inf))
+    assert n_tiny > 0  # some sections did underflow inexactly
+    assert worst <= 1.0
+    assert np.all(R >= SUBNORMAL)
+    # The bounds of output 0's variance contain predict's values at and around x.
+    Q = np.vstack([x, x + 1e-3 * rng.uniform(-1, 1, (50, d))])
+    v = mo.predict(Q, return_std=True)[1][:, 0] ** 2
+    vb = var.bounds((x - 1e-3)[None], (x + 1e-3)[None])
+    assert vb.lower[0] <= v.min() and v.max() <= vb.upper[0]
