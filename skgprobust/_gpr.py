@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from ._engine._api import RegressorBoundsMixin, fill_doc
-from ._engine._common import check_not_compound, float64_inputs
+from ._engine._common import check_gram, check_not_compound, discard_fit, float64_inputs
 from ._engine._driver import RangeProblem
 from ._engine._latent import check_variance_bound, regressor_bound_model
 from ._engine._objectives import StdObjective
@@ -133,7 +133,19 @@ small gamma.""",
             The fitted estimator.
         """
         check_not_compound(self.kernel)
-        return super().fit(float64_inputs(X, self.kernel), y)
+        super().fit(float64_inputs(X, self.kernel), y)
+        # As the classifiers: a kernel that is not a covariance at the
+        # training inputs (indefinite Gram matrix, e.g. C(-1) * RBF with a
+        # large alpha), or whose values there are not finite, is refused.
+        # sklearn's fit adds alpha before its Cholesky factor and checks
+        # nothing about k itself; the variance bounds need a PSD kernel and
+        # the NaN predictions of a non-finite Gram matrix satisfy no bound.
+        try:
+            check_gram(self.kernel_(self.X_train_), self.kernel_, type(self).__name__)
+        except np.linalg.LinAlgError:
+            discard_fit(self)  # not fitted: certify / predict must not use that model
+            raise
+        return self
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predict using the Gaussian process regression model (sklearn's

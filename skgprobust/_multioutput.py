@@ -274,6 +274,9 @@ class _OutputAdapter(KernelAdapter):
         self.adapters = [adapters[l] for l in keep]
         self.coef = np.asarray(coef, dtype=np.float64)[keep]
         self.w2 = np.array([wp[l] * wp[l] for l in keep])
+        # The LMC covariance sum_l W_pl W_ql k_l is PSD when every latent
+        # kernel is (KernelAdapter.psd: the variance bounds' lemma needs it).
+        self.psd = all(a.psd for a in adapters)
         N, d = self.Xs.shape
         # L more roundings per value than one kernel (module doc, "Rounding").
         self.mag_factor = margin_rtol(N + len(adapters) + 2, d) / margin_rtol(N, d)

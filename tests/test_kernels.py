@@ -568,9 +568,12 @@ def test_rational_quadratic_refuses_alpha_without_bounds(alpha):
         rng = np.random.default_rng(0)
         X = rng.uniform(-1, 1, (30, 2))
         reg = RobustGaussianProcessRegressor(C(1.0, "fixed") * k + WhiteKernel(0.1, "fixed"), optimizer=None)
-        reg.fit(X, np.sin(3 * X[:, 0]))
+        # sqrt(1 - d^2 / l^2): NaN beyond d = l, now refused at fit too.
+        with pytest.raises(np.linalg.LinAlgError, match="non-finite"):
+            reg.fit(X, np.sin(3 * X[:, 0]))
+        reg.fit(X[:, :1] * 0.1, np.sin(3 * X[:, 0]))  # all distances < l: a finite Gram matrix
         with pytest.raises(UnsupportedKernelError, match="alpha"):
-            reg.prediction_range(X[:1], 0.1)
+            reg.prediction_range(X[:1, :1] * 0.1, 0.01)
 
 
 def test_rational_quadratic_rounding_past_the_exp_cap():
@@ -607,3 +610,137 @@ def test_rational_quadratic_rounding_past_the_exp_cap():
     X = rng.uniform(-1, 1, (10, 1))
     reg = RobustGaussianProcessRegressor(k + WhiteKernel(0.1, "fixed"), optimizer=None).fit(X, rng.normal(size=10))
     assert _dense_crossings(reg, np.array([[47.0], [60.0]]), 1.0) == 0
+
+
+@pytest.mark.parametrize(
+    "kernel, d, psd",
+    [
+        (C(1.0) * RBF(1.0) + WhiteKernel(0.1), 2, True),
+        (C(1.0) * RBF(1.0) + WhiteKernel(-0.1), 2, False),
+        (C(-1.0) * RBF(1.0), 2, False),
+        (RBF(1.0) + C(-0.5), 2, False),
+        (ExpSineSquared(1.0, 3.0), 1, True),
+        (ExpSineSquared(1.0, 3.0), 2, False),
+        (Exponentiation(RBF(1.0), 0.5), 2, True),
+        (Exponentiation(Matern(1.0, nu=1.5), 0.5), 2, False),
+        (Exponentiation(Matern(1.0, nu=1.5), 2.0), 2, True),
+        (Exponentiation(RationalQuadratic(1.0, 2.0) * Matern(1.0, nu=0.5), 1.5), 2, True),
+        (Exponentiation(RBF(1.0) + RBF(2.0), 0.5), 2, False),
+        (DotProduct(1.0) ** 3 * RBF(1.0), 2, True),
+    ],
+    ids=repr,
+)
+def test_adapter_psd_flag(kernel, d, psd):
+    """``KernelAdapter.psd``: what the variance bounds' lemma needs (noise
+    and constants >= 0, ExpSineSquared on one feature, integer powers or
+    powers of infinitely divisible kernels); conservative (False) where not
+    proven."""
+    assert make_adapter(kernel, np.zeros((3, d))).psd is psd
+
+
+def _latent_variance_crossings(reg, Xq, gamma, n=1500, seed=0):
+    """sklearn's unclipped latent variance, k(x, x) - ||L_^-1 k(Xs, x)||^2,
+    at dense samples of each box against the variance bounds; zero
+    tolerance."""
+    from scipy.linalg import solve_triangular
+
+    from ._helpers import box_points
+
+    rng = np.random.default_rng(seed)
+    var = reg._bound_model().latents[0].variance()
+    vb = var.bounds(Xq - gamma, Xq + gamma)
+    bad = 0
+    for i, x in enumerate(Xq):
+        P = box_points(x - gamma, x + gamma, rng, n)
+        Kt = reg.kernel_(P, reg.X_train_)
+        v = reg.kernel_.diag(P) - (solve_triangular(reg.L_, Kt.T, lower=True) ** 2).sum(0)
+        bad += int(((v < vb.lower[i]) | (v > vb.upper[i])).sum())
+    return bad
+
+
+@pytest.mark.parametrize("nu", [None, 2.5])
+def test_negative_white_noise_gets_no_lemma(nu):
+    """WhiteKernel(-0.2) + C * RBF on well separated points: the Gram
+    matrix (Kc - 0.2 I) is still positive definite, so sklearn and the PSD
+    check at fit accept it, but the kernel is not PSD, and the variance
+    bounds' lemma (r^T S r <= k(x, x), noise >= 0) fails. The local RKHS
+    bound used it: the variance bounds were crossed at 11025 of 11025 sampled
+    points (by 0.245) for gamma = 0.02, 2140 for 0.4; the std ranges of
+    predict were not (clipped at 0 there). Now: no lemma (infinite bounds),
+    zero crossings, and the std/mean ranges hold."""
+    from skgprobust import RobustGaussianProcessRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (12, 2))
+    y = np.sin(X[:, 0]) + X[:, 1]
+    Xq = np.vstack([X[:2] + 0.05, rng.uniform(-3, 3, (2, 2))])
+    base = RBF(0.4, "fixed") if nu is None else Matern(0.4, "fixed", nu=nu)
+    k = C(1.0, "fixed") * base + WhiteKernel(-0.2, "fixed")
+    reg = RobustGaussianProcessRegressor(k, alpha=1e-10, optimizer=None).fit(X, y)
+    assert reg._bound_model().latents[0].adapter.psd is False
+    for g in (0.02, 0.4):
+        assert _latent_variance_crossings(reg, Xq, g) == 0
+    assert _dense_crossings(reg, Xq, 0.4, statistic="std") == 0
+    assert _dense_crossings(reg, Xq, 0.4) == 0
+
+
+@pytest.mark.parametrize(
+    "kernel, alpha",
+    [
+        (C(-1.0, "fixed") * RBF(0.5, "fixed"), 40.0),
+        (RBF(0.5, "fixed") + C(-0.5, "fixed"), 20.0),
+        (RBF(0.5, "fixed") + C(-1.0, "fixed") * RBF(0.3, "fixed"), 5.0),
+        (C(1.0, "fixed") * RBF(0.5, "fixed") + WhiteKernel(-0.05, "fixed"), 0.06),
+    ],
+    ids=repr,
+)
+def test_regressor_refuses_an_indefinite_gram(kernel, alpha):
+    """sklearn's regressor adds alpha before its Cholesky factor, so a kernel
+    that is not a covariance at the training inputs fitted (Gram eigenvalues
+    down to -9.4) and got certified std ranges resting on the PSD lemma. The
+    regressor now refuses it at fit with the classifiers' check
+    (``_common.check_gram``) and is left unfitted."""
+    from numpy.linalg import LinAlgError
+    from sklearn.exceptions import NotFittedError
+
+    from skgprobust import RobustGaussianProcessRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (30, 2))
+    reg = RobustGaussianProcessRegressor(kernel, alpha=alpha, optimizer=None)
+    with pytest.raises(LinAlgError, match="not positive semi-definite"):
+        reg.fit(X, np.sin(3 * X[:, 0]))
+    with pytest.raises(NotFittedError):
+        reg.prediction_range(X[:1], 0.1)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        C(1e308, "fixed") * RBF(0.5, "fixed") * C(10.0, "fixed") + WhiteKernel(0.1, "fixed"),
+        Exponentiation(C(10.0, "fixed") * RBF(0.5, "fixed"), 400) + WhiteKernel(0.1, "fixed"),
+        RBF(1e-320, "fixed") + WhiteKernel(0.1, "fixed"),
+        C(np.nan, "fixed") + RBF(0.5, "fixed") + WhiteKernel(0.1, "fixed"),
+    ],
+    ids=repr,
+)
+def test_non_finite_gram_is_refused_at_fit(kernel):
+    """A Gram matrix with inf / NaN entries: sklearn's regressor fitted it
+    (predict NaN) and prediction_range certified [-1e-300, 1e-300] for the
+    overflowing amplitude (infinite ranges for the others). Refused at fit
+    by name (``check_gram``, shared with the classifiers and EP)."""
+    from numpy.linalg import LinAlgError
+    from sklearn.exceptions import NotFittedError
+
+    from skgprobust import RobustGaussianProcessRegressor
+    from skgprobust._engine._common import check_gram
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20, 2))
+    reg = RobustGaussianProcessRegressor(kernel, optimizer=None)
+    with pytest.raises(LinAlgError, match="non-finite"):
+        reg.fit(X, np.sin(3 * X[:, 0]))
+    with pytest.raises(NotFittedError):
+        reg.prediction_range(X[:1], 0.1)
+    with pytest.raises(LinAlgError, match="non-finite"):
+        check_gram(np.array([[1.0, np.nan], [np.nan, 1.0]]), kernel, "EP")

@@ -35,7 +35,9 @@ O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
 
 *Setting.* H is the RKHS of k_c (PSD: sums and non-negative multiples of PSD
-kernels), k_x = k_c(., x), kappa0 = k_c(x, x) (constant: stationary). The
+kernels; a kernel not known to be PSD, :attr:`KernelAdapter.psd` False, e.g.
+a negative constant or white noise, gets no lemma at all: rho = inf and
+infinite variance bounds), k_x = k_c(., x), kappa0 = k_c(x, x) (constant: stationary). The
 training Gram matrix sklearn factors is ``Kc + D`` (regressor: D = (noise +
 alpha) I; WhiteKernel summands, also scaled by constants, add only to the
 diagonal) or, for the Laplace GPC, S = Dc (I + Dc (Kc + Dw) Dc)^-1 Dc with
@@ -590,7 +592,10 @@ class SmoothCovariance:
                 const[0] += amp * c
                 return np.isfinite(c) and c >= 0
             if t is K.WhiteKernel:
-                return True
+                # Its noise joins D (regressor) or Dw (Laplace GPC), which the
+                # lemma needs >= 0 (module doc, "Lemma: 0 <= P <= I").
+                c = float(k.noise_level)
+                return bool(np.isfinite(c) and c >= 0)
             if t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
                 # |l|: sklearn's values are even in l (StationaryAdapter._length_scales).
                 ls = np.abs(np.squeeze(np.asarray(k.length_scale, dtype=np.float64)))
@@ -774,6 +779,18 @@ class LatentVariance:
         # and kappa0 of the local and polynomial bounds).
         self.lemma_e = 0.0
         self.rho = self._lemma_rho(norm_Linv) if N else 0.0
+        # The lemma needs a PSD kernel (an RKHS for k_c, noise >= 0): for a
+        # kernel not known to be PSD (KernelAdapter.psd; e.g. WhiteKernel
+        # with a negative noise level, a negative constant factor,
+        # ExpSineSquared on several features) there is no P <= (1 + rho) I:
+        # rho = inf, and the bounds that rest on it (the kappa-scaled
+        # margin, the local RKHS and polynomial bounds) become infinite,
+        # never wrong. (WhiteKernel(-0.2) + C * RBF, Gram still positive
+        # definite: var bounds were crossed by 0.25 at 11025 of 11025
+        # sampled points.)
+        self.psd = bool(getattr(adapter, "psd", False))
+        if N and not self.psd:
+            self.rho, self.lemma_e = np.inf, np.inf
         with np.errstate(over="ignore", invalid="ignore"):
             kap = self._kappa(norm_Linv) * (1.0 + self.rho) * (1.0 + 1e-15)
         self.kappa = float(kap) if np.isfinite(kap) else np.inf
@@ -811,7 +828,9 @@ class LatentVariance:
         # as given (the caller vouches that it describes k(Xs, x) and k_c(x, x),
         # module doc "Mixed sections"); None switches the bound off.
         self._norm_Linv = norm_Linv
-        if isinstance(smooth, SmoothCovariance) or smooth is None:
+        if not self.psd and (smooth is None or isinstance(smooth, SmoothCovariance) or isinstance(smooth, str)):
+            self.smooth = None
+        elif isinstance(smooth, SmoothCovariance) or smooth is None:
             self.smooth = smooth if N else None
         elif smooth == "parse":
             self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
@@ -821,7 +840,7 @@ class LatentVariance:
             self._solve_setup(norm_Linv)
         # The exact polynomial form (module doc, "Polynomial kernels").
         self.poly = None
-        if N:
+        if N and self.psd:
             from ..kernels.polynomial import PolynomialCovariance
 
             self.poly = PolynomialCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1])

@@ -70,9 +70,20 @@ def check_gram(K, kernel, model):
     rounding of a valid (even singular) Gram matrix, far below the negative
     eigenvalues of a kernel that is not a covariance. It only refuses; it
     changes nothing the fit computes.
+
+    A Gram matrix with non-finite entries (inf or NaN: an overflowing
+    amplitude or power, a zero length scale) is refused first, by name: the
+    model's own predictions are NaN there, and a certified range (finite or
+    not) would not hold for them. ``LinAlgError`` is a ``ValueError``.
     """
     from scipy.linalg import cholesky
 
+    K = np.asarray(K)
+    if not np.all(np.isfinite(K)):
+        raise np.linalg.LinAlgError(
+            f"The kernel {kernel} has non-finite values (inf or NaN) at the training inputs: {model} cannot "
+            "fit it (its predictions would be NaN), and no bound would hold for them."
+        )
     jitter = 1e-8 * float(np.max(np.abs(np.diag(K)), initial=0.0)) + np.finfo(np.float64).tiny
     try:
         cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)

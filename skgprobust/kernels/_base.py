@@ -243,6 +243,22 @@ class KernelAdapter:
 
     #: True when k(x, x') >= 0 for all inputs (needed by Exponentiation).
     nonnegative = True
+    #: True when the kernel is known to be positive semi-definite, its
+    #: WhiteKernel parts included (noise on the diagonal): k(X, X) is PSD for
+    #: every X, and k(., x) spans an RKHS. The variance bounds' lemma (0 <=
+    #: r^T S r <= k(x, x) and the RKHS remainder ||k(x, .) - k(x0, .)||^2,
+    #: :mod:`skgprobust._bounds._variance`) holds only then; for other
+    #: kernels the variance bounds fall back to infinite (sound) ones. Leaves
+    #: set it from their parameters (a negative constant or white noise, an
+    #: ExpSineSquared on more than one feature are not PSD), composites from
+    #: their children (sums and products of PSD kernels are PSD: Schur).
+    #: False for adapters that do not say (not proven).
+    psd = False
+    #: True when k ** e is PSD for every e > 0 (infinitely divisible kernels:
+    #: RBF, Matern 0.5 / inf, RationalQuadratic, 1-D ExpSineSquared, constants
+    #: and white noise >= 0, products of such): a non-integer power keeps
+    #: ``psd`` only then.
+    infinitely_divisible = False
     #: True when the term magnitude A (:meth:`value_ulps`) equals |k|: every
     #: leaf; sums of non-negative such children, products and powers of such
     #: children. A power of a non-negative base with this property carries

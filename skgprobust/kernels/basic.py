@@ -18,6 +18,8 @@ class ConstantAdapter(KernelAdapter):
         super().__init__(kernel, Xs)
         self.c = float(kernel.constant_value)
         self.nonnegative = self.c >= 0
+        # c 1 1^T is PSD iff c >= 0 (and then so is c ** e).
+        self.psd = self.infinitely_divisible = bool(self.c >= 0)
 
     def values(self, X):
         return np.full((len(X), len(self.Xs)), self.c)
@@ -60,6 +62,9 @@ class WhiteAdapter(ConstantAdapter):
     def __init__(self, kernel, Xs):
         KernelAdapter.__init__(self, kernel, Xs)
         self.c = 0.0
+        # noise I on the diagonal of k(X): PSD iff noise >= 0 (a negative
+        # noise level makes the lemma behind the variance bounds false).
+        self.psd = self.infinitely_divisible = bool(float(kernel.noise_level) >= 0)
 
     def mean_rtol(self, n_support, n_features):
         """0: the cross-covariances are exactly 0 in float arithmetic.
@@ -163,6 +168,10 @@ class ExpSineSquaredAdapter(KernelAdapter):
         self.p = abs(float(kernel.periodicity))
         self.a = 1.0 / self.ls**2
         self.c = 2.0 * np.pi / self.p
+        # PSD on one feature (the periodic kernel; its power is the same
+        # kernel with l / sqrt(e)); on more features r is a Euclidean norm and
+        # the Gram matrix can be indefinite (tests/test_validation.py).
+        self.psd = self.infinitely_divisible = self.Xs.shape[1] == 1
 
     def values(self, X):
         d = cdist(np.asarray(X, dtype=np.float64), self.Xs, "euclidean")

@@ -68,6 +68,7 @@ class SumAdapter(KernelAdapter):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+        self.psd = bool(self.k1.psd and self.k2.psd)
         # A1 + A2 = |k1| + |k2| = k1 + k2 only for non-negative children.
         self.magnitude_is_value = self.nonnegative and self.k1.magnitude_is_value and self.k2.magnitude_is_value
 
@@ -192,6 +193,9 @@ class ProductAdapter(KernelAdapter):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
+        # Schur product theorem; (k1 k2) ** e = k1 ** e k2 ** e.
+        self.psd = bool(self.k1.psd and self.k2.psd)
+        self.infinitely_divisible = bool(self.k1.infinitely_divisible and self.k2.infinitely_divisible)
         self.magnitude_is_value = self.k1.magnitude_is_value and self.k2.magnitude_is_value
         self.const = None
         if type(kernel.k1) is ConstantKernel:
@@ -360,6 +364,10 @@ class ExponentiationAdapter(KernelAdapter):
                 "have sound bounds."
             )
         self.nonnegative = self.base.nonnegative or (self.integer and int(self.e) % 2 == 0)
+        # Integer powers of a PSD kernel are PSD (Schur); other powers only
+        # of infinitely divisible ones.
+        self.psd = bool(self.base.psd and (self.integer or self.base.infinitely_divisible))
+        self.infinitely_divisible = self.base.infinitely_divisible
         self.magnitude_is_value = self.base.magnitude_is_value
 
     def values(self, X):

@@ -379,6 +379,8 @@ class DotProductPowerAdapter(KernelAdapter):
         self.e = 1.0 if self._plain else float(kernel.exponent)
         self.p = int(self.e)
         self.nonnegative = self.p % 2 == 0
+        # sigma_0^2 + x . y is PSD; so are its positive integer powers (Schur).
+        self.psd = True
         self.absXs = np.abs(self.Xs)
         # C(p, k) for k = 0..p
         self._binom = np.array([comb(self.p, k, exact=True) for k in range(self.p + 1)], dtype=np.float64)

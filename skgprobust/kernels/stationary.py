@@ -48,6 +48,10 @@ class StationaryAdapter(KernelAdapter):
         Support inputs, float64.
     """
 
+    #: RBF, Matern and RationalQuadratic (alpha > 0) are PSD for every
+    #: length scale (Bochner: non-negative spectral densities).
+    psd = True
+
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
         d = self.Xs.shape[1]
@@ -477,6 +481,9 @@ class StationaryAdapter(KernelAdapter):
 class RBFAdapter(StationaryAdapter):
     """RBF: psi(phi) = exp(-phi / 2)."""
 
+    #: RBF ** e is the RBF of length scale l / sqrt(e).
+    infinitely_divisible = True
+
     def value_ulps(self, d):
         """17. sklearn returns fl(exp(fl(-0.5 phi~))); :meth:`rounding` covers
         exp(-phi~ / 2) - k (inputs and distance). -0.5 phi~ is exact (for
@@ -515,6 +522,9 @@ class MaternAdapter(StationaryAdapter):
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
         self.nu = float(kernel.nu)
+        # exp(-r) ** e = exp(-e r) and exp(-phi / 2) ** e: the same kernel
+        # with l / e, l / sqrt(e); not known for nu = 1.5, 2.5.
+        self.infinitely_divisible = self.nu in (0.5, np.inf)
 
     def value_ulps(self, d):
         """sklearn's value at the rounded argument s~ (or r~, phi~: in
@@ -626,6 +636,9 @@ class RationalQuadraticAdapter(StationaryAdapter):
         super().__init__(kernel, Xs)
         self.a = a
 
+    #: RQ(l, alpha) ** e = RQ(l / sqrt(e), alpha e).
+    infinitely_divisible = True
+
     def value_ulps(self, d):
         """1 (headroom; 0 is proven): :meth:`rounding` carries sklearn's whole
         evaluation, the base's alpha-fold relative error and the power's own
@@ -698,6 +711,9 @@ class PoweredStationaryAdapter(StationaryAdapter):
         KernelAdapter.__init__(self, kernel, base.Xs)
         self.base, self.e = base, float(kernel.exponent)
         self.length_scale, self.inv_ls2, self.Zs = base.length_scale, base.inv_ls2, base.Zs
+        integer = self.e == int(self.e)
+        self.psd = bool(base.psd and (integer or base.infinitely_divisible))
+        self.infinitely_divisible = base.infinitely_divisible
 
     def values(self, X):
         return self.base.values(X) ** self.e
