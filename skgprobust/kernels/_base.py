@@ -438,7 +438,13 @@ class KernelAdapter:
         klo, khi = self.interval(lo, hi)
         B, d = lo.shape
         ilb = interval_lower(w, klo, khi)
-        mag = (np.abs(w) * np.maximum(np.abs(klo), np.abs(khi))).sum(axis=-1)
+        # The term magnitude A (value_ulps) is |k| <= max(|klo|, |khi|) only
+        # when magnitude_is_value; otherwise (e.g. a power of a signed sum,
+        # A = A_b ** e >= |k|) the adapter's own magnitude() bounds it.
+        amax = np.maximum(np.abs(klo), np.abs(khi))
+        if not self.magnitude_is_value:
+            amax = np.maximum(amax, self.magnitude(lo, hi))
+        mag = (np.abs(w) * amax).sum(axis=-1)
         zeros = np.zeros((B, d))
         return Relaxation(ilb, zeros, zeros.copy(), ilb, mag, hi - lo)
 

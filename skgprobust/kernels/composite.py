@@ -275,6 +275,21 @@ class ProductAdapter(KernelAdapter):
         return (self.k1.value_ulps(d) + self.k2.value_ulps(d) + 1.0) * (1.0 + 2.0**-20)
 
 
+    def _term_magnitude(self, lo, hi, a1, b1, a2, b2):
+        """(B, N) upper bound of A1 A2 over each box (the term magnitude of
+        :meth:`value_ulps`): a child whose A is |k| (``magnitude_is_value``)
+        from its interval [a, b] (widened by 1e-6 against its rounding),
+        another from its :meth:`~skgprobust.kernels.KernelAdapter.magnitude`."""
+        out = []
+        for k, a, b in ((self.k1, a1, b1), (self.k2, a2, b2)):
+            if k.magnitude_is_value:
+                out.append(np.maximum(np.abs(a), np.abs(b)) * (1.0 + 1e-6))
+            else:
+                out.append(k.magnitude(lo, hi))
+        with np.errstate(over="ignore", invalid="ignore"):
+            A = out[0] * out[1]
+        return np.where(np.isnan(A), np.inf, A)
+
     def mean_rtol(self, n_support, n_features):
         """``C * k``: the other factor's constant plus 2 u (sklearn's product
         fl(C k~) and the scaled weights fl(C w) that the relaxations of k are
@@ -342,7 +357,17 @@ class ProductAdapter(KernelAdapter):
         plo, phi = _interval_product(a1, b1, a2, b2)
         const = (w * c0).sum(-1)
         rel.const = rel.const + const
-        rel.mag = rel.mag + np.abs(w * c0).sum(-1)
+        # mag must bound the magnitudes of what the caller's relative margin
+        # covers: the envelope's own terms (our evaluation of the children's
+        # relaxations with weights w c1, w c2 and of w c0: their mags), and
+        # the terms of the model's predict, sum_i |w_i| A1_i A2_i (A the term
+        # magnitude of KernelAdapter.value_ulps, A1 A2 >= |k1 k2|). The
+        # envelope's coefficients are interval ends of the *other* factor,
+        # which can be far below it at the points of the box (a lower end
+        # near 0 on a wide box), so the first part alone was up to 7e10
+        # times too small (RBF(0.3) * Matern(0.5), dense sampling); the
+        # second part is added.
+        rel.mag = rel.mag + np.abs(w * c0).sum(-1) + (np.abs(w) * self._term_magnitude(lo, hi, a1, b1, a2, b2)).sum(-1)
         # The envelope relaxation and the product's own interval bound are
         # both valid; keep the envelope's ilb only if it is the larger one.
         rel.ilb = np.maximum(rel.ilb + const, interval_lower(w, plo, phi))
