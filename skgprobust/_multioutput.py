@@ -631,6 +631,7 @@ def batched_gram(kernel, X, T, D2=None):
     ----------
     kernel : sklearn kernel
     X : ndarray of shape (n, d)
+        The inputs.
     T : ndarray of shape (S, len(kernel.theta))
         Hyperparameter vectors in sklearn's coordinates (``kernel.theta``).
     D2 : ndarray of shape (n, n, d), optional
@@ -696,6 +697,7 @@ def gaussian_lml_from_cholesky(Lc, ok, y, return_beta=False):
     Lc : ndarray of shape (S, N, N)
     ok : ndarray of bool, shape (S,)
     y : ndarray of shape (N,)
+        Target values.
     return_beta : bool, default=False
         Also return the (S, N) solutions beta (NaN where not ok).
 
@@ -991,6 +993,7 @@ class MultiOutputGaussianProcessRegressor(RegressorBoundsMixin, MultiOutputMixin
     normalize_y : bool, default=False
         Standardise each output by the mean and std of its observed values.
     copy_X_train : bool, default=True
+        Store a copy of the training inputs (otherwise a reference).
     warm_start : bool, default=False
         Refit from the previously fitted kernels, W and noise (same number of
         outputs and latents) instead of the initial values.
@@ -1174,6 +1177,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs.
         y : array-like of shape (n_samples, n_outputs) or (n_samples,)
             Targets; NaN marks an output that was not observed at that row.
             Every output needs at least one observed value; rows with no
@@ -1182,6 +1186,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
@@ -1554,6 +1559,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
         return_std : bool, default=False
             Also return the predictive standard deviation of each output.
         return_cov : bool, default=False
@@ -1592,12 +1598,16 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Test inputs.
         y : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            True targets; NaN entries are left out.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows.
 
         Returns
         -------
         score : float
+            R^2 of the observed entries, averaged over the outputs.
         """
         from sklearn.metrics import r2_score
 

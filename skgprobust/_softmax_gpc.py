@@ -1941,6 +1941,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
 
@@ -2049,11 +2050,14 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------
         mean : ndarray of shape (n_samples, n_classes)
+            Predictive latent means, columns ordered as ``classes_``.
         cov : ndarray of shape (n_samples, n_classes, n_classes)
+            Predictive latent covariance between the classes at each row.
         """
         check_is_fitted(self, self._fitted_attributes)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -2093,6 +2097,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------
@@ -2117,10 +2122,12 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------
         error : ndarray of shape (n_samples,)
+            The proven bound per row (all classes).
         """
         check_is_fitted(self, self._fitted_attributes)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -2134,6 +2141,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query points.
 
         Returns
         -------

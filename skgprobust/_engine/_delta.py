@@ -75,6 +75,11 @@ class Explanation:
         ----------
         row : int or None, default=None
             One row's map, or (None) a list with one map per row.
+
+        Returns
+        -------
+        map : dict or list of dict
+            ``{target: [(feature, Delta), ...]}``, or one such dict per row.
         """
         if row is None:
             return [self.as_map(r) for r in range(len(self))]
@@ -123,7 +128,14 @@ class Explanation:
         )
 
     def to_frame(self):
-        """Long format: one row per (row, feature) with value and bounds (pandas)."""
+        """Long format: one row per (row, feature) with value and bounds (pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            Columns ``row``, ``target``, ``feature``, ``value``, ``lower``,
+            ``upper`` and ``converged``.
+        """
         import pandas as pd
 
         n, k = self.values.shape
@@ -146,7 +158,19 @@ class Explanation:
 
 @dataclass
 class GlobalExplanation:
-    """Mean Delta per feature over the explained rows, with bounds."""
+    """Mean Delta per feature over the explained rows, with bounds.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_features_explained,)
+        Mean Delta estimate per feature.
+    lower, upper : ndarray of shape (n_features_explained,)
+        Certified bounds of the mean Delta.
+    features : ndarray of int
+        Column indices of the explained features.
+    feature_names : ndarray of str
+        Their names.
+    """
 
     values: np.ndarray
     lower: np.ndarray

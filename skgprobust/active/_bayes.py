@@ -329,13 +329,15 @@ class HyperparameterPosteriorRegressor(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             As the wrapped estimator accepts (NaN = unobserved output for the
             multi-output GP).
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
         self._check_params()
         emcee = _require_emcee()
@@ -422,12 +424,13 @@ class HyperparameterPosteriorRegressor(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n, n_features)
+            Query points.
 
         Returns
         -------
-        means, stds : ndarray of shape (n_samples, n) (single output) or
-            (n_samples, n, P) (multi-output), one row per hyperparameter
-            sample.
+        means, stds : ndarray
+            Of shape (n_samples, n) (single output) or (n_samples, n, P)
+            (multi-output), one row per hyperparameter sample.
         """
         check_is_fitted(self, "estimators_")
         outs = [m.predict(X, return_std=True) for m in self.estimators_]
@@ -439,7 +442,9 @@ class HyperparameterPosteriorRegressor(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n, n_features)
+            Query points.
         return_std : bool, default=False
+            Also return the predictive standard deviation.
         return_cov : bool, default=False
             The covariance as the wrapped estimator returns it: (n, n) across
             points for a single-output GPR, (n, P, P) per point for the
@@ -448,7 +453,10 @@ class HyperparameterPosteriorRegressor(RegressorMixin, BaseEstimator):
         Returns
         -------
         mean : ndarray
+            Mean of the mixture over the hyperparameter samples.
         std or cov : ndarray, only when requested
+            Its standard deviation or covariance (moment matched: the
+            samples' mean variance plus the variance of their means).
         """
         check_is_fitted(self, "estimators_")
         if return_std and return_cov:

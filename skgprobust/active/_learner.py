@@ -93,7 +93,13 @@ class ActiveLearningHistory:
         return len(self.output)
 
     def to_frame(self):
-        """The per-iteration scalars as a pandas DataFrame (requires pandas)."""
+        """The per-iteration scalars as a pandas DataFrame (requires pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            One row per iteration, one column per 1-D field (``X`` omitted).
+        """
         import pandas as pd
 
         return pd.DataFrame({f.name: getattr(self, f.name) for f in fields(self) if np.ndim(getattr(self, f.name)) == 1})
@@ -298,6 +304,7 @@ class SafeActiveLearner(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n, n_features)
+            Training inputs.
         Y : array-like of shape (n, n_outputs)
             Initial outputs; NaN marks an unobserved output.
         z : array-like of shape (n,)
@@ -564,6 +571,7 @@ class SafeActiveLearner(BaseEstimator):
         Parameters
         ----------
         X_pool : array-like of shape (n_pool, n_features)
+            The candidate inputs.
         available : array-like of bool, default=None
             Which candidates (shape (n_pool,)) or (candidate, output) pairs
             (shape (n_pool, n_outputs), ``observe="partial"``) may still be
@@ -572,6 +580,7 @@ class SafeActiveLearner(BaseEstimator):
         Returns
         -------
         x : ndarray of shape (n_features,)
+            The chosen candidate (a copy of its pool row).
         output : int or None
             The output to observe (``observe="partial"``), None when all are.
 
@@ -630,6 +639,8 @@ class SafeActiveLearner(BaseEstimator):
             a DataFrame's columns are checked against the fitted feature
             names (as in :meth:`query`).
         y : float (``observe="partial"``) or array-like of shape (n_outputs,)
+            The observed output value (partial) or values (full, NaN for
+            unobserved).
         z : float
             Safety value at x.
         output : int or None
@@ -716,7 +727,9 @@ class SafeActiveLearner(BaseEstimator):
             float; an array of all outputs when ``output`` is None) and the
             safety value at x.
         X_pool : array-like of shape (n_pool, n_features)
+            The candidate inputs.
         n_iter : int
+            Number of queries.
         X_test, Y_test, z_test : array-like, optional
             Test inputs, outputs (n_test, n_outputs) and safety values for the
             metrics (RMSE and log density on the truly safe test points,
@@ -730,6 +743,7 @@ class SafeActiveLearner(BaseEstimator):
         Returns
         -------
         history : ActiveLearningHistory
+            The queries and the metrics after each.
         """
         import time
 

@@ -55,7 +55,9 @@ class GammaPrior:
     Parameters
     ----------
     shape : float > 0
+        Shape parameter of the Gamma density.
     rate : float > 0
+        Rate parameter (inverse scale).
     jacobian : bool, default=False
         False: the log density of v itself, ``(shape - 1) t - rate e^t``
         (up to a constant), so the MAP estimate is the posterior mode in the
@@ -90,7 +92,9 @@ class NormalPrior:
     Parameters
     ----------
     loc : float
+        Mean of the Normal density.
     scale : float > 0
+        Its standard deviation.
     """
 
     def __init__(self, loc, scale):

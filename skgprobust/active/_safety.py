@@ -131,7 +131,21 @@ class SafetyMargin:
     """g(x) = t - mu(x) - z s(x) (below) or mu(x) - z s(x) - t (above) of a
     single-output regressor's bound model: positive exactly where x is safe.
     An objective of the branch and bound (``value``, ``value_and_grad``,
-    ``bound``); see the module docstring for the proof of ``bound``."""
+    ``bound``); see the module docstring for the proof of ``bound``.
+
+    Parameters
+    ----------
+    bound_model : BoundModel
+        The safety regressor's cached bound model (one latent output).
+    threshold : float
+        The safety threshold t.
+    safe_side : {"below", "above"}
+        Safe where the safety value is below (or above) t.
+    z : float
+        The Gaussian quantile of 1 - delta.
+    variance_bound : str, default="default"
+        Which variance bound of the bound model to use.
+    """
 
     def __init__(self, bound_model, threshold, safe_side, z, variance_bound="default"):
         self.model = bound_model.latents[0]

@@ -71,8 +71,11 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
     Parameters
     ----------
     estimator : fitted classifier with ``predict_proba`` and ``classes_``
+        The model whose probability the perturbations move.
     x : array-like of shape (n_features,)
+        The explained point.
     gamma : float or array-like of shape (n_features,)
+        The perturbation size per feature.
     weights : array-like of shape (k,)
         Importance of each of ``features`` (e.g. ``explanation.values[r]``).
     features : array-like of int of shape (k,), default=None
