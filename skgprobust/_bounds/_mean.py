@@ -380,6 +380,9 @@ def affine_lower_parts(parts, c, lo, hi, separate=True):
     gets the same relative margin of ``sum_p (mag of the relaxation and of
     the Taylor model of part p)``, which covers whichever each part used.
     """
+    # float64 boxes (exact conversion; float32 centres and half-widths
+    # would move the modelled box: kernels._base.as_boxes).
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     B, d = lo.shape
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), (B,))
     h = 0.5 * (hi - lo)

@@ -740,7 +740,14 @@ class LatentVariance:
         self._dense = {}
         A = self._inverse_factor()
         S = A.T @ A
-        lam, V = np.linalg.eigh(S)
+        if np.all(np.isfinite(S)):
+            lam, V = np.linalg.eigh(S)
+        else:
+            # S = A^T A overflowed (a factor L with subnormal entries, e.g.
+            # C(1e-310) * RBF with noise 1e-312: ||L^-1||^2 > 1e308): LAPACK's
+            # eigh fails ("did not converge") on inf / NaN. No spectrum: the
+            # bounds that use it become infinite (valid), not an exception.
+            lam, V = np.full(N, np.inf), np.eye(N)
         lam = np.maximum(lam, 0.0)[::-1]  # S is PSD; clip rounding below 0
         self.lam = lam
         if self._KEEP_DENSE:

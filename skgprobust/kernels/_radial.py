@@ -105,6 +105,9 @@ class RadialGeometry:
 
 def radial_geometry(lo, hi, Xs):
     """:class:`RadialGeometry` of the boxes [lo, hi] (B, d) and points Xs (N, d)."""
+    from ._base import as_boxes
+
+    lo, hi = as_boxes(lo, hi)
     c = 0.5 * (lo + hi)
     h = 0.5 * (hi - lo)
     Es = Xs.T[None, :, :] - c[:, :, None]

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import DotProduct
 
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, input_rounding, widen_enclosure
+from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, as_boxes, input_rounding, widen_enclosure
 from ._radial import RadialParts, radial_geometry, radial_taylor
 from .polynomial import DotProductPowerAdapter
 
@@ -228,6 +228,7 @@ class ExpSineSquaredAdapter(KernelAdapter):
         1e-10 widening; s = 4 u ||amax|| covers the rounded centre and
         half-widths), through ``_k_range`` and
         :func:`~skgprobust.kernels._base.widen_enclosure`."""
+        lo, hi = as_boxes(lo, hi)
         amax = np.maximum(np.abs(lo), np.abs(hi))
         centre, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
         rc = cdist(centre, self.Xs, "euclidean")
@@ -245,6 +246,7 @@ class ExpSineSquaredAdapter(KernelAdapter):
         # c +- h covers [lo, hi] only up to u (|c| + h) per coordinate) errs
         # by <= (d / 2 + 4) u r + 2 u ||amax||. With r <= ||amax|| + ||x_i||,
         # (d + 12) u (||amax|| + ||x_i||) bounds both together, with headroom.
+        lo, hi = as_boxes(lo, hi)
         amax = np.maximum(np.abs(lo), np.abs(hi))
         d = self.Xs.shape[1]
         return (d + 12.0) * (self.a * self.c) * input_rounding(amax, self.Xs, 1.0)
@@ -262,6 +264,7 @@ class ExpSineSquaredAdapter(KernelAdapter):
         return np.exp(-2 * smax / self.ls**2), np.exp(-2 * smin / self.ls**2)
 
     def interval(self, lo, hi):
+        lo, hi = as_boxes(lo, hi)
         center, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
         aE = np.abs(self.Xs[None] - center[:, None, :])
         dmin = np.sqrt((np.maximum(aE - h[:, None, :], 0.0) ** 2).sum(-1))

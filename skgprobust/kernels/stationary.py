@@ -19,6 +19,7 @@ from ._base import (
     KernelAdapter,
     Relaxation,
     TaylorModel,
+    as_boxes,
     input_rounding,
     interval_lower,
     power_rounding,
@@ -167,6 +168,7 @@ class StationaryAdapter(KernelAdapter):
         """``(rounding, pL, pU)``: :meth:`rounding` and the widened phi-range of
         its part (b), which encloses the exact phi(x, x_i) over each box (and
         sklearn's rounded one); one ``cdist`` for both."""
+        lo, hi = as_boxes(lo, hi)
         amax = np.maximum(np.abs(lo), np.abs(hi))
         inp = input_rounding(amax, self.Xs, self.length_scale)
         dist, pL, pU = self._distance_rounding(lo, hi, inp, with_range=True)
@@ -253,6 +255,7 @@ class StationaryAdapter(KernelAdapter):
         checked bitwise by ``tests/test_bitwise_batching.py``), so the result is the
         same array as the row-by-row computation.
         """
+        lo, hi = as_boxes(lo, hi)
         B = len(lo)
         if B > 2:
             key = np.ascontiguousarray(np.concatenate([lo, hi], axis=1)).view(np.uint64)
@@ -744,6 +747,7 @@ class PoweredStationaryAdapter(StationaryAdapter):
     def _rounding_ranges(self, lo, hi):
         """:meth:`rounding` from the base's rounding and widened phi-range
         (same length scales: one ``cdist`` for the whole tower of powers)."""
+        lo, hi = as_boxes(lo, hi)
         d = lo.shape[1]
         eb, pL, pU = self.base._rounding_ranges(lo, hi)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
