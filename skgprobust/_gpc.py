@@ -239,7 +239,21 @@ on it).""",
         self : object
             The fitted estimator.
         """
-        super().fit(float64_inputs(X, self.kernel), y)
+        X = float64_inputs(X, self.kernel)
+        try:
+            super().fit(X, y)
+        except ValueError as err:
+            # sklearn's Laplace fit fails unnamed ("array must not contain
+            # infs or NaNs") on a kernel whose Gram matrix is not finite: name
+            # the kernel as check_gram does for the other models.
+            kernel, K = self.kernel, None
+            if kernel is not None and isinstance(X, np.ndarray) and X.dtype.kind == "f":
+                with np.errstate(all="ignore"):
+                    K = np.asarray(kernel(X))
+            if K is not None and K.dtype.kind == "f" and not np.all(np.isfinite(K)):
+                discard_fit(self)
+                check_gram(K, kernel, type(self).__name__)  # raises, naming the kernel
+            raise err
         base = self.base_estimator_
         try:
             for b in getattr(base, "estimators_", [base]):  # one binary model, or one per pair / class

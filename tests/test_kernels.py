@@ -856,3 +856,18 @@ def test_subnormal_grams_and_huge_exponents(kernel, alpha):
     for g in (0.005, 0.3):
         assert _dense_crossings(reg, Xq, g, n=800) == 0
         assert _dense_crossings(reg, Xq, g, statistic="std", n=800) == 0
+
+
+def test_classifier_names_a_non_finite_kernel():
+    """sklearn's Laplace classifier fails on a non-finite Gram matrix with an
+    unnamed "array must not contain infs or NaNs"; the robust classifier now
+    refuses it by name, as check_gram does for the regressor and EP."""
+    from numpy.linalg import LinAlgError
+
+    from skgprobust import RobustGaussianProcessClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20, 2))
+    clf = RobustGaussianProcessClassifier(C(np.inf, "fixed") * RBF(0.5, "fixed"), optimizer=None)
+    with pytest.raises(LinAlgError, match="non-finite"):
+        clf.fit(X, (X[:, 0] > 0).astype(int))
