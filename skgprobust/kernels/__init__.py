@@ -66,7 +66,14 @@ def register_adapter(kernel_type, factory, *, composite=False):
 
 
 def supported_kernels():
-    """Names of the kernel types that currently have an adapter."""
+    """Names of the kernel types that currently have an adapter.
+
+    Returns
+    -------
+    names : list of str
+        Sorted class names (sklearn's kernels and any registered with
+        :func:`register_adapter`).
+    """
     return sorted(t.__name__ for t in _REGISTRY)
 
 

@@ -289,25 +289,82 @@ class KernelAdapter:
 
     # -- required -------------------------------------------------------
     def values(self, X):
-        """k(X, Xs), shape (n, N)."""
+        """k(X, Xs), shape (n, N).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        K : ndarray of shape (n, N)
+            The kernel values.
+        """
         raise NotImplementedError
 
     def value_and_grad(self, X):
-        """k(X, Xs) of shape (n, N) and d/dx k(x, x_i) of shape (n, N, d)."""
+        """k(X, Xs) of shape (n, N) and d/dx k(x, x_i) of shape (n, N, d).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        K : ndarray of shape (n, N)
+            The kernel values.
+        dK : ndarray of shape (n, N, d)
+            Their gradients in x.
+        """
         raise NotImplementedError
 
     def interval(self, lo, hi):
-        """(klo, khi), each (B, N), enclosing k(x, x_i) over each box."""
+        """(klo, khi), each (B, N), enclosing k(x, x_i) over each box.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        klo, khi : ndarray of shape (B, N)
+            The enclosure.
+        """
         raise NotImplementedError
 
     def diag(self, X):
-        """k(x, x) for each row of X, shape (n,)."""
+        """k(x, x) for each row of X, shape (n,).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        diag : ndarray of shape (n,)
+            The kernel's diagonal, as sklearn computes it.
+        """
         return np.asarray(self.kernel.diag(X), dtype=np.float64)
 
     def diag_interval(self, lo, hi):
         """(dlo, dhi), each (B,), enclosing k(x, x) over each box (variance
         bounds). Stationary kernels have a constant diagonal; other adapters
-        override this."""
+        override this.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        dlo, dhi : ndarray of shape (B,)
+            The enclosure.
+        """
         if not self.kernel.is_stationary():
             from ..exceptions import UnsupportedKernelError
 
@@ -338,6 +395,16 @@ class KernelAdapter:
         (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rounding`
         bounds it absolutely, by ``phi |psi'(phi)|``). The default, zero, is
         right for kernels computed without such errors.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        E : ndarray of shape (B, N)
+            The bounds.
         """
         return np.zeros((len(lo), len(self.Xs)))
 
@@ -368,6 +435,16 @@ class KernelAdapter:
         Every adapter here overrides this with a proven constant (its
         docstring); the default, ``2 d + 64``, is the earlier convention, an
         *assumption* for third-party adapters that prove nothing.
+
+        Parameters
+        ----------
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        c_val : float
+            The constant.
         """
         return 2 * d + 64
 
@@ -381,12 +458,34 @@ class KernelAdapter:
         in one pass, so each leaf computes its distances once (stationary
         leaves: one ``cdist`` for all four). Default (leaves, A = |k|):
         :meth:`rounding`, and :meth:`interval` through :func:`widen_enclosure`
-        (its own rounding, underflow included)."""
+        (its own rounding, underflow included).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        R, klo, khi, A : ndarray of shape (B, N)
+            Rounding bounds, value enclosure and magnitude bound.
+        """
         return (self.rounding(lo, hi),) + widen_enclosure(*self.interval(lo, hi))
 
     def magnitude(self, lo, hi):
         """(B, N) upper bound of the term magnitude A(x, x_i) (:meth:`value_ulps`)
-        over each box: ``rounding_parts(lo, hi)[3]``."""
+        over each box: ``rounding_parts(lo, hi)[3]``.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        A : ndarray of shape (B, N)
+            The bound.
+        """
         return self.rounding_parts(lo, hi)[3]
 
     def diag_ulps(self, d):
@@ -405,6 +504,16 @@ class KernelAdapter:
         adapter). Without an override: 8 for a stationary kernel (the earlier
         constant), else ``2 d + 64`` (an assumption, like the default
         :meth:`value_ulps`).
+
+        Parameters
+        ----------
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        c_diag : float
+            The constant.
         """
         c = 8.0 if self.kernel.is_stationary() else 2.0 * d + 64.0
         return float(c) * (1.0 + 2.0**-20)
@@ -443,6 +552,18 @@ class KernelAdapter:
         ``ProductAdapter`` with a constant factor: the children's constant + 2u).
         Callers that combine several models' weights add their own margin for
         the combination, as before.
+
+        Parameters
+        ----------
+        n_support : int
+            Number of support points N.
+        n_features : int
+            Number of features d.
+
+        Returns
+        -------
+        rtol : float
+            The relative margin.
         """
         return margin_rtol(n_support, n_features) + max(float(self.value_ulps(n_features)) - 200.0, 0.0) * _U
 
@@ -452,6 +573,18 @@ class KernelAdapter:
 
         The default uses the interval bound only (a constant), which is sound
         and converges as boxes shrink whenever ``interval`` does.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+        w : ndarray of shape (B, N)
+            One weight vector per box.
+
+        Returns
+        -------
+        relaxation : Relaxation
+            The separable lower bound, its interval bound and term magnitude.
         """
         klo, khi = self.interval(lo, hi)
         B, d = lo.shape
@@ -468,10 +601,38 @@ class KernelAdapter:
 
     def taylor(self, lo, hi, w):
         """Optional :class:`TaylorModel` of ``sum_i w_bi k(x, x_i)``; None if
-        the adapter has none (the other bounds are then used alone)."""
+        the adapter has none (the other bounds are then used alone).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+        w : ndarray of shape (B, N)
+            One weight vector per box.
+
+        Returns
+        -------
+        model : TaylorModel or None
+            The model about the box centres.
+        """
         return None
 
     def linearise(self, lo, hi, w):
         """``(relax(lo, hi, w), taylor(lo, hi, w))``; adapters override it to
-        share work between the two."""
+        share work between the two.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+        w : ndarray of shape (B, N)
+            One weight vector per box.
+
+        Returns
+        -------
+        relaxation : Relaxation
+            As :meth:`relax`.
+        model : TaylorModel or None
+            As :meth:`taylor`.
+        """
         return self.relax(lo, hi, w), self.taylor(lo, hi, w)

@@ -85,17 +85,45 @@ class StationaryAdapter(KernelAdapter):
     # psi and its derivative as functions of phi (squared scaled distance)
     def psi(self, phi):
         """psi(phi), elementwise: the kernel value at squared scaled distance
-        phi (convex and decreasing on [0, inf))."""
+        phi (convex and decreasing on [0, inf)).
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        psi : ndarray
+            The kernel values at unit amplitude, shaped as ``phi``.
+        """
         raise NotImplementedError
 
     def dpsi(self, phi):
-        """d psi / d phi, elementwise (negative and increasing in phi)."""
+        """d psi / d phi, elementwise (negative and increasing in phi).
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        dpsi : ndarray
+            The first derivative, shaped as ``phi``.
+        """
         raise NotImplementedError
 
     def lipschitz_r(self):
         """sup over r >= 0 of |d psi(r^2) / dr| (unit amplitude), from a dense
         logarithmic grid with 25% headroom (every psi here is smooth and
-        its r-derivative unimodal)."""
+        its r-derivative unimodal).
+
+        Returns
+        -------
+        lip : float
+            The Lipschitz constant in r (cached on the adapter).
+        """
         if getattr(self, "_lip", None) is None:
             r = np.concatenate([np.geomspace(1e-8, 1e3, 20001), np.linspace(0.0, 20.0, 20001)[1:]])
             with np.errstate(all="ignore"):
@@ -107,7 +135,13 @@ class StationaryAdapter(KernelAdapter):
         """S = sup over phi >= 0 of ``phi |psi'(phi)|`` (unit amplitude), from
         the same dense grid as :meth:`lipschitz_r`, with 25% headroom. Finite
         for every psi here (RBF: 1/e; Matern 0.5: 1/(2e); RationalQuadratic:
-        attained at phi = 2; powers: e psi^(e-1) phi |psi'|)."""
+        attained at phi = 2; powers: e psi^(e-1) phi |psi'|).
+
+        Returns
+        -------
+        S : float
+            The bound (cached on the adapter).
+        """
         if getattr(self, "_phi_slope", None) is None:
             r = np.concatenate([np.geomspace(1e-8, 1e3, 20001), np.linspace(0.0, 20.0, 20001)[1:]])
             phi = r * r
@@ -161,6 +195,16 @@ class StationaryAdapter(KernelAdapter):
         which the factor ``WIDEN`` (1 + 2^-40 >= 1 + 21 u) covers; plus
         ``SUBNORMAL`` for underflowing results (exp within 8 ulps of a
         subnormal number, times Matern's polynomial factor <= 2^18).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        E : ndarray of shape (B, N)
+            The absolute rounding bounds per box and support point.
         """
         return self._rounding_ranges(lo, hi)[0]
 
@@ -178,7 +222,18 @@ class StationaryAdapter(KernelAdapter):
         """:meth:`~skgprobust.kernels.KernelAdapter.rounding_parts` from one
         ``cdist``: the enclosure is [psi(pU), psi(pL)] over the widened
         phi-range of :meth:`rounding` (psi decreasing), through
-        :func:`~skgprobust.kernels._base.widen_enclosure`."""
+        :func:`~skgprobust.kernels._base.widen_enclosure`.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        R, klo, khi, A : ndarray of shape (B, N)
+            Rounding bounds, value enclosure and magnitude bound.
+        """
         R, pL, pU = self._rounding_ranges(lo, hi)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             klo, khi = self.psi(pU), self.psi(pL)
@@ -204,7 +259,18 @@ class StationaryAdapter(KernelAdapter):
 
     def diag_ulps(self, d):
         """1 (times 1 + 2^-20): sklearn's ``diag`` of RBF, Matern and
-        RationalQuadratic is ``np.ones`` (exact)."""
+        RationalQuadratic is ``np.ones`` (exact).
+
+        Parameters
+        ----------
+        d : int
+            Number of features (unused: the diagonal is exact).
+
+        Returns
+        -------
+        c_diag : float
+            The constant.
+        """
         return 1.0 * (1.0 + 2.0**-20)
 
     def _phi(self, X):
@@ -230,7 +296,20 @@ class StationaryAdapter(KernelAdapter):
         evaluated as ``((2 psi') * (x - x_i)) * l^-2`` in one (n, N, d) buffer
         (same operations and order as the expression, in place: the fresh
         arrays of each step cost more than the arithmetic; local search on
-        N = 1000, d = 64, 4 points: 3.9 -> 0.4 ms)."""
+        N = 1000, d = 64, 4 points: 3.9 -> 0.4 ms).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        K : ndarray of shape (n, N)
+            The kernel values.
+        dK : ndarray of shape (n, N, d)
+            Their gradients in x.
+        """
         X = np.asarray(X, dtype=np.float64)
         phi = self._phi(X)
         slope = np.where(phi > _TINY, self.dpsi(np.maximum(phi, _TINY)), 0.0)
@@ -369,11 +448,33 @@ class StationaryAdapter(KernelAdapter):
     def d2psi(self, phi):
         """Second derivative of psi: positive and decreasing in phi for every
         kernel here (checked in the tests), so over [phi_L, phi_U] it lies in
-        [d2psi(phi_U), d2psi(phi_L)]."""
+        [d2psi(phi_U), d2psi(phi_L)].
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        d2psi : ndarray
+            The second derivative, shaped as ``phi``.
+        """
         raise NotImplementedError
 
     def d3psi(self, phi):
-        """Third derivative of psi: negative, with ``|psi'''|`` decreasing in phi."""
+        """Third derivative of psi: negative, with ``|psi'''|`` decreasing in phi.
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        d3psi : ndarray
+            The third derivative, shaped as ``phi``.
+        """
         raise NotImplementedError
 
     def taylor(self, lo, hi, w, ranges=None):
@@ -385,6 +486,21 @@ class StationaryAdapter(KernelAdapter):
         + psi''(pc) (l_i + q)^2 / 2 + (psi''(eta) - psi''(pc)) (l_i + q)^2 / 2.
         The psi'(pc) part and psi''(pc) l_i^2 / 2 are kept exactly (summed
         over i with their signs); the rest is bounded per box.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+        w : ndarray of shape (B, N)
+            One weight vector per box.
+        ranges : tuple, default=None
+            The boxes' scaled distance ranges (``_ranges(lo, hi)``) when the caller
+            has them.
+
+        Returns
+        -------
+        model : TaylorModel
+            The model about the box centres, remainder and rounding included.
         """
         Es, aE, hs, pL, pU, pc = self._ranges(lo, hi) if ranges is None else ranges
         sw = 1.0 / self.length_scale
