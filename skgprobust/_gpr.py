@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from ._engine._api import RegressorBoundsMixin, fill_doc
-from ._engine._common import check_gram, check_not_compound, discard_fit, float64_inputs
+from ._engine._common import check_gram, check_not_compound, discard_fit, float64_inputs, quiet_feature_names
 from ._engine._driver import RangeProblem
 from ._engine._latent import check_variance_bound, regressor_bound_model
 from ._engine._objectives import StdObjective
@@ -192,8 +192,7 @@ small gamma.""",
 
     def _predict_columns(self, X, std):
         X = np.atleast_2d(X)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        with quiet_feature_names(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
             y = self._model_predict(X, return_std=True)[1] if std else self._model_predict(X)
         return np.asarray(y, dtype=np.float64).reshape(len(X), -1)

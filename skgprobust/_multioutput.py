@@ -195,7 +195,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._bounds._variance import LatentVariance, SmoothCovariance
 from ._engine._api import RegressorBoundsMixin
-from ._engine._common import check_bool, check_not_compound
+from ._engine._common import check_bool, check_not_compound, quiet_feature_names
 from ._engine._driver import RangeProblem
 from ._engine._latent import BoundModel, LatentModel
 from ._engine._objectives import StdObjective
@@ -1627,8 +1627,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
 
     def _predict_values(self, X):
         """predict's mean as (n, P) for arrays of points (what the mean bounds are checked against)."""
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        with quiet_feature_names():
             return self._moments(np.atleast_2d(np.asarray(X, dtype=np.float64)), None)[0]
 
     def _predict_std_values(self, X):

@@ -7,6 +7,8 @@ import os
 import sys
 import threading
 import time
+import warnings
+from contextlib import contextmanager
 from itertools import chain
 
 import numpy as np
@@ -32,6 +34,22 @@ def user_stacklevel():
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FILES):
         frame, level = frame.f_back, level + 1
     return level
+
+
+@contextmanager
+def quiet_feature_names():
+    """A context in which sklearn's "X does not have valid feature names"
+    warning is ignored: for the package's own predict calls on float arrays
+    of points (box samples, attack iterates, grids), made after the user's
+    input has been validated with its names.
+
+    Yields
+    ------
+    None
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        yield
 
 
 def check_budget(max_iter, time_limit):

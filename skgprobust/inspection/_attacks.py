@@ -21,12 +21,11 @@ vote of pairwise models, with no single margin to descend.
 """
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._engine._common import bound_model_of, prepare, row_seeds
+from .._engine._common import bound_model_of, prepare, quiet_feature_names, row_seeds
 from .._engine._search import local_search, random_starts
 from .._gpc import RobustGaussianProcessClassifier
 from .._gpr import RobustGaussianProcessRegressor
@@ -60,8 +59,7 @@ def _as_rows(X):
 def _own_predict(estimator, X):
     """The regressor's own ``predict`` as (n, n_targets), for arrays of points."""
     X = np.atleast_2d(X)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+    with quiet_feature_names():
         y = estimator.predict(X)
     return np.asarray(y, dtype=np.float64).reshape(len(X), -1)
 
@@ -358,9 +356,7 @@ def attack_succeeded(estimator, X, X_adv, *, delta=None):
     _check_delta(estimator, delta, required=True)
     X, single = _as_rows(X)
     X_adv, _ = _as_rows(X_adv)
-    with warnings.catch_warnings():
-        # Attacks return arrays: no feature names to check against X's.
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+    with quiet_feature_names():  # attacks return arrays: no feature names to check against X's
         X = validate_data(estimator, X, reset=False, dtype=np.float64)
         X_adv = validate_data(estimator, X_adv, reset=False, dtype=np.float64)
     if X_adv.shape != X.shape:

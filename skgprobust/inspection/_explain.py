@@ -1,11 +1,10 @@
 """Inspection helpers around the Delta metric: adversarial gap curves (paper Fig. 6)."""
 
-import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._engine._common import quiet_feature_names
 from .._engine._perturbation import make_boxes, resolve_features
 
 
@@ -125,17 +124,6 @@ def adversarial_gap_curve(estimator, x, gamma, weights, *, features=None, target
         P = np.asarray(estimator.predict_proba(points))
     others = np.delete(P, c, axis=1)
     return GapCurve(betas, P[:, c] - others.max(axis=1), points, order)
-
-
-@contextmanager
-def quiet_feature_names():
-    """A context in which sklearn's "X does not have valid feature names"
-    warning is ignored: for the inspection helpers' own predict calls on
-    float arrays of points, made after the user's input has been validated
-    with its names (the attacks filter the same message)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        yield
 
 
 def validate_row(estimator, x):
