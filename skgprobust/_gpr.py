@@ -67,7 +67,7 @@ class RobustGaussianProcessRegressor(RegressorBoundsMixin, GaussianProcessRegres
         Log-marginal likelihood of ``kernel_.theta``.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names seen during fit, when X has string column names.
 
     See Also

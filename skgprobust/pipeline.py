@@ -879,7 +879,7 @@ class Pipeline(_SkPipeline):
         The final classifier's class labels.
     n_features_in_ : int
         Number of features seen by the first step during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names seen by the first step during fit.
 
     See Also
