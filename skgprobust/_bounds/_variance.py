@@ -715,6 +715,13 @@ class LatentVariance:
         Lower-triangular factor sklearn solves with.
     col_scale : ndarray of shape (N,) or None
         Column scaling D of ``A = L^-1 D`` (``W_sr_`` for the Laplace GPC).
+    smooth : {"parse"} or SmoothCovariance or None, default="parse"
+        The local RKHS bound's description of the cross-covariance ("parse":
+        read from the adapter's kernel; None: off).
+    noise_nonnegative : bool, default=True
+        False when the noise the factor carries besides the kernel (the
+        regressor's ``alpha``) may be negative: the lemma's premise Dn >= 0
+        fails, so it is not used (as for a kernel that is not PSD).
 
     Notes
     -----
@@ -725,7 +732,7 @@ class LatentVariance:
     same numbers), or kept by subclasses that set ``_KEEP_DENSE``.
     """
 
-    def __init__(self, adapter, L, col_scale=None, smooth="parse"):
+    def __init__(self, adapter, L, col_scale=None, smooth="parse", noise_nonnegative=True):
         self.adapter = adapter
         L = np.asarray(L, dtype=np.float64)
         N = L.shape[0]
@@ -794,8 +801,12 @@ class LatentVariance:
         # margin, the local RKHS and polynomial bounds) become infinite,
         # never wrong. (WhiteKernel(-0.2) + C * RBF, Gram still positive
         # definite: var bounds were crossed by 0.25 at 11025 of 11025
-        # sampled points.)
-        self.psd = bool(getattr(adapter, "psd", False))
+        # sampled points.) The same for a negative noise diagonal outside
+        # the kernel (noise_nonnegative False: a regressor's alpha array with
+        # negative entries; C * RBF + White(0.3), alpha -0.4 on separated
+        # points: std ranges crossed by predict at 481 of 72000 samples,
+        # tests/test_negative_noise.py).
+        self.psd = bool(getattr(adapter, "psd", False)) and bool(noise_nonnegative)
         if N and not self.psd:
             self.rho, self.lemma_e = np.inf, np.inf
         with np.errstate(over="ignore", invalid="ignore"):

@@ -166,9 +166,10 @@ class PaperLatentVariance(LatentVariance):
         psi_tangents=1,
         phi_tangents=2,
         range_lps=None,
+        noise_nonnegative=True,
     ):
         self.stat, self.c = _stationary_part(adapter)
-        super().__init__(adapter, L, col_scale)
+        super().__init__(adapter, L, col_scale, noise_nonnegative=noise_nonnegative)
         self.solver = solver
         self.solver_opts = dict(solver_opts or {})
         self.psi_tangents = int(psi_tangents)

@@ -107,6 +107,10 @@ class LatentModel:
     #: plus noise (sparse models: a QR); the variance bounds then certify the
     #: lemma P <= (1 + rho) I directly (see ``_bounds._variance``).
     cholesky_factor: bool = field(default=True, repr=False)
+    #: False when the noise ``L`` factors besides the kernel may be negative
+    #: (a regressor's ``alpha`` array with negative entries, which sklearn
+    #: accepts): the variance bounds then do not use the PSD lemma.
+    noise_nonnegative: bool = field(default=True, repr=False)
     _variances: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -150,7 +154,7 @@ class LatentModel:
                         from .._bounds._variance_paper import NonCholeskyPaperLatentVariance, PaperLatentVariance
 
                         cls = PaperLatentVariance if self.cholesky_factor else NonCholeskyPaperLatentVariance
-                    var = cls(self.adapter, self.L, self.col_scale)
+                    var = cls(self.adapter, self.L, self.col_scale, noise_nonnegative=self.noise_nonnegative)
                     var.method = method
                     self._variances[method] = var
         return var
@@ -286,7 +290,12 @@ def from_regressor(gpr):
     P = alpha.shape[1]
     std = np.broadcast_to(np.asarray(gpr._y_train_std, dtype=np.float64), (P,))
     mean = np.broadcast_to(np.asarray(gpr._y_train_mean, dtype=np.float64), (P,))
-    return LatentModel(gpr.X_train_, alpha * std, mean, std, gpr.kernel_, L=gpr.L_)
+    # sklearn accepts an ndarray alpha with negative entries (only a scalar
+    # must be >= 0): the noise diagonal kernel + alpha is then not that of a
+    # GP with non-negative noise, and the variance bounds' lemma fails.
+    noise = np.asarray(getattr(gpr, "alpha", 0.0), dtype=np.float64)
+    ok = bool(np.all(noise >= 0))
+    return LatentModel(gpr.X_train_, alpha * std, mean, std, gpr.kernel_, L=gpr.L_, noise_nonnegative=ok)
 
 
 def from_binary_classifier(base):
