@@ -24,8 +24,9 @@ g = 2 S rho:
   ||A (r - rho)||^2 <= e on the box, with e the smaller of lam_max(S) ||dr||^2
   (|r_i(x) - rho_i| <= dr_i from the kernel's interval over the box) and,
   for the kernels of :class:`~skgprobust._bounds._variance.SmoothCovariance`,
-  the RKHS bound sum_j H0_j h_j^2 (the module doc of
-  :mod:`~skgprobust._bounds._variance`, "The RKHS remainder"); hence
+  the RKHS bound (1 + rho) sum_j H0_j h_j^2 (the module doc of
+  :mod:`~skgprobust._bounds._variance`, "The RKHS remainder", and rho of
+  "The lemma for the float factor": P <= (1 + rho) I); hence
   v(x) >= dlo - q(rho) + g . rho - e - g . r(x).
 
 These are exactly the two inequalities that
@@ -93,7 +94,13 @@ def affine_variance_enclosure(variance, lo, hi):
     e = variance.lam_max * np.einsum("bi,bi->b", dr, dr)
     if variance.smooth is not None:
         h1 = np.maximum(hi - centre, centre - lo) * (1.0 + 4.0 * _U)
-        e = np.minimum(e, (variance.smooth.H0 * h1 * h1).sum(-1) * (1.0 + 1e-12))
+        # (1 + rho): the lemma for the float factor, P <= (1 + rho) I, as
+        # in LatentVariance.bounds (module doc of _variance, "The lemma for
+        # the float factor": the RKHS remainder is ||A dr||^2 <= (1 + rho)
+        # Dh^2; the factor was missing here).
+        with np.errstate(over="ignore", invalid="ignore"):
+            rkhs = (variance.smooth.H0 * h1 * h1).sum(-1) * (1.0 + variance.rho) * (1.0 + 1e-12)
+        e = np.minimum(e, np.where(np.isnan(rkhs), np.inf, rkhs))
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (
         np.abs(q0)
