@@ -49,9 +49,13 @@ class StationaryAdapter(KernelAdapter):
         Support inputs, float64.
     """
 
-    #: RBF, Matern and RationalQuadratic (alpha > 0) are PSD for every
-    #: length scale (Bochner: non-negative spectral densities).
-    psd = True
+    #: Not implied by psi convex and decreasing (e.g. psi = (1 - phi)_+^2
+    #: is neither PSD nor completely monotone), so a third-party subclass
+    #: gets no variance lemma unless it sets ``psd = True`` itself (a proof
+    #: that its kernel is PSD for every length scale); RBF, Matern and
+    #: RationalQuadratic (alpha > 0) do (Bochner: non-negative spectral
+    #: densities).
+    psd = False
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
@@ -600,6 +604,8 @@ class StationaryAdapter(KernelAdapter):
 class RBFAdapter(StationaryAdapter):
     """RBF: psi(phi) = exp(-phi / 2)."""
 
+    #: PSD for every length scale (Gaussian spectral density).
+    psd = True
     #: RBF ** e is the RBF of length scale l / sqrt(e).
     infinitely_divisible = True
 
@@ -637,6 +643,8 @@ class MaternAdapter(StationaryAdapter):
     """
 
     SUPPORTED_NU = (0.5, 1.5, 2.5, np.inf)
+    #: PSD for every nu > 0 and length scale (Student-t spectral density).
+    psd = True
 
     def __init__(self, kernel, Xs):
         super().__init__(kernel, Xs)
@@ -755,6 +763,8 @@ class RationalQuadraticAdapter(StationaryAdapter):
         super().__init__(kernel, Xs)
         self.a = a
 
+    #: PSD for alpha > 0 (a scale mixture of RBFs).
+    psd = True
     #: RQ(l, alpha) ** e = RQ(l / sqrt(e), alpha e).
     infinitely_divisible = True
 
