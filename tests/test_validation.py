@@ -491,6 +491,38 @@ def test_gamma_series_by_name_through_an_estimator(reg_data):
     np.testing.assert_array_equal(r.max_upper, ref.max_upper)
 
 
+def test_features_boolean_series_is_aligned_by_feature_name(reg_data):
+    """A boolean ``features`` Series was read by position (soundness hunt F1):
+    Series({c: True, a: False, b: False}) moved feature a, and certify proved
+    "robust" a box where moving c changes the mean by 1.85."""
+    from skgprobust._engine._perturbation import resolve_features
+    from skgprobust.inspection._explain import ordered_features
+
+    names = np.array(["a", "b", "c"], dtype=object)
+    mask = pd.Series([True, False, False], index=["c", "a", "b"])
+    np.testing.assert_array_equal(resolve_features(mask, 3, names), [False, False, True])
+    np.testing.assert_array_equal(ordered_features(mask, 3, names), [2])
+    # default index: positional, as before
+    np.testing.assert_array_equal(resolve_features(pd.Series([True, False, False]), 3, names), [True, False, False])
+    with pytest.raises(ValueError, match="features given as a pandas Series"):
+        resolve_features(pd.Series([True, False], index=["a", "x"]), 2, names[:2])
+    # end to end: only c moves (y depends on c alone)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.uniform(-2, 2, (30, 3)), columns=names)
+    y = np.sin(3 * df["c"].to_numpy())
+    reg = RobustGaussianProcessRegressor(kernel=RBF([1.0, 1.0, 1.0]), alpha=1e-6, optimizer=None).fit(df, y)
+    kw = dict(max_iter=50, random_state=0)
+    r = reg.prediction_range(df.iloc[:1], 1.0, features=mask, **kw)
+    ref = reg.prediction_range(df.iloc[:1], 1.0, features=["c"], **kw)
+    np.testing.assert_array_equal(r.min_lower, ref.min_lower)
+    np.testing.assert_array_equal(r.max_upper, ref.max_upper)
+    t = np.linspace(-1.0, 1.0, 401)
+    P = np.repeat(df.iloc[:1].to_numpy(), len(t), axis=0)
+    P[:, 2] += t
+    v = reg.predict(pd.DataFrame(P, columns=names))
+    assert r.min_lower[0, 0] <= v.min() and v.max() <= r.max_upper[0, 0]
+
+
 def _compound_cases():
     import skgprobust as sg
 

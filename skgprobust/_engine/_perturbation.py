@@ -59,10 +59,16 @@ def resolve_features(features, d, feature_names=None):
     """Boolean mask (d,) of the features allowed to move.
 
     ``features`` may be None (all), integer indices, a boolean mask of length
-    d, or feature names when the estimator was fitted on a DataFrame.
+    d, or feature names when the estimator was fitted on a DataFrame. A
+    boolean mask given as a pandas Series is aligned by its labels, as a
+    ``gamma`` Series (:func:`_align_series`): read by position, a mask
+    indexed by the feature names in another order moved other features than
+    it names (a "robust" certificate for the wrong box).
     """
     if features is None:
         return np.ones(d, dtype=bool)
+    if getattr(features, "ndim", None) == 1 and hasattr(features, "index") and np.asarray(features).dtype == bool:
+        features = _align_series(features, "features", d, feature_names)
     feats = np.atleast_1d(np.asarray(features))
     if feats.dtype == bool:
         if feats.shape != (d,):

@@ -14,7 +14,7 @@ def ordered_features(features, d, feature_names=None):
     if features is None:
         return np.arange(d)
     f = np.atleast_1d(np.asarray(features))
-    mask = resolve_features(f, d, feature_names)  # raises on bad input
+    mask = resolve_features(features, d, feature_names)  # raises on bad input; aligns a boolean Series
     if f.dtype == bool:
         return np.flatnonzero(mask)
     if f.dtype.kind in "US" or f.dtype == object:
