@@ -391,7 +391,15 @@ def _gradient_cases(draw):
 def _check_gradient(case):
     """The analytic gradient against central differences on random kernels
     (the package's kernel strategy: sums, products, powers, periodic,
-    dot-product, rational-quadratic trees)."""
+    dot-product, rational-quadratic trees).
+
+    Central differences err by O(h^2 f''') plus rounding O(eps |f| / h).
+    Where the objective has a sharp feature (e.g. an ExpSineSquared period
+    at which training points nearly coincide modulo the period: the slope in
+    log p was 746 at h <= 1e-7 while h = 1e-5 gave 654 and h = 1e-3 gave
+    -3.9), the step h = 1e-5 is too coarse; such a coordinate is retried
+    with h = 1e-6 and 1e-7 (rounding ~1e-15 |f| / h stays far below the
+    tolerance) and must agree at one of them."""
     from numpy.linalg import LinAlgError
 
     from skgprobust._sparse import _classifier_objective
@@ -403,23 +411,28 @@ def _check_gradient(case):
     Z = rng.uniform(-2, 2, (5, d))
     theta = kernel.theta
     assume(len(theta) > 0)
+
+    def central(e, h, warm):
+        fp = _classifier_objective(kernel.clone_with_theta(theta + h * e), X, s, Z, approximation, inference,
+                                   3000, warm)[0]
+        fm = _classifier_objective(kernel.clone_with_theta(theta - h * e), X, s, Z, approximation, inference,
+                                   3000, warm)[0]
+        return (fp - fm) / (2 * h)
+
     try:
         with np.errstate(all="ignore"):
             f0, warm, g, _ = _classifier_objective(kernel, X, s, Z, approximation, inference, 3000, eval_gradient=True)
-            h = 1e-5
-            fd = []
-            for e in np.eye(len(theta)):
-                fp = _classifier_objective(kernel.clone_with_theta(theta + h * e), X, s, Z, approximation, inference,
-                                           3000, warm)[0]
-                fm = _classifier_objective(kernel.clone_with_theta(theta - h * e), X, s, Z, approximation, inference,
-                                           3000, warm)[0]
-                fd.append((fp - fm) / (2 * h))
+            fd = np.array([central(e, 1e-5, warm) for e in np.eye(len(theta))])
     except (LinAlgError, ValueError):
         reject()
-    fd = np.array(fd)
     assume(np.isfinite(f0) and np.all(np.isfinite(fd)) and np.all(np.isfinite(g)))
-    # central differences: error O(h^2 f''') plus rounding O(eps |f| / h)
-    np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-4 * (1.0 + abs(f0)) ** 0.5)
+    tol = dict(rtol=1e-4, atol=1e-4 * (1.0 + abs(f0)) ** 0.5)
+    for j in np.flatnonzero(~np.isclose(g, fd, **tol)):
+        with np.errstate(all="ignore"):
+            finer = [central(np.eye(len(theta))[j], h, warm) for h in (1e-6, 1e-7)]
+        if any(np.isclose(g[j], f, **tol) for f in finer):
+            fd[j] = g[j]  # agrees with a finer central difference
+    np.testing.assert_allclose(g, fd, **tol)
 
 
 @settings(parent=FAST, max_examples=10)
