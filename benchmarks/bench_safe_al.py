@@ -64,6 +64,19 @@ shared cores at load 1-13): 30 repetitions of every data set and pipeline
   0.85 / 1.23 / 0.93; see the test-set diagnosis below).
 * safety precision 0.991-1.000 (the seed's 0.983-0.998).
 
+The MOGP-samples numbers above came from the earlier generator. With the
+generator of the appendix I.3 text (f3e24a9; one design for all
+repetitions, one threshold), ``--datasets mogp --reps 30 --n-jobs 1 --out``
+on 2026-11-29 (nice 19, load 1-9 on 2 shared cores; 13-32 s CPU per
+repetition of 100 iterations, 0.13-0.32 s CPU per iteration):
+
+* safe queries %: AL_MOGP 97.97 +- 0.25 (98.80 +- 0.34), RS 99.77 +- 0.08
+  (99.69), indGPs 98.47 +- 0.24 (99.19), no safety 75.30 +- 3.40 (78.26).
+* final RMSE 0.556 +- 0.005 / 0.576 +- 0.010 / 0.547 +- 0.006 (AL / RS /
+  indGPs), no safety 0.562; N_sum to RMSE 0.6: 98 / 117 / 98 (the seed's
+  83 / 101 / 115); precision 0.996-0.998. AL beats RS as in the seed; the
+  independent GPs are level with AL_MOGP, not behind it.
+
 Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated):
 
 * EngE AL_MOGP safe queries: ML + RBF + normalised safety values 94.58 +-
@@ -87,8 +100,8 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
   AL_indGPs 0.314 +- 0.017 (38): AL now beats RS on the toy (MAP: 0.337 vs
   0.316). EngE AL_MOGP 1.212 +- 0.052 (MAP 1.245), 98.64 +- 0.55% safe,
   precision 0.994, 12.1 s per iteration (MAP 1.5). ``--normalize-entropy``
-  (MAP, EngE): 1.243 +- 0.042, no effect. MOGP samples AL_MOGP: 0.761 +-
-  0.045 (MAP 0.810), 97.83 +- 0.56% safe, 2.69 s per iteration; RS_MOGP
+  (MAP, EngE): 1.243 +- 0.042, no effect. MOGP samples (earlier generator)
+  AL_MOGP: 0.761 +- 0.045 (MAP 0.810), 97.83 +- 0.56% safe, 2.69 s per iteration; RS_MOGP
   (samples) 0.785 +- 0.043 (paired AL - RS: -0.024 +- 0.018; toy -0.046 +-
   0.021).
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
