@@ -655,7 +655,7 @@ def _check_rule_box(mu_lo, mu_hi, v_lo, v_hi, rng, n=300):
         assert low >= p_lo[0, c] - np.delete(p_hi[0], c).max() - 1e-12  # never looser than separate bounds
 
 
-@FAST
+@settings(parent=FAST, max_examples=12)  # the slow sweep below runs more
 @given(data=st.data(), m=st.sampled_from([2, 3, 4, 7, 10]))
 def test_node_rule_bounds_contain_rule_values(data, m):
     mu_lo, mu_hi, v_lo, v_hi = _rule_boxes(data, m)

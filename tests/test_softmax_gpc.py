@@ -793,12 +793,24 @@ def test_slow_sweep_bounds_are_sound(problem):
         assert clf.predict(cert.counterexample[:1])[0] != label
 
 
-@settings(deadline=None, max_examples=25, derandomize=True)
+@settings(deadline=None, max_examples=10, derandomize=True)
 @given(data=st.data(), m=st.sampled_from([3, 4, 6]))
 def test_latent_margin_bound_is_sound_and_never_looser(data, m):
     """The latent-box branch and bound of certify's margin bound: the minimum
     over its leaves is a lower bound of the rule's margin at sampled and
-    corner (d, var) of the box, and never below the plain bound."""
+    corner (d, var) of the box, and never below the plain bound (ten
+    examples; the slow sweep below runs more)."""
+    _check_latent_margin(data, m)
+
+
+@pytest.mark.slow
+@settings(parent=SLOW, max_examples=max(10, SWEEP_EXAMPLES // 5))
+@given(data=st.data(), m=st.sampled_from([2, 3, 4, 6, 10]))
+def test_slow_sweep_latent_margin_bound(data, m):
+    _check_latent_margin(data, m)
+
+
+def _check_latent_margin(data, m):
     from skgprobust._bounds._softmax import node_rule_margin_lower, node_rule_value
     from skgprobust._softmax_gpc import _latent_margin_lower
 

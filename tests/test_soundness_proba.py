@@ -165,10 +165,10 @@ def test_binary_proba_range_sound(case):
     _proba_range(case)
 
 
-@settings(parent=FAST, max_examples=10)
+@settings(parent=FAST, max_examples=6)
 @given(classifier_cases(n_classes=3, max_iter_cap=100))
 def test_ovr_proba_range_sound(case):
-    # Ten examples: the attack itself (3 columns x 8 local searches of a
+    # Six examples: the attack itself (3 columns x 8 local searches of a
     # three-model predict_proba) dominates; the slow sweep runs more.
     _proba_range(case)
 
