@@ -171,13 +171,18 @@ Over a box T:
   while the correlation between classes it keeps gains 0.015-0.027 (2 s
   per box).
 
-Floating point: the a(x) intervals are widened by ``1e-9 (1 + |a|) +
-4 ||T_j||_F (N m + 4) u ||kappa||^2``. This covers the rounding of the
-T_j form; that the model's own route (Sigma through triangular solves with
-L_c and M) agrees with it to within that margin is checked by the tests
-and sweeps (differences ~1e-13 with well-conditioned M, since
-``sum_c E_c`` has eigenvalues >= 1 / (lambda_max(K) + 1 / min pi)), not
-proven for arbitrarily ill-conditioned factors. The node intervals bracket
+Floating point: the a(x) intervals are widened by
+``4 ||T_j||_F (N + 4) u ||kappa||^2`` (the rounding of the T_j form's
+evaluation), ``2 (m + 8) u`` times the magnitudes added up in the bound's
+own assembly, and ``gamma_K (2 A_j ||kappa||^2 + 2 sum_c |Q_jcc| k_c(x, x))``
+(:meth:`_ReducedVariance._route_constants`, K = 3 N + m^2 + 3 m + 8): the
+proven distance between the model's computed a(x) and the exact form on
+the stored factors. The model computes v_c(x) = k_c(x, x) - k^T E_c k with
+the stored E_c (the bounds' T_j is built from the same E_c and H_c), so
+the two differ by rounding only, for any conditioning of the factors; A_j
+comes from rigorous upper bounds of || |E_c| ||_2 and || |H_c| ||_2. (Until
+session 12 the model went through triangular solves with L_c, and a
+margin of 1e-9 (1 + |a|) for that route was tested, not proven.) The node intervals bracket
 the model's computed f exactly (correctly rounded operations are
 monotone); the softmax quotients and weighted sums are covered by
 ``RULE_MARGIN = 1e-10``; the mean differences are widened by both means'
@@ -723,6 +728,7 @@ class _ReducedVariance:
                         T[j, c * N : (c + 1) * N, c2 * N : (c2 + 1) * N] = Q[j, c, c2] * S
         self.T = 0.5 * (T + np.transpose(T, (0, 2, 1)))
         self.normF = np.linalg.norm(self.T, axis=(1, 2))
+        self.route = self._route_constants(Q, Es, Hs)
         self.n_top = min(n_top, self.T.shape[1])
         self._split = None
         if shared or kernels is None:
@@ -743,6 +749,58 @@ class _ReducedVariance:
             self.rkhs = self._rkhs_setup(kernels, Xs, Es, Hs)
             if self.rkhs is None:
                 self._spectral_split()
+
+    def _route_constants(self, Q, Es, Hs):
+        """(A (m,), gamma): the proven difference between the model's computed
+        a_j(x) and the exact ``beta_j - kappa^T T_j* kappa`` the bounds
+        enclose is at most ``gamma (2 A_j ||kappa||^2 + 2 sum_c |Q_jcc|
+        k_c(x, x))`` (``u`` the unit roundoff, ``gamma = gamma_K``,
+        ``K = 3 N + m^2 + 3 m + 8``).
+
+        Here T_j* is the *exact* combination ``sum_c Q_jcc E_c - sum_{c,c'}
+        Q_jcc' H_c^T H_c'`` of the stored floats E_c, H_c, and kappa the
+        model's computed kernel vectors (the bounds' rounding terms relate
+        those to the exact kernel). Proof (entrywise error bounds of sums and
+        dot products, any summation order, FMA included; gamma_a + gamma_b
+        + gamma_a gamma_b <= gamma_(a+b)):
+
+        * The stored T_j (computed, then symmetrised): each product Q E_c errs
+          by u, Z_c = sum_c' Q_jcc' H_c' by gamma_m Zabs_c (Zabs_c = sum_c'
+          |Q_jcc'| |H_c'|), H_c^T fl(Z_c) by gamma_(N+m) |H_c|^T Zabs_c, the
+          2 m accumulated terms by gamma_(2m) more, the symmetrisation by u:
+          |fl(T_j) - sym T_j*| <= gamma_(N+3m+2) sym(A_j) entrywise, A_j =
+          sum_c |Q_jcc| |E_c| + sum_c |H_c|^T Zabs_c >= 0. So
+          |kappa^T (fl T_j - T_j*) kappa| <= gamma ||A_j||_2 ||kappa||^2 and
+          ||A_j||_2 <= sum_c |Q_jcc| nE_c + sum_{c,c'} |Q_jcc'| nH_c nH_c'
+          =: A_j, nE_c >= || |E_c| ||_2, nH_c >= || |H_c| ||_2 from
+          :func:`~skgprobust._fp.nonneg_norm2_upper` (rigorous).
+        * The model (:meth:`SoftmaxGaussianProcessClassifier._moments`):
+          q_c = k_c^T fl(E_c k_c) errs by gamma_(2N) |k_c|^T |E_c| |k_c| <=
+          gamma_(2N) nE_c ||k_c||^2; v_c = fl(k_c(x, x) - q_c) by u |v_c|;
+          U_c = fl(H_c k_c) by gamma_N |H_c| |k_c|, so fl(U_a . U_b) by
+          gamma_(3N+1) nH_a nH_b ||k_a|| ||k_b||; the diagonal addition by
+          u |cov_aa|; a_j = fl(sum_ab Q_jab cov_ab) by gamma_(m^2+1) sum_ab
+          |Q_jab| |cov_ab|, with |cov_ab| <= delta_ab |v_a| + nH_a nH_b
+          ||k_a|| ||k_b|| (1 + gamma) and |v_c| <= k_c(x, x) + nE_c ||k_c||^2
+          (1 + gamma). ||k_a|| ||k_b|| <= ||kappa||^2 (shared kernel: kappa =
+          k; per class: the stacked vector).
+
+        Every term is gamma_K times a sum of |Q| (2 k_c(x, x) + nE_c ||kappa||^2)
+        and |Q| nH_a nH_b ||kappa||^2 terms, hence the stated bound; A_j is
+        raised by 4 (m^2 + 2) u for its own rounding. Replaces the earlier
+        tested-not-proven 1e-9 (1 + |a|) (the model went through triangular
+        solves with L_c, whose forward error needs the factor's conditioning).
+        """
+        m, N = self.m, self.N
+        nE = np.array([nonneg_norm2_upper(E) for E in Es])
+        nH = np.array([nonneg_norm2_upper(H) for H in Hs])
+        aQ = np.abs(Q)
+        diagQ = np.einsum("jcc->jc", aQ)
+        A = diagQ @ nE + np.einsum("jab,a,b->j", aQ, nH, nH)
+        A = A * (1.0 + 4 * (m * m + 2) * _U)
+        K = 3 * N + m * m + 3 * m + 8
+        gamma = K * _U / (1.0 - K * _U) * (1.0 + 2 * _U)
+        return A, gamma, diagQ
 
     def _spectral_split(self):
         """The spectral split of the quadratic remainder (:meth:`_quad`):
@@ -1040,9 +1098,17 @@ class _ReducedVariance:
             b_lo = np.where(beta >= 0, beta * dlo, beta * dhi).sum(axis=1)
             b_hi = np.where(beta >= 0, beta * dhi, beta * dlo).sum(axis=1)
             kmag = np.sum(kap0 * kap0, axis=1) + dev2 + 2 * np.sqrt(np.sum(kap0 * kap0, axis=1) * dev2)
-            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + 1e-9
-            a_lo[:, j] = b_lo - q_hi - fp * (1.0 + np.abs(b_lo - q_hi))
-            a_hi[:, j] = b_hi - q_lo + fp * (1.0 + np.abs(b_hi - q_lo))
+            # the T_j form's evaluation, and the model's route (_route_constants)
+            A, gam, diagQ = self.route
+            kdiag = np.maximum(np.abs(dlo), np.abs(dhi)) @ diagQ[j]
+            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + gam * (2.0 * A[j] * kmag + 2.0 * kdiag)
+            # assembling b - q here: b's m products and sums (<= gamma_(m+1)
+            # sum |beta_c| |d_c| <= ... kdiag), q's three additions and the
+            # subtraction, each relative to the magnitudes involved
+            mags = 2.0 * kdiag + np.abs(q0[:, j]) + np.abs(c0) + np.maximum(np.abs(lin_lo), np.abs(lin_hi))
+            fp = fp + 2 * (self.m + 8) * _U * (mags + np.maximum(np.abs(quad_lo), np.abs(quad_hi)))
+            a_lo[:, j] = b_lo - q_hi - fp
+            a_hi[:, j] = b_hi - q_lo + fp
         if len(extra):
             return a_lo, a_hi, extra_out
         return a_lo, a_hi
@@ -2073,9 +2139,10 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         v = np.empty((n, m))
         U = np.empty((m, self.X_train_.shape[0], n))
         for c in range(m):
-            sd = np.sqrt(self.pi_[c])
-            Vc = solve_triangular(self._Ls[c], sd[:, None] * ks[c], lower=True, check_finite=False)
-            v[:, c] = self.kernels_[c].diag(X) - np.einsum("ij,ij->j", Vc, Vc)
+            # k^T E_c k with the stored E_c (= ||L_c^-1 D_c^1/2 k||^2 in exact
+            # arithmetic): the bounds' T_j form uses the same E_c, so their
+            # difference is rounding only, proven in _ReducedVariance (route).
+            v[:, c] = self.kernels_[c].diag(X) - np.einsum("ij,ij->j", ks[c], self._Es[c] @ ks[c])
             U[c] = self._Hs[c] @ ks[c]
         cov = np.einsum("anx,bnx->xab", U, U)
         idx = np.arange(m)

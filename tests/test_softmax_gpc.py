@@ -1036,3 +1036,68 @@ def test_difference_column_bounds_hold_and_are_tighter(m, seed, diff_max, monkey
     probs._cache = None
     q_lo, q_hi, _ = probs.p_box(lo, hi)
     assert np.sum(p_hi - p_lo) < np.sum(q_hi - q_lo)
+
+
+def _exact_reduced_on_stored_factors(clf, Xq):
+    """beta_j - kappa^T T_j* kappa in extended precision (np.longdouble), T_j*
+    the exact combination of the stored E_c and H_c (no rounding of T_j),
+    at the model's computed kernel vectors and diagonals."""
+    m = clf.n_classes_
+    ks = [(clf.kernels_[0] if clf.shared_kernel_ else clf.kernels_[c])(Xq, clf.X_train_) for c in range(m)]
+    kd = np.column_stack([clf.kernels_[c].diag(Xq) for c in range(m)]).astype(np.longdouble)
+    E = [np.asarray(e, dtype=np.longdouble) for e in clf._Es]
+    H = [np.asarray(h, dtype=np.longdouble) for h in clf._Hs]
+    K = [k.astype(np.longdouble) for k in ks]
+    q = np.stack([np.sum(K[c] * (K[c] @ E[c].T), axis=1) for c in range(m)], axis=1)  # k^T E_c k
+    U = [K[c] @ H[c].T for c in range(m)]  # rows: (H_c k)^T
+    Q = np.asarray(clf._Q, dtype=np.longdouble)
+    cov = np.einsum("nai,nbi->nab", np.stack(U, axis=1), np.stack(U, axis=1))
+    idx = np.arange(m)
+    cov[:, idx, idx] += kd - q
+    return np.einsum("jab,nab->nj", Q, cov), ks
+
+
+@pytest.mark.parametrize(
+    "m,shared,kernel,spread",
+    [
+        (4, True, ConstantKernel(1e4) * RBF(0.3), 0.3),  # pi near 0 / 1: tiny D, large H = M^-1 E
+        (3, False, ConstantKernel(50.0) * Matern(0.5, nu=2.5), 0.05),  # near-duplicate inputs
+        (6, True, ConstantKernel(2.0) * RBF(1.0) + WhiteKernel(1e-6), 1.0),
+        # the former triangular-solve route differed from the exact form by
+        # 1.3e-3 here, 5x its tested-only allowance 1e-9 (1 + |a|)
+        (3, True, ConstantKernel(1e8) * RBF(2.0), 0.5),
+    ],
+)
+def test_reduced_variance_route_difference_is_proven(m, shared, kernel, spread):
+    """The model's computed reduced variances a(x) (predict_proba's route:
+    k^T E_c k and H_c k with the stored factors) differ from the exact form
+    on those factors, beta_j - kappa^T T_j* kappa (extended precision), by at
+    most the proven allowance of _ReducedVariance._route_constants, and the
+    bounds over point boxes and small boxes contain the model's values at
+    zero tolerance, on ill-conditioned fits (large amplitude, near-duplicate
+    inputs, tiny noise). The allowance replaced a tested-only 1e-9."""
+    X, y = _data(m=m, n_per=6, d=2, seed=40 + m, spread=spread)
+    clf = _fit(X, y, kernel, optimizer=None, shared_kernel=shared)
+    red = clf._bound_model().reduced
+    rng = np.random.default_rng(m)
+    Xq = np.vstack([X, X + rng.normal(scale=0.05, size=X.shape), rng.normal(scale=2.0, size=(20, 2))])
+    mu, cov = clf._moments(Xq)
+    a_model = np.einsum("jab,nab->nj", clf._Q, cov)  # _reduce's contraction, before the clip at 0
+    exact, ks = _exact_reduced_on_stored_factors(clf, Xq)
+    A, gam, diagQ = red.route
+    kap2 = sum(np.sum(k * k, axis=1) for k in ks) if not shared else np.sum(ks[0] * ks[0], axis=1)
+    kd = np.column_stack([clf.kernels_[c].diag(Xq) for c in range(m)])
+    allowance = gam * (2.0 * A[None, :] * kap2[:, None] + 2.0 * np.abs(kd) @ diagQ.T)
+    diff = np.abs(a_model - exact.astype(np.float64))
+    assert np.all(diff <= allowance), (diff / allowance).max()
+    assert diff.max() > 0.0  # the rounding is there (the allowance is not vacuous)
+    # bounds at point boxes and at small boxes around them hold the model's values
+    a_lo, a_hi = red.bounds(Xq, Xq)
+    assert np.all(a_lo <= a_model) and np.all(a_model <= a_hi)
+    for x0 in Xq[::7]:
+        lo, hi = x0 - 0.01, x0 + 0.01
+        P = box_points(lo, hi, rng, 200)
+        _, cv = clf._moments(P)
+        ap = np.einsum("jab,nab->nj", clf._Q, cv)
+        b_lo, b_hi = red.bounds(lo[None], hi[None])
+        assert np.all(b_lo[0] <= ap) and np.all(ap <= b_hi[0])
