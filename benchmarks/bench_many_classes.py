@@ -123,6 +123,15 @@ optional work, was cut by the rows' deadline for the later objectives):
 
 The script prints the rows that did not converge.
 
+Session 12 (7f9e33a, load ~1-2): certify at gamma 0.05, 40 rows: 0%
+unknown, median 0.047 s, max 0.53 s (before, 1225695: 0%, 0.045 s, 0.43
+s): the certify targets are met. Probability ranges at gamma 0.05, 5
+rows: 0% rows / 58% columns converged, median worst gap 0.038 at 10 s;
+gamma 0.02: 100% rows, median 3.1 s. More time helps only slowly (rows 0
+and 1, gamma 0.05): worst gaps 0.027 / 0.036 at 10 s, 0.026 / 0.020 at
+40 s (columns 50% / 60% -> 70% / 90%): the 95% target at gamma 0.05
+needs a tighter root relaxation, not a faster engine.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds

@@ -102,6 +102,36 @@ per-class intervals (``_DIFF_COLUMNS_MAX = 0``), after = the default:
 Ten classes at gamma 0.05 stay at 15% unknown (rows 0, 11, 17 of the 20;
 see the module docstring of ``skgprobust._softmax_gpc``, "Certify, rows
 0, 11, 17").
+
+Why they stay unknown (session 12, 7f9e33a, load ~1-2; 40 rows: unknown
+rows 0, 11, 17, 25, 31, 33, i.e. 15%, 27.5% not robust):
+
+* More time does not help: ``time_limit`` 2 -> 10 -> 30 s leaves all six
+  unknown (4-143 splits per row). The margin bound of the root box is
+  -0.160 / -0.154 / -0.095 / -0.051 / -0.194 / -0.023; the attacked
+  minimum of ``p_c - max_k p_k`` over the box (2000 samples + L-BFGS-B) is
+  +0.026 / +0.030 / +0.011 / +0.102 / +0.010 / +0.078, against 0.12-0.33
+  at the centre: the margin falls by ~0.2 across the 64-D box and the
+  hardest rows stay robust by about 5% of that fall.
+* The latent intervals are not the loss: the certified range of each mean
+  difference is within 0.03 of its L-BFGS-B range (row 31: class 9 [-2.866,
+  -0.024] vs [-2.838, -0.058]); random samples reach only 2/3 of it.
+  The loss is that the node rule takes every latent at its worst end at
+  once (the correlation between the nine competitors and the ten
+  variances).
+* Linearising the margin in the latents at the centre (so that the linear
+  part is one mean-type function, bounded exactly): at the attacked
+  minimiser the linear model is exact to 1e-3 (row 31: g0 + min lin =
+  0.1863 - 0.1760 = 0.0103 = the attacked minimum) but its remainder over
+  sampled points reaches -0.011 / -0.008 / -0.004 (rows 31 / 0 / 17),
+  over the whole latent box far more: no proof at the root.
+* A second-order model in x: the Hessian of the margin at the centre has
+  lambda_min = -1.12 / -1.15 / -0.53 (rows 31 / 0 / 17, finite
+  differences), so its worst quadratic term over the box (||delta||^2 <=
+  0.16) is -0.089 / -0.092 / -0.043, 4-9x the margins; at the worst
+  corner of the linear part it is +0.004 / -0.014 / -0.005. A proof needs
+  a box-QP bound of the quadratic part (not lambda_min) and an enclosure
+  of the Hessian of the composite over the box; not built.
 """
 
 import os
