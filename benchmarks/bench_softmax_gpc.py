@@ -132,6 +132,25 @@ rows 0, 11, 17, 25, 31, 33, i.e. 15%, 27.5% not robust):
   corner of the linear part it is +0.004 / -0.014 / -0.005. A proof needs
   a box-QP bound of the quadratic part (not lambda_min) and an enclosure
   of the Hessian of the composite over the box; not built.
+
+Probability ranges (10 classes, gamma 0.02, epsilon 0.02): the predicted
+class's column is the one that does not converge (9 of 10 columns do).
+Rows 1 / 2: root range [0.5657, 0.7385] / [0.5384, 0.6950], attained
+(2000 samples + L-BFGS-B) [0.6024, 0.7062] / [0.5769, 0.6596]; 10 s per row
+moves the lower end by 0.005. The exact range of the rule over the
+certified latent box is [0.5734, 0.7346] / [0.5462, 0.6904] (L-BFGS-B in
+the 20 latents): a latent branch and bound could gain only 0.004-0.008.
+A tangent plane at the centre, R_c(l) >= alpha + lambda . l over the
+latent box with lambda = grad R_c(l0), would keep the correlation (the
+plane's part lambda . l(x) is one mean-type function of x): with alpha
+and min_x lambda . l(x) computed by local optimisation (not proven), the
+lower end would be 0.5916 / 0.5687 at gamma 0.02 (within 0.011 / 0.008
+of the attained minimum, i.e. converged at the root) and 0.4254 / 0.4377
+vs 0.3973 / 0.3867 at gamma 0.05. What is missing is a rigorous alpha
+(the minimum of R_c - lambda . l over a 19-dimensional latent box) tight
+to ~0.005: interval-gradient and interval-Hessian forms lose more than
+the plane gains at this box size (the docstring of
+``skgprobust._softmax_gpc``, "Tried and not kept").
 """
 
 import os
