@@ -751,11 +751,14 @@ class _ReducedVariance:
                 self._spectral_split()
 
     def _route_constants(self, Q, Es, Hs):
-        """(A (m,), gamma): the proven difference between the model's computed
-        a_j(x) and the exact ``beta_j - kappa^T T_j* kappa`` the bounds
-        enclose is at most ``gamma (2 A_j ||kappa||^2 + 2 sum_c |Q_jcc|
-        k_c(x, x))`` (``u`` the unit roundoff, ``gamma = gamma_K``,
-        ``K = 3 N + m^2 + 3 m + 8``).
+        """(nE, nH, gamma, |Q_jcc|, |Q|): the proven difference between the
+        model's computed a_j(x) and the exact ``beta_j - kappa^T T_j* kappa``
+        the bounds enclose is at most ``gamma (2 A_j + 2 D_j)``
+        (:meth:`_route_allowance`; ``u`` the unit roundoff, ``gamma =
+        gamma_K``, ``K = 3 N + m^2 + 3 m + 8``), with ``A_j = sum_c |Q_jcc|
+        nE_c ||k_c||^2 + sum_{a,b} |Q_jab| nH_a nH_b ||k_a|| ||k_b||`` and
+        ``D_j = sum_c |Q_jcc| k_c(x, x)`` (k_c the model's kernel vector of
+        class c; with a shared kernel all the same).
 
         Here T_j* is the *exact* combination ``sum_c Q_jcc E_c - sum_{c,c'}
         Q_jcc' H_c^T H_c'`` of the stored floats E_c, H_c, and kappa the
@@ -768,12 +771,17 @@ class _ReducedVariance:
           by u, Z_c = sum_c' Q_jcc' H_c' by gamma_m Zabs_c (Zabs_c = sum_c'
           |Q_jcc'| |H_c'|), H_c^T fl(Z_c) by gamma_(N+m) |H_c|^T Zabs_c, the
           2 m accumulated terms by gamma_(2m) more, the symmetrisation by u:
-          |fl(T_j) - sym T_j*| <= gamma_(N+3m+2) sym(A_j) entrywise, A_j =
-          sum_c |Q_jcc| |E_c| + sum_c |H_c|^T Zabs_c >= 0. So
-          |kappa^T (fl T_j - T_j*) kappa| <= gamma ||A_j||_2 ||kappa||^2 and
-          ||A_j||_2 <= sum_c |Q_jcc| nE_c + sum_{c,c'} |Q_jcc'| nH_c nH_c'
-          =: A_j, nE_c >= || |E_c| ||_2, nH_c >= || |H_c| ||_2 from
-          :func:`~skgprobust._fp.nonneg_norm2_upper` (rigorous).
+          |fl(T_j) - sym T_j*| <= gamma_(N+3m+2) sym(Amat_j) entrywise, with
+          Amat_j = sum_c |Q_jcc| |E_c| + sum_c |H_c|^T Zabs_c >= 0 (per-class
+          kernels: block (c, c') = |Q_jcc'| (delta_cc' |E_c| + |H_c|^T
+          |H_c'|), error gamma_(N+3) of it). So |kappa^T (fl T_j - T_j*)
+          kappa| <= gamma_(N+3m+2) |kappa|^T Amat_j |kappa|, and term by
+          term, with nE_c >= || |E_c| ||_2 and nH_c >= || |H_c| ||_2 from
+          :func:`~skgprobust._fp.nonneg_norm2_upper` (rigorous),
+          |k_c|^T |E_c| |k_c| <= nE_c ||k_c||^2 and |k_c|^T |H_c|^T |H_c'|
+          |k_c'| <= nH_c nH_c' ||k_c|| ||k_c'||: |kappa|^T Amat_j |kappa| <=
+          A_j (shared kernel: k_c = kappa for every c). This error is <=
+          gamma A_j.
         * The model (:meth:`SoftmaxGaussianProcessClassifier._moments`):
           q_c = k_c^T fl(E_c k_c) errs by gamma_(2N) |k_c|^T |E_c| |k_c| <=
           gamma_(2N) nE_c ||k_c||^2; v_c = fl(k_c(x, x) - q_c) by u |v_c|;
@@ -782,12 +790,16 @@ class _ReducedVariance:
           u |cov_aa|; a_j = fl(sum_ab Q_jab cov_ab) by gamma_(m^2+1) sum_ab
           |Q_jab| |cov_ab|, with |cov_ab| <= delta_ab |v_a| + nH_a nH_b
           ||k_a|| ||k_b|| (1 + gamma) and |v_c| <= k_c(x, x) + nE_c ||k_c||^2
-          (1 + gamma). ||k_a|| ||k_b|| <= ||kappa||^2 (shared kernel: kappa =
-          k; per class: the stacked vector).
+          (1 + gamma). Collecting the coefficients: of the nE terms
+          gamma_(2N) + 2 u + gamma_(m^2+1), of the nH terms gamma_(3N+1) + u
+          + gamma_(m^2+1), of D_j 2 u + gamma_(m^2+1), each <= gamma_K, so
+          this error is <= gamma (A_j + D_j) (1 + 2 u).
 
-        Every term is gamma_K times a sum of |Q| (2 k_c(x, x) + nE_c ||kappa||^2)
-        and |Q| nH_a nH_b ||kappa||^2 terms, hence the stated bound; A_j is
-        raised by 4 (m^2 + 2) u for its own rounding. Replaces the earlier
+        The two together: <= gamma (2 A_j + 2 D_j) (the factor 1 + 8 u in
+        gamma, and 1 + 4 (m^2 + 2 m + 2) u on A_j for its own evaluation,
+        cover the (1 + O(u)) factors above and the rounding of these
+        formulas). :meth:`bounds` evaluates it with per-class upper bounds of
+        ||k_c||^2 (its kappa0 and per-entry deviations, blockwise). Replaces the earlier
         tested-not-proven 1e-9 (1 + |a|) (the model went through triangular
         solves with L_c, whose forward error needs the factor's conditioning).
         """
@@ -796,11 +808,20 @@ class _ReducedVariance:
         nH = np.array([nonneg_norm2_upper(H) for H in Hs])
         aQ = np.abs(Q)
         diagQ = np.einsum("jcc->jc", aQ)
-        A = diagQ @ nE + np.einsum("jab,a,b->j", aQ, nH, nH)
-        A = A * (1.0 + 4 * (m * m + 2) * _U)
         K = 3 * N + m * m + 3 * m + 8
-        gamma = K * _U / (1.0 - K * _U) * (1.0 + 2 * _U)
-        return A, gamma, diagQ
+        gamma = K * _U / (1.0 - K * _U) * (1.0 + 8 * _U)
+        return nE, nH, gamma, diagQ, aQ
+
+    def _route_allowance(self, j, kmag_c, kdiag):
+        """``gamma_K (2 A_j + 2 D_j)`` per box (B,) for class-block squared
+        norm bounds ``kmag_c`` (B, m) (shared kernel: every column the same)
+        and ``kdiag`` = D_j (B,); see :meth:`_route_constants`."""
+        nE, nH, gam, diagQ, aQ = self.route
+        kn = np.sqrt(kmag_c) * nH[None, :]  # (B, m): nH_a ||k_a||
+        A = kmag_c @ (diagQ[j] * nE) + np.sum((kn @ aQ[j]) * kn, axis=1)
+        # the products and sums above: m^2 + 2 m non-negative terms
+        A = A * (1.0 + 4 * (self.m * self.m + 2 * self.m + 2) * _U)
+        return gam * (2.0 * A + 2.0 * kdiag) * (1.0 + 4 * _U)
 
     def _spectral_split(self):
         """The spectral split of the quadratic remainder (:meth:`_quad`):
@@ -1043,6 +1064,17 @@ class _ReducedVariance:
             start += klo.shape[1]
         dev = np.maximum(np.hstack(dev), 0.0)
         dev2 = np.sum(dev * dev, axis=1)  # (B,)
+        # per class block (shared kernel: the one block for every class):
+        # ||kappa_c|| <= ||kap0_c|| + ||dev_c||; the relative 1e-10 covers
+        # the kernel value's own rounding (value_ulps u relative, which dev
+        # leaves out here) and klo / khi not rounded outward (O(u) relative)
+        nb = len(ads)
+        blk = np.array_split(np.arange(kap0.shape[1]), nb)
+        kmag_c = np.column_stack(
+            [(np.linalg.norm(kap0[:, i], axis=1) + np.linalg.norm(dev[:, i], axis=1)) ** 2 for i in blk]
+        ) * (1.0 + 1e-10)
+        if nb == 1:
+            kmag_c = np.repeat(kmag_c, self.m, axis=1)
         if self.rkhs is not None:
             dh2 = (0.5 * (hi - lo)) ** 2 @ self.rkhs[1] * (1.0 + 1e-12)
             # computed minus exact kernel vectors, at x and at x0 (twice): per
@@ -1079,10 +1111,12 @@ class _ReducedVariance:
             c0 = -np.einsum("ba,ba->b", g, kap0)
             lin_lo = np.zeros(B)
             lin_hi = np.zeros(B)
+            lin_abs = np.zeros(B)  # for the rounding of these sums (per-class kernels: m terms)
             for i in range(len(ads)):
                 low = lin[j * len(ads) + i][0]
                 lin_lo += low[:B]
                 lin_hi -= low[B:]
+                lin_abs += np.maximum(np.abs(low[:B]), np.abs(low[B:]))
             if self.rkhs is not None:
                 # +-rho_j Dh^2 (exact kernel values), plus the effect of the
                 # kernel vectors' rounding e_r = ||eps - eps0||:
@@ -1099,14 +1133,14 @@ class _ReducedVariance:
             b_hi = np.where(beta >= 0, beta * dhi, beta * dlo).sum(axis=1)
             kmag = np.sum(kap0 * kap0, axis=1) + dev2 + 2 * np.sqrt(np.sum(kap0 * kap0, axis=1) * dev2)
             # the T_j form's evaluation, and the model's route (_route_constants)
-            A, gam, diagQ = self.route
-            kdiag = np.maximum(np.abs(dlo), np.abs(dhi)) @ diagQ[j]
-            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + gam * (2.0 * A[j] * kmag + 2.0 * kdiag)
+            kdiag = np.maximum(np.abs(dlo), np.abs(dhi)) @ self.route[3][j]
+            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + self._route_allowance(j, kmag_c, kdiag)
             # assembling b - q here: b's m products and sums (<= gamma_(m+1)
-            # sum |beta_c| |d_c| <= ... kdiag), q's three additions and the
-            # subtraction, each relative to the magnitudes involved
-            mags = 2.0 * kdiag + np.abs(q0[:, j]) + np.abs(c0) + np.maximum(np.abs(lin_lo), np.abs(lin_hi))
-            fp = fp + 2 * (self.m + 8) * _U * (mags + np.maximum(np.abs(quad_lo), np.abs(quad_hi)))
+            # sum |beta_c| |d_c| <= ... kdiag), the linear part's m sums
+            # (lin_abs), q's three additions and the subtraction, each
+            # relative to the magnitudes involved; (1 + 16 u): fp's own rounding
+            mags = 2.0 * kdiag + np.abs(q0[:, j]) + np.abs(c0) + lin_abs
+            fp = (fp + 2 * (self.m + 8) * _U * (mags + np.maximum(np.abs(quad_lo), np.abs(quad_hi)))) * (1.0 + 16 * _U)
             a_lo[:, j] = b_lo - q_hi - fp
             a_hi[:, j] = b_hi - q_lo + fp
         if len(extra):

@@ -1084,10 +1084,10 @@ def test_reduced_variance_route_difference_is_proven(m, shared, kernel, spread):
     mu, cov = clf._moments(Xq)
     a_model = np.einsum("jab,nab->nj", clf._Q, cov)  # _reduce's contraction, before the clip at 0
     exact, ks = _exact_reduced_on_stored_factors(clf, Xq)
-    A, gam, diagQ = red.route
-    kap2 = sum(np.sum(k * k, axis=1) for k in ks) if not shared else np.sum(ks[0] * ks[0], axis=1)
+    diagQ = red.route[3]
+    kmag_c = np.column_stack([np.sum(k * k, axis=1) for k in ks])  # ||k_c||^2 per class
     kd = np.column_stack([clf.kernels_[c].diag(Xq) for c in range(m)])
-    allowance = gam * (2.0 * A[None, :] * kap2[:, None] + 2.0 * np.abs(kd) @ diagQ.T)
+    allowance = np.column_stack([red._route_allowance(j, kmag_c, np.abs(kd) @ diagQ[j]) for j in range(m)])
     diff = np.abs(a_model - exact.astype(np.float64))
     assert np.all(diff <= allowance), (diff / allowance).max()
     assert diff.max() > 0.0  # the rounding is there (the allowance is not vacuous)
@@ -1101,3 +1101,26 @@ def test_reduced_variance_route_difference_is_proven(m, shared, kernel, spread):
         ap = np.einsum("jab,nab->nj", clf._Q, cv)
         b_lo, b_hi = red.bounds(lo[None], hi[None])
         assert np.all(b_lo[0] <= ap) and np.all(ap <= b_hi[0])
+
+
+def test_route_allowance_uses_per_class_norms():
+    """Per-class kernels with very different fitted amplitudes (Iris: about
+    2e-4, 3e2 and 1e5): the route allowance takes each class's own kernel
+    norm, so the point-box probability bounds stay tight (referee finding:
+    with the stacked norm for every class they were 0.056 wide, 27x the
+    earlier width) and still contain predict_proba."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    ir = load_iris()
+    X = StandardScaler().fit_transform(ir.data)
+    idx = np.random.default_rng(1).choice(150, 60, replace=False)
+    clf = _fit(X[idx], ir.target[idx], ConstantKernel(1.0) * RBF(1.0), shared_kernel=False)
+    amps = sorted(k.k1.constant_value for k in clf.kernels_)
+    assert amps[-1] / amps[0] > 1e6  # the regime of the finding
+    rs = np.random.default_rng(0)
+    Xq = X[idx][rs.choice(60, 30, replace=False)] + 0.1 * rs.normal(size=(30, 4))
+    plo, phi, _ = clf._bound_model().probabilities().p_box(Xq, Xq)
+    p = clf.predict_proba(Xq)
+    assert np.all(plo <= p) and np.all(p <= phi)
+    assert np.max(phi - plo) < 0.005 and np.median(phi - plo) < 1e-4
