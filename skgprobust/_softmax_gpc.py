@@ -172,8 +172,10 @@ Over a box T:
   per box).
 
 Floating point: the a(x) intervals are widened by
-``4 ||T_j||_F (N + 4) u ||kappa||^2`` (the rounding of the T_j form's
-evaluation), ``2 (m + 8) u`` times the magnitudes added up in the bound's
+``4 (n + 4) u sum_cc' ||T_j,cc'||_F ||kappa_c|| ||kappa_c'||`` (the rounding
+of the T_j form's evaluation, q(kappa0), its gradient and the linear part's
+weights: each <= a few n u (|kappa0| + dev)^T |T_j| (|kappa0| + dev); blocks
+per class with per-class kernels, n the length of kappa), ``2 (m + 8) u`` times the magnitudes added up in the bound's
 own assembly, and ``gamma_K (2 A_j ||kappa||^2 + 2 sum_c |Q_jcc| k_c(x, x))``
 (:meth:`_ReducedVariance._route_constants`, K = 3 N + m^2 + 3 m + 8): the
 proven distance between the model's computed a(x) and the exact form on
@@ -728,6 +730,11 @@ class _ReducedVariance:
                         T[j, c * N : (c + 1) * N, c2 * N : (c2 + 1) * N] = Q[j, c, c2] * S
         self.T = 0.5 * (T + np.transpose(T, (0, 2, 1)))
         self.normF = np.linalg.norm(self.T, axis=(1, 2))
+        # Frobenius norms of the class blocks (m, b, b), b = 1 (shared) or m;
+        # times 1 + (N + 2) u for their own rounding (sums of N^2 squares)
+        b = 1 if shared else m
+        Tb = self.T.reshape(m, b, N, b, N)
+        self.blockF = np.sqrt(np.einsum("jaibk,jaibk->jab", Tb, Tb)) * (1.0 + 2 * (N * N + 2) * _U)
         self.route = self._route_constants(Q, Es, Hs)
         self.n_top = min(n_top, self.T.shape[1])
         self._split = None
@@ -1073,6 +1080,7 @@ class _ReducedVariance:
         kmag_c = np.column_stack(
             [(np.linalg.norm(kap0[:, i], axis=1) + np.linalg.norm(dev[:, i], axis=1)) ** 2 for i in blk]
         ) * (1.0 + 1e-10)
+        kn_blk = np.sqrt(kmag_c)  # (B, nb): per-block norm bounds, for the T_j form's rounding
         if nb == 1:
             kmag_c = np.repeat(kmag_c, self.m, axis=1)
         if self.rkhs is not None:
@@ -1134,7 +1142,11 @@ class _ReducedVariance:
             kmag = np.sum(kap0 * kap0, axis=1) + dev2 + 2 * np.sqrt(np.sum(kap0 * kap0, axis=1) * dev2)
             # the T_j form's evaluation, and the model's route (_route_constants)
             kdiag = np.maximum(np.abs(dlo), np.abs(dhi)) @ self.route[3][j]
-            fp = self.normF[j] * (len(self.T[j]) + 4) * _U * kmag * 4 + self._route_allowance(j, kmag_c, kdiag)
+            # the T_j form's rounding is <= 4 (n + 4) u (|kappa0| + dev)^T |T_j|
+            # (|kappa0| + dev), bounded blockwise by sum_cc' ||T_j,cc'||_F
+            # ||kappa_c|| ||kappa_c'|| (<= ||T_j||_F ||kappa||^2, the former form)
+            tF = np.sum((kn_blk @ self.blockF[j]) * kn_blk, axis=1) * (1.0 + 4 * (nb * nb + 2) * _U)
+            fp = tF * (len(self.T[j]) + 4) * _U * 4 + self._route_allowance(j, kmag_c, kdiag)
             # assembling b - q here: b's m products and sums (<= gamma_(m+1)
             # sum |beta_c| |d_c| <= ... kdiag), the linear part's m sums
             # (lin_abs), q's three additions and the subtraction, each

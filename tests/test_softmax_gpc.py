@@ -1108,7 +1108,8 @@ def test_route_allowance_uses_per_class_norms():
     2e-4, 3e2 and 1e5): the route allowance takes each class's own kernel
     norm, so the point-box probability bounds stay tight (referee finding:
     with the stacked norm for every class they were 0.056 wide, 27x the
-    earlier width) and still contain predict_proba."""
+    earlier width), as does the T_j form's rounding (class blocks), and
+    they still contain predict_proba."""
     from sklearn.datasets import load_iris
     from sklearn.preprocessing import StandardScaler
 
@@ -1123,4 +1124,6 @@ def test_route_allowance_uses_per_class_norms():
     plo, phi, _ = clf._bound_model().probabilities().p_box(Xq, Xq)
     p = clf.predict_proba(Xq)
     assert np.all(plo <= p) and np.all(p <= phi)
-    assert np.max(phi - plo) < 0.005 and np.median(phi - plo) < 1e-4
+    # median 3.3e-3 with the stacked norm in the route term, 4.2e-5 with
+    # per-class norms there, 4.1e-6 with the T_j form's rounding blockwise too
+    assert np.max(phi - plo) < 0.005 and np.median(phi - plo) < 2e-5
