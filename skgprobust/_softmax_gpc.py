@@ -171,12 +171,13 @@ Over a box T:
   while the correlation between classes it keeps gains 0.015-0.027 (2 s
   per box).
 
-Floating point: the a(x) intervals are widened by
-``4 (n + 4) u sum_cc' ||T_j,cc'||_F ||kappa_c|| ||kappa_c'||`` (the rounding
-of the T_j form's evaluation, q(kappa0), its gradient and the linear part's
-weights: each <= a few n u (|kappa0| + dev)^T |T_j| (|kappa0| + dev); blocks
-per class with per-class kernels, n the length of kappa), ``2 (m + 8) u`` times the magnitudes added up in the bound's
-own assembly, and ``gamma_K (2 A_j ||kappa||^2 + 2 sum_c |Q_jcc| k_c(x, x))``
+Floating point: the a(x) intervals are widened by three terms.
+(i) ``4 (n + 4) u sum_cc' ||T_j,cc'||_F ||kappa_c|| ||kappa_c'||``: the
+rounding of the T_j form's evaluation (q(kappa0), its gradient and the
+linear part's weights, each <= a few n u (|kappa0| + dev)^T |T_j| (|kappa0|
++ dev); class blocks with per-class kernels; n the length of kappa).
+(ii) ``2 (m + 8) u`` times the magnitudes added up in the bound's own
+assembly. (iii) ``gamma_K (2 A_j + 2 sum_c |Q_jcc| k_c(x, x))``
 (:meth:`_ReducedVariance._route_constants`, K = 3 N + m^2 + 3 m + 8): the
 proven distance between the model's computed a(x) and the exact form on
 the stored factors. The model computes v_c(x) = k_c(x, x) - k^T E_c k with
@@ -184,7 +185,8 @@ the stored E_c (the bounds' T_j is built from the same E_c and H_c), so
 the two differ by rounding only, for any conditioning of the factors; A_j
 comes from rigorous upper bounds of || |E_c| ||_2 and || |H_c| ||_2. (Until
 session 12 the model went through triangular solves with L_c, and a
-margin of 1e-9 (1 + |a|) for that route was tested, not proven.) The node intervals bracket
+margin of 1e-9 (1 + |a|) for that route was tested, not proven.) The node
+intervals bracket
 the model's computed f exactly (correctly rounded operations are
 monotone); the softmax quotients and weighted sums are covered by
 ``RULE_MARGIN = 1e-10``; the mean differences are widened by both means'
@@ -806,9 +808,17 @@ class _ReducedVariance:
         gamma, and 1 + 4 (m^2 + 2 m + 2) u on A_j for its own evaluation,
         cover the (1 + O(u)) factors above and the rounding of these
         formulas). :meth:`bounds` evaluates it with per-class upper bounds of
-        ||k_c||^2 (its kappa0 and per-entry deviations, blockwise). Replaces the earlier
-        tested-not-proven 1e-9 (1 + |a|) (the model went through triangular
-        solves with L_c, whose forward error needs the factor's conditioning).
+        ||k_c||^2 (its kappa0 and per-entry deviations, blockwise).
+
+        The model's k_c(x, x) itself: ``diag_interval`` encloses it for
+        stationary kernels (sklearn's own constant) and dot-product powers
+        (outward rounded); for sums and products of kernels the one rounding
+        of sklearn's sum / product (<= u |k_c(x, x)|, a few u for nested
+        ones) is not in the enclosure but within the D_j term's spare part:
+        the route needs (2 u + gamma_(m^2+1)) D_j of the 2 gamma_K D_j, which
+        leaves more than 3 N u D_j. Replaces the earlier tested-not-proven
+        1e-9 (1 + |a|) (the model went through triangular solves with L_c,
+        whose forward error needs the factor's conditioning).
         """
         m, N = self.m, self.N
         nE = np.array([nonneg_norm2_upper(E) for E in Es])

@@ -1066,6 +1066,9 @@ def _exact_reduced_on_stored_factors(clf, Xq):
         # the former triangular-solve route differed from the exact form by
         # 1.3e-3 here, 5x its tested-only allowance 1e-9 (1 + |a|)
         (3, True, ConstantKernel(1e8) * RBF(2.0), 0.5),
+        # a sum kernel: sklearn's diag k(x, x) is a rounded sum (diag_interval
+        # does not enclose that rounding; the route allowance's spare does)
+        (4, False, ConstantKernel(1.3) * RBF(0.7) + ConstantKernel(0.3) * Matern(1.1, nu=1.5) + WhiteKernel(0.1), 0.8),
     ],
 )
 def test_reduced_variance_route_difference_is_proven(m, shared, kernel, spread):
