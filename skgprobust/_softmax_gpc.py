@@ -738,6 +738,10 @@ class _ReducedVariance:
         Tb = self.T.reshape(m, b, N, b, N)
         self.blockF = np.sqrt(np.einsum("jaibk,jaibk->jab", Tb, Tb)) * (1.0 + 2 * (N * N + 2) * _U)
         self.route = self._route_constants(Q, Es, Hs)
+        # Es, Hs kept for the componentwise route allowance (their absolute
+        # values are built on first use: only fits whose norm-based
+        # allowance is not negligible need them; see _route_allowance_cw)
+        self._Es, self._Hs, self._absEH = Es, Hs, None
         self.n_top = min(n_top, self.T.shape[1])
         self._split = None
         if shared or kernels is None:
@@ -808,7 +812,11 @@ class _ReducedVariance:
         gamma, and 1 + 4 (m^2 + 2 m + 2) u on A_j for its own evaluation,
         cover the (1 + O(u)) factors above and the rounding of these
         formulas). :meth:`bounds` evaluates it with per-class upper bounds of
-        ||k_c||^2 (its kappa0 and per-entry deviations, blockwise).
+        ||k_c||^2 (its kappa0 and per-entry deviations, blockwise), and,
+        where that allowance is not negligible, also with A_j in the
+        componentwise form of the two bullets above (before the norm bounds
+        nE_c, nH_c are applied; :meth:`_route_allowance_cw`), and takes the
+        smaller.
 
         The model's k_c(x, x) itself: ``diag_interval`` encloses it for
         stationary kernels (sklearn's own constant) and dot-product powers
@@ -839,6 +847,44 @@ class _ReducedVariance:
         # the products and sums above: m^2 + 2 m non-negative terms
         A = A * (1.0 + 4 * (self.m * self.m + 2 * self.m + 2) * _U)
         return gam * (2.0 * A + 2.0 * kdiag) * (1.0 + 4 * _U)
+
+    #: The componentwise allowance is computed for the boxes where the
+    #: norm-based one exceeds this fraction of 1 + D_j (the prior variance
+    #: scale of a_j): fits with amplitudes many orders apart, where
+    #: nE_c ||k_c||^2 overstates |k_c|^T |E_c| |k_c| (seen 1-12x). A
+    #: choice of work, not of soundness: both allowances are proven.
+    _CW_GATE = 1e-6
+
+    def _route_allowance_cw(self, kabs, kdiag):
+        """The allowance of :meth:`_route_allowance` for all j at once (B,
+        m), and A_j (B, m), with A_j in its componentwise form, the proof's own intermediate
+        quantity (:meth:`_route_constants`): ``A_j = sum_c |Q_jcc| |k_c|^T
+        |E_c| |k_c| + sum_{a,b} |Q_jab| (|H_a| |k_a|) . (|H_b| |k_b|)``,
+        which the norm form bounds from above (|k_c|^T |E_c| |k_c| <= nE_c
+        ||k_c||^2, (|H_a| |k_a|) . (|H_b| |k_b|) <= nH_a nH_b ||k_a||
+        ||k_b||). ``kabs`` (B, nb N): entrywise upper bounds of the model's
+        computed |kappa| per class block (shared kernel: one block), so every
+        term only grows when |k_c| is replaced by it; ``kdiag`` (B, m) = D_j.
+        Evaluation: each term is a sum of 2 N non-negative products and A_j
+        sums m^2 + m of them, so the computed A_j times 1 + 4 (2 N + m^2 +
+        m + 4) u is an upper bound."""
+        nE, nH, gam, diagQ, aQ = self.route
+        m, N = self.m, self.N
+        if self._absEH is None:
+            self._absEH = ([np.abs(E) for E in self._Es], [np.abs(H) for H in self._Hs])
+        aE, aH = self._absEH
+        nb = kabs.shape[1] // N
+        e = np.empty((len(kabs), m))
+        h = []
+        for c in range(m):
+            kc = kabs[:, (c if nb > 1 else 0) * N : ((c if nb > 1 else 0) + 1) * N]
+            e[:, c] = np.einsum("bi,bi->b", kc @ aE[c], kc)  # |E_c| symmetric
+            h.append(kc @ aH[c].T)  # (B, N): |H_c| |k_c|
+        h = np.stack(h, axis=1)  # (B, m, N)
+        G = np.einsum("ban,bcn->bac", h, h)
+        A = e @ diagQ.T + np.einsum("jab,zab->zj", aQ, G)
+        A = A * (1.0 + 4 * (2 * N + m * m + m + 4) * _U)
+        return gam * (2.0 * A + 2.0 * kdiag) * (1.0 + 4 * _U), A
 
     def _spectral_split(self):
         """The spectral split of the quadratic remainder (:meth:`_quad`):
@@ -1115,6 +1161,23 @@ class _ReducedVariance:
         for c, ad in enumerate(self._diag_adapters()):
             dlo[:, c], dhi[:, c] = ad.diag_interval(lo, hi)
         N = ads[0].values(x0[:1]).shape[1] if B else self.N
+        # the model's route (_route_constants), all j: the norm form, and
+        # the componentwise form where the former is not negligible
+        kdiag_all = np.maximum(np.abs(dlo), np.abs(dhi)) @ self.route[3].T  # (B, m): D_j
+        route = np.column_stack([self._route_allowance(j, kmag_c, kdiag_all[:, j]) for j in range(self.m)])
+        cw = np.flatnonzero(np.any(route > self._CW_GATE * (1.0 + kdiag_all), axis=1))
+        if len(cw):
+            # entrywise |kappa| <= (|kap0| + dev) (1 + 1e-10), as for kmag_c
+            kabs = (np.abs(kap0[cw]) + dev[cw]) * (1.0 + 1e-10)
+            r_cw, A_cw = self._route_allowance_cw(kabs, kdiag_all[cw])
+            route[cw] = np.minimum(route[cw], r_cw)
+            # the T_j form's rounding term below needs (|kappa0| + dev)^T
+            # |fl T_j| (|kappa0| + dev): |fl T_j| <= (1 + gamma) Amat_j
+            # entrywise (_route_constants, first bullet: |T_j*| <= Amat_j and
+            # the stored T_j's error <= gamma_(N + 3m + 2) Amat_j), and
+            # kabs^T Amat_j kabs is A_cw
+            tF_cw = np.full((B, self.m), np.inf)
+            tF_cw[cw] = A_cw * (1.0 + self.route[2]) * (1.0 + 4 * _U)
         # lower and upper bounds of g_j . kappa(x) over the box, all j and
         # adapters in one batch (with the extra requests)
         reqs = list(extra)
@@ -1151,12 +1214,14 @@ class _ReducedVariance:
             b_hi = np.where(beta >= 0, beta * dhi, beta * dlo).sum(axis=1)
             kmag = np.sum(kap0 * kap0, axis=1) + dev2 + 2 * np.sqrt(np.sum(kap0 * kap0, axis=1) * dev2)
             # the T_j form's evaluation, and the model's route (_route_constants)
-            kdiag = np.maximum(np.abs(dlo), np.abs(dhi)) @ self.route[3][j]
+            kdiag = kdiag_all[:, j]
             # the T_j form's rounding is <= 4 (n + 4) u (|kappa0| + dev)^T |T_j|
             # (|kappa0| + dev), bounded blockwise by sum_cc' ||T_j,cc'||_F
             # ||kappa_c|| ||kappa_c'|| (<= ||T_j||_F ||kappa||^2, the former form)
             tF = np.sum((kn_blk @ self.blockF[j]) * kn_blk, axis=1) * (1.0 + 4 * (nb * nb + 2) * _U)
-            fp = tF * (len(self.T[j]) + 4) * _U * 4 + self._route_allowance(j, kmag_c, kdiag)
+            if len(cw):
+                tF = np.minimum(tF, tF_cw[:, j])
+            fp = tF * (len(self.T[j]) + 4) * _U * 4 + route[:, j]
             # assembling b - q here: b's m products and sums (<= gamma_(m+1)
             # sum |beta_c| |d_c| <= ... kdiag), the linear part's m sums
             # (lin_abs), q's three additions and the subtraction, each
@@ -2132,9 +2197,12 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
             kb = self._base_kernel.bounds
             bounds = kb if self.shared_kernel_ else np.vstack([kb] * m)
 
-            def obj_func(theta):
-                lml, grad = self._lml(theta, True)
-                return -lml, -grad
+            def obj_func(theta, eval_gradient=True):
+                # sklearn's optimizer contract: obj_func(theta, eval_gradient)
+                if eval_gradient:
+                    lml, grad = self._lml(theta, True)
+                    return -lml, -grad
+                return -self._lml(theta, False)
 
             theta, _ = optimise_hyperparameters(
                 self.optimizer, obj_func, theta0, bounds, self.n_restarts_optimizer, check_random_state(self.random_state)

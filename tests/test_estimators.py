@@ -296,3 +296,51 @@ def test_generated_methods_are_the_declaring_class_own():
             assert func.__qualname__ == f"{name}.{method}" and func.__module__ == cls.__module__
     assert skgprobust.EPGaussianProcessClassifier.certify is skgprobust.RobustGaussianProcessClassifier.certify
     assert skgprobust.SparseGaussianProcessRegressor.explain is skgprobust.RobustGaussianProcessRegressor.explain
+
+
+def _optimizer_estimators():
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    import skgprobust as sk
+
+    k = ConstantKernel(1.0) * RBF(1.0)
+    return [
+        (sk.RobustGaussianProcessRegressor(k), "reg"),
+        (sk.RobustGaussianProcessClassifier(k), "clf"),
+        (sk.EPGaussianProcessClassifier(k), "clf"),
+        (sk.SoftmaxGaussianProcessClassifier(k), "clf3"),
+        (sk.SoftmaxGaussianProcessClassifier(k, shared_kernel=False), "clf3"),
+        (sk.SparseGaussianProcessRegressor(k, inducing_points=5), "reg"),
+        (sk.SparseGaussianProcessClassifier(k, inducing_points=5), "clf"),
+        (sk.MultiOutputGaussianProcessRegressor(k, n_latent=1), "reg"),
+    ]
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_callable_optimizer_gets_sklearns_obj_func(i):
+    """sklearn's contract for a callable ``optimizer``: it is called as
+    optimizer(obj_func, initial_theta, bounds), and obj_func(theta,
+    eval_gradient=True) returns (value, gradient) while obj_func(theta,
+    eval_gradient=False) returns the value alone. (The softmax classifier's
+    obj_func took no eval_gradient before.)"""
+    est, kind = _optimizer_estimators()[i]
+    rng = np.random.default_rng(i)
+    X = rng.normal(size=(18, 2))
+    y = {"reg": np.sin(X[:, 0]), "clf": (X[:, 0] > 0).astype(int), "clf3": np.arange(18) % 3}[kind]
+    seen = []
+
+    def optimizer(obj_func, initial_theta, bounds):
+        v, g = obj_func(initial_theta, eval_gradient=True)
+        v0 = obj_func(initial_theta, eval_gradient=False)
+        v1 = obj_func(initial_theta)
+        seen.append((v, v0, v1[0] if isinstance(v1, tuple) else v1, np.shape(g), np.shape(initial_theta)))
+        return initial_theta, v
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.set_params(optimizer=optimizer).fit(X, y)
+    assert seen
+    for v, v0, v1, gshape, tshape in seen:
+        assert np.ndim(v0) == 0 and np.isfinite(v0)
+        assert np.isclose(v, v0, rtol=1e-8, atol=1e-10) and np.isclose(v, v1, rtol=1e-8, atol=1e-10)
+        assert gshape == tshape
