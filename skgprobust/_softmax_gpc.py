@@ -865,9 +865,11 @@ class _ReducedVariance:
         ||k_b||). ``kabs`` (B, nb N): entrywise upper bounds of the model's
         computed |kappa| per class block (shared kernel: one block), so every
         term only grows when |k_c| is replaced by it; ``kdiag`` (B, m) = D_j.
-        Evaluation: each term is a sum of 2 N non-negative products and A_j
-        sums m^2 + m of them, so the computed A_j times 1 + 4 (2 N + m^2 +
-        m + 4) u is an upper bound."""
+        Evaluation: every term is a sum of non-negative products, with at
+        most 3 N + 1 roundings each (|E_c| |k_c| then a dot product: 2 N;
+        h_a = |H_a| |k_a| then h_a . h_b: 2 N + 1), and A_j adds m^2 + m of
+        them (m^2 + 2 roundings), so the computed A_j times 1 + 4 (2 N + m^2
+        + m + 4) u (> 1 + gamma_(3 N + m^2 + 3)) is an upper bound."""
         nE, nH, gam, diagQ, aQ = self.route
         m, N = self.m, self.N
         if self._absEH is None:
@@ -1170,12 +1172,15 @@ class _ReducedVariance:
             # entrywise |kappa| <= (|kap0| + dev) (1 + 1e-10), as for kmag_c
             kabs = (np.abs(kap0[cw]) + dev[cw]) * (1.0 + 1e-10)
             r_cw, A_cw = self._route_allowance_cw(kabs, kdiag_all[cw])
-            route[cw] = np.minimum(route[cw], r_cw)
+            # fmin: a NaN (inf * 0 from an infinite kernel interval) keeps the
+            # norm form instead of spreading
+            route[cw] = np.fmin(route[cw], r_cw)
             # the T_j form's rounding term below needs (|kappa0| + dev)^T
-            # |fl T_j| (|kappa0| + dev): |fl T_j| <= (1 + gamma) Amat_j
+            # |fl T_j| (|kappa0| + dev): |fl T_j| <= (1 + gamma) sym(Amat_j)
             # entrywise (_route_constants, first bullet: |T_j*| <= Amat_j and
-            # the stored T_j's error <= gamma_(N + 3m + 2) Amat_j), and
-            # kabs^T Amat_j kabs is A_cw
+            # the stored, symmetrised T_j's error <= gamma_(N + 3m + 2)
+            # sym(Amat_j)), and for kabs >= 0, kabs^T sym(Amat_j) kabs =
+            # kabs^T Amat_j kabs = A_cw
             tF_cw = np.full((B, self.m), np.inf)
             tF_cw[cw] = A_cw * (1.0 + self.route[2]) * (1.0 + 4 * _U)
         # lower and upper bounds of g_j . kappa(x) over the box, all j and
@@ -1220,7 +1225,7 @@ class _ReducedVariance:
             # ||kappa_c|| ||kappa_c'|| (<= ||T_j||_F ||kappa||^2, the former form)
             tF = np.sum((kn_blk @ self.blockF[j]) * kn_blk, axis=1) * (1.0 + 4 * (nb * nb + 2) * _U)
             if len(cw):
-                tF = np.minimum(tF, tF_cw[:, j])
+                tF = np.fmin(tF, tF_cw[:, j])
             fp = tF * (len(self.T[j]) + 4) * _U * 4 + route[:, j]
             # assembling b - q here: b's m products and sums (<= gamma_(m+1)
             # sum |beta_c| |d_c| <= ... kdiag), the linear part's m sums
