@@ -104,6 +104,26 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
   AL_MOGP: 0.761 +- 0.045 (MAP 0.810), 97.83 +- 0.56% safe, 2.69 s per iteration; RS_MOGP
   (samples) 0.785 +- 0.043 (paired AL - RS: -0.024 +- 0.018; toy -0.046 +-
   0.021).
+* Bayesian treatment, session 13 (``--samples 20``, n_burn 300, n_steps 20;
+  one process per run at nice 10 on 2 cores, load 2-4; current MOGP
+  generator ``text-s9``):
+
+  - MOGP samples, AL_MOGP, 30 repetitions: 98.43 +- 0.27% safe queries
+    (the seed's 98.80 +- 0.34; MAP 97.97 +- 0.25), final RMSE 0.497 +-
+    0.004 (MAP 0.556), N_sum to RMSE 0.6: 74 (the seed's 83; MAP 98),
+    precision 0.998; 171 s CPU per repetition of 100 iterations, i.e.
+    1.7 s CPU per iteration.
+  - MOGP samples, repetitions 0-9 of each pipeline: N_sum to RMSE 0.6 AL_MOGP
+    71, RS_MOGP 89, AL_indGPs 102 (the seed's 83 / 101 / 115; MAP 98 / 117 /
+    98): the seed's order (multi-output active < random safe < independent
+    GPs) now holds, about 12 observations earlier on each. Final RMSE 0.501
+    +- 0.003 / 0.551 +- 0.010 / 0.536 +- 0.008; safe queries 98.40 +- 0.45 /
+    99.60 +- 0.16 / 98.70 +- 0.40% (the seed's 98.80 / 99.69 / 99.19).
+  - EngE, AL_MOGP, 30 repetitions: 98.64 +- 0.27% safe (the seed's 99.21 +-
+    0.18; MAP 97.68 +- 0.32), final RMSE 1.169 +- 0.033 (MAP 1.223; the
+    seed's 0.85, see below), precision 0.995; 69 s CPU per repetition of 59
+    iterations (1.2 s per iteration).
+  - The toy runs were stopped at 6 repetitions (not reported).
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
   is 1.256 +- 0.047 and after the 59th 1.212 (samples). The RMSE is taken
   on the truly safe rows (z <= 1.0) of 1000 random rows of the test
