@@ -180,7 +180,10 @@ linear part's weights, each <= a few n u (|kappa0| + dev)^T |T_j| (|kappa0|
 assembly. (iii) ``gamma_K (2 A_j + 2 sum_c |Q_jcc| k_c(x, x))``
 (:meth:`_ReducedVariance._route_constants`, K = 3 N + m^2 + 3 m + 8): the
 proven distance between the model's computed a(x) and the exact form on
-the stored factors. The model computes v_c(x) = k_c(x, x) - k^T E_c k with
+the stored factors; where that term is not negligible, A_j (and term (i))
+are also taken in their componentwise form, |k_c|^T |E_c| |k_c| and
+(|H_a| |k_a|) . (|H_b| |k_b|) (:meth:`_ReducedVariance._route_allowance_cw`),
+whichever is smaller. The model computes v_c(x) = k_c(x, x) - k^T E_c k with
 the stored E_c (the bounds' T_j is built from the same E_c and H_c), so
 the two differ by rounding only, for any conditioning of the factors; A_j
 comes from rigorous upper bounds of || |E_c| ||_2 and || |H_c| ||_2. (Until
@@ -847,6 +850,13 @@ class _ReducedVariance:
         # the products and sums above: m^2 + 2 m non-negative terms
         A = A * (1.0 + 4 * (self.m * self.m + 2 * self.m + 2) * _U)
         return gam * (2.0 * A + 2.0 * kdiag) * (1.0 + 4 * _U)
+
+    def __getstate__(self):
+        """Pickled (process workers) without the |E_c|, |H_c| copies of the
+        componentwise allowance: 2 m N^2 floats, rebuilt on first use."""
+        state = dict(self.__dict__)
+        state["_absEH"] = None
+        return state
 
     #: The componentwise allowance is computed for the boxes where the
     #: norm-based one exceeds this fraction of 1 + D_j (the prior variance

@@ -1174,6 +1174,10 @@ def test_componentwise_route_allowance_on_amplitudes_far_apart():
     p = clf.predict_proba(Xq)
     assert np.all(plo <= p) and np.all(p <= phi)
     assert red._absEH is not None  # the componentwise form was used
+    # pickled (process workers) without the |E|, |H| copies, same bounds after
+    red2 = pickle.loads(pickle.dumps(red))
+    assert red2._absEH is None
+    np.testing.assert_array_equal(np.asarray(red2.bounds(Xq[:5], Xq[:5])), np.asarray(red.bounds(Xq[:5], Xq[:5])))
     # widest point box 0.28 with the norm form alone
     assert np.max(phi - plo) < 0.01
     mu, cov = clf._moments(Xq)
