@@ -49,7 +49,7 @@ SWEEP_EXAMPLES = int(os.environ.get("SKGPROBUST_SWEEP_EXAMPLES", "200"))
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 #: Settings of the fast (default-run) sweeps: few examples, reproducible.
-FAST = settings(deadline=None, max_examples=25, derandomize=True, suppress_health_check=HEALTH, print_blob=True)
+FAST = settings(deadline=None, max_examples=12, derandomize=True, suppress_health_check=HEALTH, print_blob=True)
 #: Settings of the slow sweeps (``-m slow``).
 SLOW = settings(deadline=None, max_examples=SWEEP_EXAMPLES, suppress_health_check=HEALTH, print_blob=True)
 

@@ -241,7 +241,7 @@ def test_restricted_margin_drops_losers_and_stays_sound():
     bm = bound_model_of(clf)
     rng = np.random.default_rng(0)
     dropped_any = False
-    for x in X[::10]:
+    for x in X[::20]:
         label = clf.predict(x[None])[0]
         c = bm.class_index(label)
         lo, hi = x - 0.4, x + 0.4

@@ -19,7 +19,23 @@ def test_examples_exist():
     assert len(EXAMPLES) >= 3
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+#: Examples of the default run (about 1 s each or less); the others run with
+#: ``-m slow`` and in CI's documentation build (sphinx-gallery executes every
+#: example).
+_FAST_EXAMPLES = (
+    "plot_certify_classifier",
+    "plot_ep_vs_laplace",
+    "plot_safe_active_learning",
+    "plot_softmax_gpc",
+    "plot_sparse_classification",
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p if p.stem in _FAST_EXAMPLES else pytest.param(p, marks=pytest.mark.slow) for p in EXAMPLES],
+    ids=[p.stem for p in EXAMPLES],
+)
 def test_example_runs(path, monkeypatch, tmp_path):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("MPLBACKEND", "Agg")

@@ -119,23 +119,27 @@ def _check_pair_lower(clf, rows, halves, rng, n=2000):
     return found, better
 
 
-def test_pair_lower_bounds_the_true_difference():
+@pytest.mark.parametrize("step", [100, pytest.param(50, marks=pytest.mark.slow)])
+def test_pair_lower_bounds_the_true_difference(step):
     """p_c - p_k >= the joint bound at 2000 points per box and at L-BFGS-B
-    minima; the joint bound is often tighter than the interval bound."""
+    minima; the joint bound is often tighter than the interval bound (every
+    100th row by default, every 50th in the slow run)."""
     clf, X = _blobs_model()
     assert bound_model_of(clf).probabilities().group == [0] * 5  # one shared kernel
-    found, better = _check_pair_lower(clf, X[::50], [0.1, 0.4, 1.0], np.random.default_rng(0))
-    assert found == 4 * len(X[::50]) and better > 0
+    found, better = _check_pair_lower(clf, X[::step], [0.1, 0.4, 1.0], np.random.default_rng(0))
+    assert found == 4 * len(X[::step]) and better > 0
 
 
-def test_joint_margin_is_sound_and_not_looser():
+@pytest.mark.parametrize("step", [120, pytest.param(60, marks=pytest.mark.slow)])
+def test_joint_margin_is_sound_and_not_looser(step):
     """The margin's box bound (joint pairs) is below the true margin on random
-    sub-boxes, and never below the interval-only bound."""
+    sub-boxes, and never below the interval-only bound (every 120th row by
+    default, every 60th in the slow run)."""
     clf, X = _blobs_model(n_classes=6, d=2, seed=3)
     bm = bound_model_of(clf)
     probs = bm.probabilities()
     rng = np.random.default_rng(2)
-    for x in X[::60]:
+    for x in X[::step]:
         c = int(np.argmax(_unnormalised(clf, x[None])[0]))
         m_joint, m_int = MarginObjective(probs, c), MarginObjective(probs, c, joint=False)
         lo0, hi0 = x - 0.6, x + 0.6
@@ -181,12 +185,13 @@ def _check_normalised_joint(clf, rows, rng, tol=0.0):
     return tighter
 
 
-@pytest.mark.parametrize("step", [80, pytest.param(20, marks=pytest.mark.slow)])
+@pytest.mark.slow  # ~8 s; the default run keeps the per-class-kernel variant below
+@pytest.mark.parametrize("step", [80, 20])
 def test_normalised_proba_joint_bound_is_sound_and_not_looser(step):
     """The joint (linear-fractional) bound of predict_proba's columns holds at
     1000 sampled points and L-BFGS-B extremes per box and is never looser
-    than the interval bound (one shared kernel); every 80th row by default,
-    every 20th in the slow run."""
+    than the interval bound (one shared kernel); every 80th and every 20th
+    row."""
     clf, X = _blobs_model(n_classes=4, d=3, seed=5)
     assert _check_normalised_joint(clf, X[::step], np.random.default_rng(4)) > 0
 
@@ -275,6 +280,7 @@ def digits10():
     return _fit(X[tr], y[tr], ConstantKernel(20.0) * RBF(2.5), optimizer=None), X[te]
 
 
+@pytest.mark.slow  # ~5 s; certify's default tests are in test_soundness_proba.py
 def test_digits10_certify_survives_attacks(digits10):
     """64-D, 10 classes: robust rows keep their label at dense samples, the
     box corners along the margin's gradient sign and L-BFGS-B minima of the
@@ -308,6 +314,7 @@ def test_digits10_certify_survives_attacks(digits10):
         assert r.fun >= res.bound[i] - 1e-9
 
 
+@pytest.mark.slow  # ~5 s; the default run keeps the blobs and Iris joint-bound tests
 def test_digits10_probability_ranges_bracket_predict_proba(digits10):
     clf, X = digits10
     gamma = 0.02
@@ -426,7 +433,7 @@ def _sk_latent(clf, k, Z):
     return clf.base_estimator_.estimators_[k].latent_mean_and_variance(Z)
 
 
-@pytest.mark.parametrize("amp,ls", [(4.0, 1.5), (30.0, 0.7), (0.5, 3.0)])
+@pytest.mark.parametrize("amp,ls", [(30.0, 0.7), pytest.param(4.0, 1.5, marks=pytest.mark.slow), pytest.param(0.5, 3.0, marks=pytest.mark.slow)])
 def test_affine_variance_enclosure_holds_for_sklearn_variance(amp, ls):
     """c_lo - g.r(x) <= sklearn's latent variance <= c_hi - g.r(x) with NO
     tolerance, at 3000 points per box and at L-BFGS-B extremes of the gap,
@@ -696,6 +703,7 @@ def test_normalised_proba_joint_bound_across_kernels_is_sound_and_not_looser():
     assert _check_normalised_joint(clf, X[::15], np.random.default_rng(4)) > 0
 
 
+@pytest.mark.slow  # ~5 s
 def test_iris_probability_ranges_bracket_predict_proba():
     """Iris, one-vs-rest with fitted per-class kernels (the benchmark's
     model): prediction_range at gamma = 10% of each feature's range brackets

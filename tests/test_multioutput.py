@@ -683,7 +683,14 @@ _ADVERSARIAL = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_ADVERSARIAL))
+#: The cases of the default run; the others run with ``-m slow`` (CI).
+_ADVERSARIAL_FAST = ("scales", "tiny_noise")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n in _ADVERSARIAL_FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(_ADVERSARIAL)],
+)
 def test_local_bound_brackets_predict_adversarial(name):
     mo, X = _lmc_adversarial(**_ADVERSARIAL[name])
     rng = np.random.default_rng(5)

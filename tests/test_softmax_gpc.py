@@ -414,7 +414,7 @@ def test_explain_features_and_domain():
     assert cert.status.shape == (2,)
 
 
-@pytest.mark.parametrize("m", [3, 6, pytest.param(10, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("m", [3, pytest.param(6, marks=pytest.mark.slow), pytest.param(10, marks=pytest.mark.slow)])
 def test_node_rule_against_independent_quadrature_and_monte_carlo(m):
     """predict_proba's rule against references that share none of its code:
     a 40-point product Gauss-Hermite rule (m = 3) or 2 10^6-sample Monte
@@ -480,12 +480,12 @@ def test_time_limit_is_respected_and_results_stay_sound():
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cert = clf.certify(X[::3], 0.5, time_limit=tl, random_state=0)
+        cert = clf.certify(X[::6], 0.5, time_limit=tl, random_state=0)
     wall = time.perf_counter() - t0
-    assert wall <= len(X[::3]) * (tl + 1.0) and np.all(cert.time <= tl + 1.0), (wall, cert.time)
+    assert wall <= len(X[::6]) * (tl + 1.0) and np.all(cert.time <= tl + 1.0), (wall, cert.time)
     assert "unknown" in cert.status  # wide boxes, 50 ms: the budget ends most rows
-    labels = clf.predict(X[::3])
-    for t, x0 in enumerate(X[::3]):
+    labels = clf.predict(X[::6])
+    for t, x0 in enumerate(X[::6]):
         lo, hi = x0 - 0.5, x0 + 0.5
         P = box_points(lo, hi, rng, 300)
         pp = clf.predict_proba(P)
@@ -793,12 +793,12 @@ def test_slow_sweep_bounds_are_sound(problem):
         assert clf.predict(cert.counterexample[:1])[0] != label
 
 
-@settings(deadline=None, max_examples=10, derandomize=True)
+@settings(deadline=None, max_examples=5, derandomize=True)
 @given(data=st.data(), m=st.sampled_from([3, 4, 6]))
 def test_latent_margin_bound_is_sound_and_never_looser(data, m):
     """The latent-box branch and bound of certify's margin bound: the minimum
     over its leaves is a lower bound of the rule's margin at sampled and
-    corner (d, var) of the box, and never below the plain bound (ten
+    corner (d, var) of the box, and never below the plain bound (five
     examples; the slow sweep below runs more)."""
     _check_latent_margin(data, m)
 

@@ -91,7 +91,10 @@ def test_copies_share_recomputed_matrices():
     assert base.S is copies[0].S
 
 
-@pytest.mark.parametrize("kernel", [ConstantKernel(1.0) * RBF(0.05), ConstantKernel(1.0) * Matern(0.05, nu=2.5)])
+@pytest.mark.parametrize(
+    "kernel",
+    [pytest.param(ConstantKernel(1.0) * RBF(0.05), marks=pytest.mark.slow), ConstantKernel(1.0) * Matern(0.05, nu=2.5)],
+)
 def test_truncated_spectral_split_bit_identical_and_sound(kernel, monkeypatch):
     # N = 500 > sqrt(budget): 400 eigenvectors kept (d = 1), m = 200 used (d = 2).
     reg, X = _duplicated(n=400, n_dup=100, kernel=kernel)
