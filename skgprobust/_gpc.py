@@ -26,32 +26,72 @@ def _certify_row(shared, x0, lo, hi, label, rng):
 
 
 def _certify_ovo_row(shared, x0, lo, hi, label, rng):
-    """One-vs-one: prove every pairwise latent sign constant on the box; then
-    the votes, hence the (strict) vote winner, cannot change."""
+    """One-vs-one: a proven lower bound of the vote margin.
+
+    sklearn's one-vs-one decision is ``argmax_k votes_k(x) + t_k(x)`` with
+    ``|t_k| < 1/3`` (its transformed confidences), so a class that leads every
+    other by at least one vote wins whatever the confidences. Each pair
+    (i, j) votes by the sign of its latent mean f_ij; a pair whose sign is
+    proven constant on the box (:func:`solve_sign`) has a fixed winner there,
+    any other pair may vote either way. With c the predicted class,
+    ``lower_c`` = pairs proven won by c and ``upper_k`` = pairs of k not
+    proven lost by k, every x of the box has ``votes_c(x) - votes_k(x) >=
+    lower_c - upper_k``, so the row is robust when ``lower_c - max_k
+    upper_k >= 1`` (the returned ``bound``). A pair whose sign flips in the
+    box without changing the winner (the audit's case: a pair of two
+    losing classes) no longer blocks the proof. Only the pairs that can
+    raise this bound are attempted: c's pairs that c wins at x*, then pairs
+    (k, l) that k wins at x* while l's upper count still reaches lower_c.
+    A counterexample from any pair is kept only when ``predict`` confirms
+    the decision changes (else :func:`solve_sign` returns unknown for it).
+    Rows whose votes tie at x* (sklearn breaks them by the confidences) are
+    'unknown': the vote margin there is 0.
+    """
     bm, predict, _, max_iter, time_limit = shared
     budget = Budget(max_iter, time_limit)
     nan = np.full(len(x0), np.nan)
     pairs = bm.pairwise()
-    signs = np.array([1.0 if f.value(x0[None])[0] > 0 else -1.0 for _, _, f in pairs])
-    votes = np.zeros(len(bm.classes))
-    for (i, j, _), s in zip(pairs, signs):
-        votes[j if s > 0 else i] += 1
-    if np.sum(votes == votes.max()) > 1:
+    n = len(bm.classes)
+    c = bm.class_index(label)
+    winner = [j if f.value(x0[None])[0] > 0 else i for i, j, f in pairs]
+    votes = np.bincount(winner, minlength=n)
+    others = [k for k in range(n) if k != c]
+    proven = np.zeros(len(pairs), dtype=bool)
+
+    def vote_bound():
+        lower = sum(1 for p, (i, j, _) in enumerate(pairs) if proven[p] and winner[p] == c)
+        upper = np.zeros(n)
+        for p, (i, j, _) in enumerate(pairs):
+            for k in (i, j):
+                if not (proven[p] and winner[p] != k):
+                    upper[k] += 1
+        return float(lower - upper[others].max()), lower, upper
+
+    if np.sum(votes == votes.max()) > 1 or votes[c] < votes.max():
         # Tied votes are broken by summed confidences: not covered, say so.
-        return DecisionOutcome("unknown", -np.inf, nan, 0, budget.elapsed())
+        return DecisionOutcome("unknown", vote_bound()[0], nan, 0, budget.elapsed())
 
     def changes_decision(x):
         return predict(x[None])[0] != label
 
-    bound, n_iter, undecided = np.inf, 0, False
-    for (_, _, f), s in zip(pairs, signs):
-        out = solve_sign(f if s > 0 else f.negated(), lo, hi, x0, budget, rng, changes_decision)
+    own = [p for p, (i, j, _) in enumerate(pairs) if winner[p] == c]
+    rest = [p for p, (i, j, _) in enumerate(pairs) if c not in (i, j)]
+    n_iter = 0
+    for p in own + rest:
+        bound, lower, upper = vote_bound()
+        if bound >= 1:
+            break
+        i, j, f = pairs[p]
+        loser = i if winner[p] == j else j
+        if p in rest and upper[loser] < lower:
+            continue  # the loser cannot catch up with c whatever this pair votes
+        out = solve_sign(f if winner[p] == j else f.negated(), lo, hi, x0, budget, rng, changes_decision)
         n_iter += out.n_iter
-        bound = min(bound, out.bound)
         if out.status == "not_robust":
-            return DecisionOutcome("not_robust", bound, out.counterexample, n_iter, budget.elapsed())
-        undecided |= out.status != "robust"
-    return DecisionOutcome("unknown" if undecided else "robust", bound, nan, n_iter, budget.elapsed())
+            return DecisionOutcome("not_robust", vote_bound()[0], out.counterexample, n_iter, budget.elapsed())
+        proven[p] = out.status == "robust"
+    bound = vote_bound()[0]
+    return DecisionOutcome("robust" if bound >= 1 else "unknown", bound, nan, n_iter, budget.elapsed())
 
 
 class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClassifier):
@@ -63,8 +103,9 @@ class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClas
     latent mean, so its certification needs mean bounds only and solves no
     LP/QP. One-vs-rest multi-class decisions (argmax of the per-class
     probabilities) use mean and variance bounds; one-vs-one decisions are
-    certified through the pairwise latent signs (the vote), and such models
-    have no ``predict_proba`` / ``prediction_range``, as in sklearn.
+    certified through a lower bound of the vote margin from the pairwise
+    latent signs proven on the box, and such models have no
+    ``predict_proba`` / ``prediction_range``, as in sklearn.
 
     Parameters
     ----------

@@ -19,9 +19,13 @@ class UnsupportedKernelError(TypeError):
 
 
 class BudgetExhaustedWarning(UserWarning):
-    """Some rows hit ``max_iter`` or ``time_limit`` before being decided or converged.
+    """Some rows were left undecided ("unknown") or not converged.
 
-    Their results are still valid bounds; only the answer is less precise
+    Usually they hit ``max_iter`` or ``time_limit``; a certify row also stays
+    "unknown" when its bound is within the floating-point margin of the
+    decision threshold (e.g. ``gamma = 0``), its one-vs-one votes tie, or the
+    model's ``predict`` does not confirm a candidate counterexample. Their
+    results are still valid bounds; only the answer is less precise
     ("unknown" status or ``converged`` False).
     """
 

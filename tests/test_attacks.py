@@ -10,9 +10,17 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process import GaussianProcessClassifier
+from sklearn.base import clone
 from sklearn.gaussian_process.kernels import RBF
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
+from skgprobust import (
+    MultiOutputGaussianProcessRegressor,
+    RobustGaussianProcessClassifier,
+    RobustGaussianProcessRegressor,
+    SoftmaxGaussianProcessClassifier,
+)
 from skgprobust.inspection import attack_succeeded, gpfgs, gpjm, pgd
 from skgprobust.exceptions import UnsupportedModelError
 
@@ -40,8 +48,15 @@ def ovr():
     return RobustGaussianProcessClassifier(1.0 * RBF(2.0), optimizer=None).fit(X, y), X, y
 
 
-@pytest.fixture(params=["binary", "ovr", "regressor"])
-def case(request, fitted_clf, clf_data, ovr, fitted_reg, reg_data):
+@pytest.fixture(scope="module")
+def softmax(ovr):
+    """The softmax model of the same three classes."""
+    _, X, y = ovr
+    return SoftmaxGaussianProcessClassifier(1.0 * RBF(2.0), optimizer=None).fit(X, y)
+
+
+@pytest.fixture(params=["binary", "ovr", "regressor", "softmax", "multioutput"])
+def case(request, fitted_clf, clf_data, ovr, softmax, fitted_reg, reg_data):
     """(model, rows mixing robust and non-robust ones at gamma, gamma, attack_succeeded keywords)."""
     if request.param == "binary":
         X = clf_data[0]
@@ -49,6 +64,13 @@ def case(request, fitted_clf, clf_data, ovr, fitted_reg, reg_data):
         return fitted_clf, X[near], 0.3, {}
     if request.param == "ovr":
         return ovr[0], ovr[1][:20], 1.0, {}
+    if request.param == "softmax":
+        return softmax, ovr[1][:20], 1.0, {}
+    if request.param == "multioutput":
+        X, y = reg_data
+        Y = np.column_stack([y, np.cos(X.sum(1))])
+        mo = MultiOutputGaussianProcessRegressor(RBF(1.0), noise_level=0.01, optimizer=None).fit(X, Y)
+        return mo, X[:6], 0.3, {"delta": 0.3}
     return fitted_reg, reg_data[0][:6], 0.3, {"delta": 0.3}
 
 
@@ -155,8 +177,10 @@ def test_clear_errors(attack, fitted_clf, clf_data, ovr):
         attack(RobustGaussianProcessClassifier(), X, 0.1)
     with pytest.raises(NotFittedError):
         attack(RobustGaussianProcessRegressor(), X, 0.1)
-    with pytest.raises(UnsupportedModelError, match="RobustGaussianProcessClassifier"):  # a TypeError too
+    with pytest.raises(UnsupportedModelError, match="skgprobust's Gaussian-process estimators"):  # a TypeError too
         attack(GaussianProcessClassifier(optimizer=None).fit(X, y), X, 0.1)
+    with pytest.raises(UnsupportedModelError, match="not a Pipeline"):
+        attack(make_pipeline(StandardScaler(), clone(fitted_clf)).fit(X, y), X, 0.1)
     with pytest.raises(ValueError, match="gamma"):
         attack(fitted_clf, X, -0.1)
     with pytest.raises(ValueError, match="NaN"):

@@ -147,6 +147,11 @@ def test_results_to_frame(models):
     fc = c.to_frame()
     np.testing.assert_array_equal(fc["status"], c.status)
     assert len(c) == len(X_test) and len(r) == len(X_test)
+    # The input DataFrame's index, when given (audit: it was always 0..n-1).
+    labels = [f"r{i}" for i in range(len(X_test))]
+    assert c.to_frame(index=labels).index.tolist() == labels == r.to_frame(index=labels).index.tolist()
+    with pytest.raises(ValueError, match="one label per row"):
+        c.to_frame(index=labels[:-1])
 
 
 def _allocator_tuned(_):

@@ -215,6 +215,7 @@ def test_dataframe_names_map_global_and_frame(regressor):
     assert g.to_frame().index.tolist() == ["age", "weight"]
     frame = ex.to_frame()
     assert len(frame) == 6 and set(frame.columns) >= {"row", "feature", "value", "lower", "upper"}
+    assert ex.to_frame(index=["a", "b", "c"])["row"].tolist() == ["a", "a", "b", "b", "c", "c"]
     assert "Explanation(n=3, features=2" in repr(ex)
     plain = reg.explain(X[:1], gamma=0.1)
     assert plain.feature_names.tolist() == ["x0", "x1", "x2"]

@@ -428,6 +428,7 @@ def test_verbose_progress_bar(capsys):
     loud = clf.certify(X[:3], gamma=0.01, random_state=0, verbose=1)
     err = capsys.readouterr().err
     assert "[skgprobust] certify" in err and "3/3 rows" in err
+    assert "nan" not in err  # no time-left estimate before the first row ends
     assert np.array_equal(quiet.status, loud.status)
     clf.prediction_range(X[:2], gamma=0.01, verbose=True)
     assert "prediction_range" in capsys.readouterr().err

@@ -109,7 +109,8 @@ features : array-like of int, bool or str, default=None
     Features allowed to move; the others stay fixed. None: all.""",
     "features_explain": """\
 features : array-like of int, bool or str, default=None
-    Features to explain (None: all).""",
+    Features to explain (None: all); the results list them in the order of
+    X's columns, whatever the order given (``feature_names`` says which).""",
     "domain": """\
 domain : tuple (low, high), default=None
     Valid input range; the box is clipped to it.""",

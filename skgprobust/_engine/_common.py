@@ -377,13 +377,14 @@ class _Progress:
 
     def _write(self, end=""):
         elapsed = time.perf_counter() - self.start
-        left = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        # No estimate of the time left before the first row ends.
+        left = f", ~{elapsed / self.done * (self.total - self.done):.1f} s left" if self.done else ""
         width = 24
         filled = int(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
         self.stream.write(
             f"\r[skgprobust] {self.label} [{bar}] {self.done}/{self.total} rows, "
-            f"{elapsed:.1f} s elapsed, ~{left:.1f} s left{end}"
+            f"{elapsed:.1f} s elapsed{left}{end}"
         )
         self.stream.flush()
 

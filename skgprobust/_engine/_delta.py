@@ -20,6 +20,7 @@ import numpy as np
 
 from ._common import check_epsilon, row_seeds
 from ._driver import METHODS, range_rows
+from ._results import frame_index
 
 #: 2 u and the smallest subnormal: the outward rounding of :func:`delta_from_ranges`.
 _ROUND = np.finfo(np.float64).eps  # 2 u
@@ -127,8 +128,14 @@ class Explanation:
             feature_names=self.feature_names,
         )
 
-    def to_frame(self):
+    def to_frame(self, index=None):
         """Long format: one row per (row, feature) with value and bounds (pandas).
+
+        Parameters
+        ----------
+        index : array-like of shape (n,), default=None
+            Labels of the explained rows for the ``row`` column, e.g. the
+            input DataFrame's ``X.index`` (None: 0..n-1).
 
         Returns
         -------
@@ -139,9 +146,11 @@ class Explanation:
         import pandas as pd
 
         n, k = self.values.shape
+        labels = frame_index(index, n)
+        rows = np.arange(n) if labels is None else np.asarray(labels, dtype=object)
         return pd.DataFrame(
             {
-                "row": np.repeat(np.arange(n), k),
+                "row": np.repeat(rows, k),
                 "target": np.repeat(np.asarray(self.target, dtype=object), k),
                 "feature": np.tile(self.feature_names, n),
                 "value": self.values.ravel(),

@@ -242,8 +242,12 @@ def certification_result(status, counterexample, bound, n_iter, times, *, warn=T
     n_unknown = int(np.sum(res.status == "unknown"))
     if warn and n_unknown:
         warnings.warn(
-            f"{n_unknown} of {len(res)} rows are 'unknown': the budget (max_iter/time_limit) ran out "
-            "before a proof or a counterexample was found.",
+            f"{n_unknown} of {len(res)} rows are 'unknown': neither a proof nor a counterexample that the "
+            "model's own predict confirms was found. Usually the budget (max_iter/time_limit) ran out; a row "
+            "also stays unknown when its bound cannot be told apart from the decision threshold within the "
+            "floating-point margin (e.g. gamma = 0, or delta = 0 for a regressor), when its one-vs-one votes "
+            "tie, or when predict does not confirm a candidate counterexample (a tie broken the other way). "
+            "n_iter and time give the work spent per row.",
             BudgetExhaustedWarning,
             stacklevel=user_stacklevel(),
         )

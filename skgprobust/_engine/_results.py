@@ -7,12 +7,27 @@ import numpy as np
 STATUSES = ("robust", "not_robust", "unknown")
 
 
+def frame_index(index, n):
+    """``index`` checked against the n rows of a result (None stays None)."""
+    if index is None:
+        return None
+    index = list(index)
+    if len(index) != n:
+        raise ValueError(f"index must have one label per row ({n}), got {len(index)}.")
+    return index
+
+
 class _Result:
     def __len__(self):
         return len(getattr(self, fields(self)[0].name))
 
-    def to_frame(self):
+    def to_frame(self, index=None):
         """The per-row arrays as a pandas DataFrame (requires pandas).
+
+        Parameters
+        ----------
+        index : array-like of shape (n,), default=None
+            Row labels, e.g. the input DataFrame's ``X.index`` (None: 0..n-1).
 
         Returns
         -------
@@ -29,7 +44,7 @@ class _Result:
             else:
                 for j in range(v.shape[1]):
                     cols[f"{f.name}_{j}"] = v[:, j]
-        return pd.DataFrame(cols)
+        return pd.DataFrame(cols, index=frame_index(index, len(self)))
 
 
 @dataclass
@@ -42,14 +57,19 @@ class CertificationResult(_Result):
         True only when robustness is proven.
     status : ndarray of str, shape (n,)
         "robust", "not_robust" (a counterexample verified by the model's own
-        ``predict``) or "unknown" (budget spent before either).
+        ``predict``) or "unknown" (neither; usually the budget ran out, see
+        :class:`~skgprobust.exceptions.BudgetExhaustedWarning`).
     counterexample : ndarray of shape (n, d)
         A point in the box whose prediction violates the property; NaN rows
         where none was found.
     bound : ndarray of shape (n,)
-        The proven bound behind the answer. Classifier: lower bound of the
-        latent margin ``s * f(x)`` over the box, s the sign of the predicted
-        class (robust iff > 0). Regressor: upper bound of
+        The proven bound behind the answer. Binary classifier: lower bound
+        of the latent margin ``s * f(x)`` over the box, s the sign of the
+        predicted class (robust iff > 0); one-vs-rest and softmax: lower
+        bound of the probability margin ``p_c(x) - max_k p_k(x)`` (one-vs-rest:
+        the binary models' probabilities before sklearn normalises them;
+        robust iff > 0); one-vs-one: lower bound of the vote margin ``votes_c(x) -
+        max_k votes_k(x)``, an integer (robust iff >= 1). Regressor: upper bound of
         ``||mean(x) - mean(x*)||`` over the box (robust iff <= delta).
     n_iter : ndarray of int, shape (n,)
         Boxes split by branch and bound.
@@ -102,8 +122,13 @@ class RangeResult(_Result):
     n_iter: np.ndarray
     time: np.ndarray
 
-    def to_frame(self):
+    def to_frame(self, index=None):
         """Bounds and convergence per row and column (points omitted).
+
+        Parameters
+        ----------
+        index : array-like of shape (n,), default=None
+            Row labels, e.g. the input DataFrame's ``X.index`` (None: 0..n-1).
 
         Returns
         -------
@@ -121,7 +146,7 @@ class RangeResult(_Result):
             for j in range(k):
                 cols[name if k == 1 else f"{name}_{j}"] = arr[:, j]
         cols["n_iter"], cols["time"] = self.n_iter, self.time
-        return pd.DataFrame(cols)
+        return pd.DataFrame(cols, index=frame_index(index, n))
 
     def __repr__(self):
         n, k = self.min_lower.shape

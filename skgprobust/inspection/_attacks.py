@@ -1,8 +1,7 @@
 """Adversarial attacks on the robust GP estimators: the empirical side of ``certify``.
 
-The attacks search the l_inf boxes that ``certify`` reasons about (built by
-:func:`~skgprobust.perturbation.make_boxes`, with the same ``gamma``,
-``features`` and ``domain``) and descend the same objectives: the latent
+The attacks search the l_inf boxes that ``certify`` reasons about (the same
+``gamma``, ``features`` and ``domain``, built by the same code) and descend the same objectives: the latent
 margin towards the predicted class for classifiers (> 0 keeps the
 decision), the predictive mean of a target for regressors. They find
 counterexamples, never proofs: a row that an attack does not break may
@@ -25,10 +24,11 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn.base import is_classifier
+from sklearn.pipeline import Pipeline
+
 from .._engine._common import bound_model_of, prepare, quiet_feature_names, row_seeds
 from .._engine._search import local_search, random_starts
-from .._gpc import RobustGaussianProcessClassifier
-from .._gpr import RobustGaussianProcessRegressor
 from ..exceptions import UnsupportedModelError
 
 __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
@@ -40,11 +40,26 @@ __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
 
 
 def check_attack_model(estimator):
-    if not isinstance(estimator, (RobustGaussianProcessClassifier, RobustGaussianProcessRegressor)):
+    """Refuse, naming why, what the attacks cannot descend: anything but one
+    of this package's GP estimators (they descend its bound model's
+    objectives), a Pipeline, and one-vs-one classifiers (checked once fitted,
+    in :class:`_Problem`)."""
+    if isinstance(estimator, Pipeline):
         raise UnsupportedModelError(
-            "Attacks need a RobustGaussianProcessClassifier or RobustGaussianProcessRegressor, "
-            f"got {type(estimator).__name__}."
+            "Attacks take the GP estimator itself, not a Pipeline: attack pipeline[-1] on "
+            "pipeline[:-1].transform(X) (certify, prediction_range and explain accept pipelines)."
         )
+    if not hasattr(estimator, "_bound_model") or not hasattr(estimator, "_fitted_attributes"):
+        raise UnsupportedModelError(
+            "Attacks need one of skgprobust's Gaussian-process estimators (they descend the objectives "
+            f"that certify bounds), got {type(estimator).__name__}."
+        )
+
+
+def _predict(estimator, X):
+    """The estimator's own ``predict`` on validated float arrays."""
+    with quiet_feature_names():
+        return estimator.predict(X)
 
 
 def _as_rows(X):
@@ -70,7 +85,7 @@ def _check_int(value, name, minimum):
 
 
 def _check_delta(estimator, delta, required):
-    if isinstance(estimator, RobustGaussianProcessClassifier):
+    if is_classifier(estimator):
         if delta is not None:
             raise ValueError("delta applies to regressors; a classifier attack targets its predicted class.")
         return
@@ -97,7 +112,7 @@ class _Problem:
         X, self.single = _as_rows(X)
         self.X, self.lo, self.hi = prepare(estimator, X, gamma, features, domain, None, None)
         self.estimator, self.labels = estimator, None
-        self.is_classifier = isinstance(estimator, RobustGaussianProcessClassifier)
+        self.is_classifier = is_classifier(estimator)
         if self.is_classifier:
             if target is not None:
                 raise ValueError("target applies to regressors; leave it at None for a classifier.")
@@ -116,7 +131,7 @@ class _Problem:
 
     def _margins(self):
         clf = self.estimator
-        self.labels = clf.base_estimator_.predict(self.X)
+        self.labels = _predict(clf, self.X)
         bm = bound_model_of(clf)
         if bm.kind == "one_vs_one":
             raise UnsupportedModelError(
@@ -139,7 +154,7 @@ class _Problem:
 
     def changed(self, rows, X):
         """Whether the model's own decision at X differs from that at the rows."""
-        return self.estimator.base_estimator_.predict(X) != self.labels[rows]
+        return _predict(self.estimator, X) != self.labels[rows]
 
     def deviation(self, rows, X):
         """|change of predict| at X relative to the rows: max over targets, or the target's."""
@@ -169,8 +184,10 @@ def _corner(X, lo, hi, g):
 # Attacks
 # --------------------------------------------------------------------------
 
-_PARAMS = """estimator : RobustGaussianProcessClassifier or RobustGaussianProcessRegressor
-        Fitted; one-vs-one multi-class classifiers are not supported.
+_PARAMS = """estimator : fitted estimator of this package
+        Any of its Gaussian-process classifiers or regressors (not a Pipeline:
+        attack its last step on the transformed X); one-vs-one multi-class
+        classifiers are not supported.
     X : array-like of shape (n_samples, n_features) or (n_features,)
         Points to attack (a DataFrame or Series is accepted as in ``certify``).
     gamma : float or array-like of shape (n_features,)
@@ -335,8 +352,8 @@ def attack_succeeded(estimator, X, X_adv, *, delta=None):
 
     Parameters
     ----------
-    estimator : RobustGaussianProcessClassifier or RobustGaussianProcessRegressor
-        Fitted.
+    estimator : fitted estimator of this package
+        As in :func:`pgd`.
     X : array-like of shape (n_samples, n_features) or (n_features,)
         The original points.
     X_adv : array-like of the shape of X
@@ -361,8 +378,8 @@ def attack_succeeded(estimator, X, X_adv, *, delta=None):
         X_adv = validate_data(estimator, X_adv, reset=False, dtype=np.float64)
     if X_adv.shape != X.shape:
         raise ValueError(f"X_adv must have the shape of X, {X.shape}, got {X_adv.shape}.")
-    if isinstance(estimator, RobustGaussianProcessClassifier):
-        out = estimator.base_estimator_.predict(X_adv) != estimator.base_estimator_.predict(X)
+    if is_classifier(estimator):
+        out = _predict(estimator, X_adv) != _predict(estimator, X)
     else:
         dev = np.abs(_own_predict(estimator, X_adv) - _own_predict(estimator, X)).max(axis=1)
         # An unmoved point never counts (a batched predict may differ in the last bits).
