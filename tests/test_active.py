@@ -401,7 +401,7 @@ def test_repeated_input_fills_the_row_without_duplicating_safety():
     L = learner().fit(X0, Y0, z0)
     x = np.array([0.123])  # not among the initial inputs
     L.update(x, 0.1, 0.9, output=0)
-    L.update(x, 0.2, 0.9, output=1)
+    L.update(x, np.array(0.2), np.float32(0.9), output=1)  # NumPy scalars and 0-d arrays too
     assert L.X_.shape[0] == 13 and L.Xz_.shape[0] == 13
     np.testing.assert_array_equal(L.Y_[-1], [0.1, 0.2])
 
@@ -429,6 +429,11 @@ def test_learner_errors():
         L.query(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="output"):
         L.update(pool[0], 0.1, 0.9)
+    for bad in ("0.1", True, np.array([0.1]), np.inf):
+        with pytest.raises(ValueError, match="y must be a finite number"):
+            L.update(pool[0], bad, 0.9, output=0)
+        with pytest.raises(ValueError, match="z must be a finite number"):
+            L.update(pool[0], 0.1, bad, output=0)
     with pytest.raises(ValueError, match="No eligible"):
         L.query(np.array([[-1.9], [1.95]]))  # far outside the safe region
     from sklearn.exceptions import NotFittedError

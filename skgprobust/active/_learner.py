@@ -47,6 +47,15 @@ OBSERVE = ("partial", "full")
 STRATEGIES = ("entropy", "random")
 
 
+def _finite_scalar(value, name):
+    """``value`` as a float: a finite real number (a Python or NumPy scalar or
+    a 0-d array, not a bool or a string), else a ValueError naming it."""
+    arr = np.asarray(value)
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf" or not np.isfinite(arr):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    return float(arr)
+
+
 @dataclass
 class ActiveLearningHistory:
     """Per-iteration record of :meth:`SafeActiveLearner.run` (one entry per query).
@@ -665,15 +674,12 @@ class SafeActiveLearner(BaseEstimator):
 
     def _update(self, x, y, z, output):
         """:meth:`update` with a validated float point x (n_features,)."""
-        if not isinstance(z, numbers.Real) or not np.isfinite(z):
-            raise ValueError(f"z must be a finite number, got {z!r}.")
+        z = _finite_scalar(z, "z")
         row = np.full(self.n_outputs_, np.nan)
         if self.observe == "partial":
             if output is None or not isinstance(output, numbers.Integral) or not 0 <= output < self.n_outputs_:
                 raise ValueError(f"output must be an output index in [0, {self.n_outputs_ - 1}], got {output!r}.")
-            if not isinstance(y, numbers.Real) or not np.isfinite(y):
-                raise ValueError(f"y must be a finite number, got {y!r}.")
-            row[int(output)] = float(y)
+            row[int(output)] = _finite_scalar(y, "y")
         else:
             yv = np.asarray(y, dtype=np.float64).reshape(-1)
             if yv.shape != (self.n_outputs_,) or not np.all(np.isfinite(yv)):
