@@ -22,7 +22,12 @@ def _certify_row(shared, x0, lo, hi, label, rng):
     objective = bm.margin(label, variance_bound)
     if bm.kind == "one_vs_rest":
         objective = objective.restricted(lo, hi)  # only classes that can win in this box
-    return solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
+    out = solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
+    if out.status == "robust" and bm.kind == "one_vs_rest" and not bm.probabilities_finite(lo, hi, variance_bound):
+        # predict is the argmax of predict_proba: a NaN column decides it
+        # whatever the margin, and the margin's bounds do not cover NaN.
+        return DecisionOutcome("unknown", out.bound, out.counterexample, out.n_iter, budget.elapsed())
+    return out
 
 
 def _certify_ovo_row(shared, x0, lo, hi, label, rng):
@@ -45,7 +50,12 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     A counterexample from any pair is kept only when ``predict`` confirms
     the decision changes (else :func:`solve_sign` returns unknown for it).
     Rows whose votes tie at x* (sklearn breaks them by the confidences) are
-    'unknown': the vote margin there is 0.
+    'unknown': the vote margin there is 0. The confidences are the pairs'
+    ``predict_proba``, so a robust row also needs them finite on the box
+    (:meth:`BoundModel.probabilities_finite`): sklearn's five-erf integral is
+    NaN where its computed variance is <= 0 (amplitudes ~1e14 and more with
+    duplicated inputs), and a NaN confidence decides ``argmax`` whatever the
+    votes.
     """
     bm, predict, _, max_iter, time_limit = shared
     budget = Budget(max_iter, time_limit)
@@ -91,7 +101,10 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
             return DecisionOutcome("not_robust", vote_bound()[0], out.counterexample, n_iter, budget.elapsed())
         proven[p] = out.status == "robust"
     bound = vote_bound()[0]
-    return DecisionOutcome("robust" if bound >= 1 else "unknown", bound, nan, n_iter, budget.elapsed())
+    # The confidences are the pairs' predict_proba: |t_k| < 1/3 needs them
+    # finite (a NaN makes sklearn's argmax return its column).
+    robust = bound >= 1 and bm.probabilities_finite(lo, hi)
+    return DecisionOutcome("robust" if robust else "unknown", bound, nan, n_iter, budget.elapsed())
 
 
 class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClassifier):
@@ -187,8 +200,10 @@ class RobustGaussianProcessClassifier(ClassifierBoundsMixin, GaussianProcessClas
     _method_docs = {
         "certify": "Prove that ``predict`` gives the same class everywhere in the box.",
         "certify_result": """\
-``bound`` is a proven lower bound of the latent margin towards the
-predicted class (robust iff > 0).""",
+``bound`` is a proven lower bound of the margin towards the predicted
+class: the latent mean's (two classes) or the per-class probabilities'
+(one-vs-rest), robust iff > 0; the vote margin (one-vs-one), robust
+needs >= 1 (:class:`~skgprobust.CertificationResult`).""",
         "prediction_range": "Certified range of the predicted probabilities over the box around each row.",
         "statistic": """\
 statistic : {"proba", "latent_mean"}, default="proba"
@@ -330,6 +345,10 @@ on it).""",
             # Per-fit variance precomputations (factors, spectra) before the
             # rows start, so that no row's time_limit pays for them.
             bm.probabilities(variance_bound)
+        elif bm.kind == "one_vs_one" and len(X):
+            # The pairs' variances (for the confidences' finiteness check of
+            # robust rows): built once per fit, before the rows start.
+            bm.variances()
         func = _certify_ovo_row if bm.kind == "one_vs_one" else _certify_row
         return func, (bm, self.base_estimator_.predict, variance_bound, max_iter, time_limit)
 

@@ -490,3 +490,65 @@ def test_ovo_vote_bound_is_a_lower_bound_of_the_vote_margin(case):
             assert c.bound[i] >= 1 and np.all(gpc_predict(clf, P) == labels[i])
         if c.status[i] == "not_robust":
             assert gpc_predict(clf, c.counterexample[i])[0] != labels[i]
+
+
+def test_ovo_robust_needs_finite_confidences():
+    """Hunt (session 14): amplitude 1.1e16 with 25 inputs at x = 0. sklearn's
+    five-erf predict_proba is NaN there (computed variance exactly 0), the
+    one-vs-one confidences are NaN and argmax returns class 0 although the
+    votes (proven on the box) give class 2 a lead of one vote. The row is no
+    longer 'robust'; the vote bound itself still holds."""
+    X = np.array([0.0] * 25 + [-0.9961462052156516, -0.7257822277274328, 0.5279206179115843,
+                               -1.2592838181780253, -0.9445168083494382, -3.026722074500183])[:, None]
+    y = np.array([0] * 6 + [1] * 8 + [2] * 11 + [2, 2, 1, 0, 0, 1])
+    clf = RobustGaussianProcessClassifier(
+        ConstantKernel(1.1171067227298678e16) * RBF(1.0), optimizer=None, multi_class="one_vs_one"
+    ).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(clf.base_estimator_.estimators_[0].predict_proba(np.zeros((1, 1)))).any()
+        res = clf.certify(np.array([[0.001]]), 0.002, max_iter=300, random_state=0)
+    assert clf.predict([[0.0]])[0] != clf.predict([[0.001]])[0]  # the decision does change in the box
+    assert res.status[0] != "robust" and res.bound[0] == 1.0
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor", "large_amplitude"])
+def test_variance_floor_is_below_the_model_variance(kind):
+    """LatentVariance.floor (the cheap check behind probabilities_finite) is
+    below the variance the model computes at sampled points of every box,
+    zero-width boxes and a training input included, also where rounding
+    dominates (amplitude 1e15, duplicated inputs); for an ordinary
+    classifier it is positive (so the check costs no full bound)."""
+    from skgprobust._engine._common import bound_model_of
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (40, 2))
+    if kind == "regressor":
+        model = RobustGaussianProcessRegressor(ConstantKernel(3.0) * RBF(0.7), alpha=1e-6, optimizer=None)
+        model.fit(X, np.sin(X[:, 0]))
+
+        def computed_var(P):
+            return gpr_std(model, P)[:, 0] ** 2
+    else:
+        amp = 1e15 if kind == "large_amplitude" else 2.0
+        Xc = np.vstack([X, np.zeros((10, 2))]) if kind == "large_amplitude" else X
+        yc = (Xc[:, 0] + 0.3 * Xc[:, 1] > 0).astype(int)
+        if kind == "large_amplitude":
+            yc[-10:] = np.arange(10) % 2
+        model = RobustGaussianProcessClassifier(ConstantKernel(amp) * RBF(1.0), optimizer=None).fit(Xc, yc)
+
+        def computed_var(P):
+            return model.base_estimator_.latent_mean_and_variance(P)[1]
+
+    bm = bound_model_of(model)
+    var = bm.variances()[0]
+    s2 = float(np.asarray(bm.latents[0].scale)[0] ** 2)
+    for h in (0.0, 1e-3, 0.3, 1.5):
+        centres = np.vstack([X[:4], np.zeros((1, 2)), rng.uniform(-2, 2, (3, 2))])
+        lo, hi = centres - h, centres + h
+        fl = var.floor(lo, hi) * s2
+        for b in range(len(centres)):
+            P = box_points(lo[b], hi[b], rng, 400)
+            assert np.all(computed_var(P) >= fl[b]), (kind, h, b, fl[b], computed_var(P).min())
+        if kind == "classifier":
+            assert np.all(fl > 0)

@@ -54,6 +54,9 @@ class Link:
     """P(class 1) = E[g(f)], f ~ N(mu, v), for a sigmoid-shaped g (see module doc)."""
 
     margin = PROBA_MARGIN
+    #: The model's own probability is finite wherever its computed latent
+    #: variance is above this value (see the subclasses).
+    finite_variance_floor = 0.0
 
     def value(self, mu, v):
         """The probability p(mu, v) = E[g(f)], f ~ N(mu, v), element-wise.
@@ -419,6 +422,13 @@ class Link:
 class FiveErfLink(Link):
     """sklearn's ``predict_proba`` of the binary Laplace GPC."""
 
+    #: sklearn's five-erf integral uses alpha = 1 / (2 var) and divides by
+    #: sqrt(2 pi var): NaN for var <= 0 (hunt, session 14: a fit with
+    #: amplitude 1.1e16 and 25 duplicated inputs computes var = 0 exactly
+    #: there), overflow or underflow below ~1e-308. Above 1e-300 every step
+    #: is finite and the result is in [0, 1].
+    finite_variance_floor = 1e-300
+
     def derivative_sups(self):
         """(G3, G4) of :func:`probit_mixture_sups` for sklearn's constants:
         the stored values (rounded up; recomputed and compared in the tests)
@@ -526,6 +536,8 @@ class ProbitLink(Link):
     """Probit likelihood: p = Phi(mu / sqrt(1 + v)) (paper Prop. 8)."""
 
     margin = 1e-15
+    #: Phi(mu / sqrt(1 + v)) is finite for 1 + v > 0.
+    finite_variance_floor = -1.0
 
     def derivative_sups(self):
         """sup |phi''| = phi(0) and sup |phi'''| = (3 y - y^3) phi(y) at

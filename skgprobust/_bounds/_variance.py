@@ -1075,6 +1075,8 @@ class LatentVariance:
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
                 e = (e_chol + Dm * Dm * (nF + 3.0 * _U * N * kad) + 2.0 * _U * krow) * 1.01
                 delta = 1.0
+                # For :meth:`floor`: L L^T >= I - e I + Dc Kc Dc, and kad.
+                self._floor_e, self._floor_kad = float(e), kad
             if not np.isfinite(e):
                 return np.inf
             if e <= delta:
@@ -1346,6 +1348,45 @@ class LatentVariance:
     def margin(self, scale, d):
         """Absolute rounding margin for quantities of size ``scale``."""
         return margin_rtol(self.n_support, d) * self.kappa * scale
+
+    def floor(self, lo, hi):
+        """A cheap lower bound (B,) of the variance the model computes at any x
+        of each box: no kernel values at the support points, O(B d).
+
+        With the float factor, P <= (1 + rho) I (module doc), so q(x) <= (1 +
+        rho) k_c(x, x) and v >= -rho k_c(x, x) >= -rho k(x, x) (white parts >=
+        0: the lemma holds only for PSD kernels, else rho = inf). For the
+        Laplace classifiers (column scale Dc, |Dc| <= Dm) the noise gives
+        more: with e the lemma's bound, L L^T >= Dc Kc Dc + (1 - e) I, so for
+        e < 1, q(x) <= r^T (Kc + s I)^-1 r with s = (1 - e) / Dm^2, and the
+        posterior variance of f(x) observed with noise s is at least k_c(x, x)
+        s / (s + lambda_max(Kc)) (min over c of Var(f(x) - c^T f_X) + s
+        ||c||^2 >= min_t (sd - t sqrt(lambda))_+^2 + s t^2); lambda_max(Kc) <=
+        trace <= N kad. So v >= k(x, x) s / (s + N kad). sklearn's number is
+        within ``margin(max |k(x, x)|)`` plus the input rounding of that
+        (module doc, "Soundness margin": any scale >= max(q, |k(x, x)|)).
+        Used to show that a probability the model computes from the variance
+        is finite (:meth:`skgprobust._engine._latent.BoundModel.probabilities_finite`)
+        without a full bound.
+        """
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        d = lo.shape[1]
+        dlo, dhi = self.adapter.diag_interval(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            S = np.maximum(np.abs(dlo), np.abs(dhi)) * (1.0 + 1e-12)
+            base = -self.rho * S if self.rho > 0 else np.zeros_like(S)
+            e = getattr(self, "_floor_e", np.inf)
+            if self.col_scale is not None and e < 1.0:
+                Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
+                lam = self.n_support * self._floor_kad * (1.0 + 1e-10)
+                if Dm == 0.0:
+                    noise = np.maximum(dlo, 0.0)
+                else:
+                    s = (1.0 - e) / (Dm * Dm) * (1.0 - 1e-12)
+                    noise = np.maximum(dlo, 0.0) * (s / (s + lam)) * (1.0 - 1e-12)
+                base = np.maximum(base, noise)
+            out = base - self.margin(S, d) - self.input_rounding(lo, hi, dhi)
+        return np.where(np.isfinite(out), out, -np.inf)
 
     def bounds(self, lo, hi):
         """Lower and upper bounds of var over each box (see module doc)."""

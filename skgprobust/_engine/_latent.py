@@ -233,6 +233,30 @@ class BoundModel:
         check_variance_bound(method)
         return self._cached(("variances", method), lambda: [m.variance(method) for m in self.latents])
 
+    def probabilities_finite(self, lo, hi, method="default"):
+        """Whether the model's own per-latent probabilities are finite on the
+        box [lo, hi] (1-D arrays): every latent's certified variance lower
+        bound (which holds for the model's computed variance, rounding
+        included) is above the link's :attr:`~Link.finite_variance_floor`.
+        A decision read from probabilities (one-vs-rest argmax, one-vs-one
+        confidences) can only be certified where this holds: a NaN
+        probability makes ``argmax`` return its column whatever the votes or
+        margins (hunt, session 14)."""
+        lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
+        floor = self.link.finite_variance_floor
+        for latent, var in zip(self.latents, self.variances(method)):
+            scale2 = np.asarray(latent.scale, dtype=np.float64) ** 2
+
+            def scaled(low):  # the smallest scaled value (NaN stays NaN)
+                return low * float(scale2.min() if low > 0 else scale2.max())
+
+            # The cheap floor first (kernel diagonal only); the full bound
+            # only where it does not decide.
+            if not scaled(float(var.floor(lo, hi)[0])) > floor:
+                if not scaled(float(var.bounds(lo, hi).lower[0])) > floor:  # NaN too
+                    return False
+        return True
+
     def probabilities(self, method="default"):
         """Per-class probabilities (binary or one-vs-rest) as objectives use them."""
         from ._objectives import ClassProbabilities

@@ -69,7 +69,8 @@ class CertificationResult(_Result):
         bound of the probability margin ``p_c(x) - max_k p_k(x)`` (one-vs-rest:
         the binary models' probabilities before sklearn normalises them;
         robust iff > 0); one-vs-one: lower bound of the vote margin ``votes_c(x) -
-        max_k votes_k(x)``, an integer (robust iff >= 1). Regressor: upper bound of
+        max_k votes_k(x)``, an integer (robust needs >= 1 and the pairs'
+        probabilities, sklearn's confidences, finite on the box). Regressor: upper bound of
         ``||mean(x) - mean(x*)||`` over the box (robust iff <= delta).
     n_iter : ndarray of int, shape (n,)
         Boxes split by branch and bound.
