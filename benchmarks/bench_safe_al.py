@@ -123,7 +123,24 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
     0.18; MAP 97.68 +- 0.32), final RMSE 1.169 +- 0.033 (MAP 1.223; the
     seed's 0.85, see below), precision 0.995; 69 s CPU per repetition of 59
     iterations (1.2 s per iteration).
-  - The toy runs were stopped at 6 repetitions (not reported).
+  - Toy, every pipeline, 30 repetitions (session 14, load 1-6 from other
+    jobs; 11-12 s CPU per repetition, 0.5-0.7 s wall per iteration): safe
+    queries AL_MOGP 98.75 +- 0.33% (the seed's 96.24 +- 0.47), RS_MOGP
+    99.58 +- 0.17 (99.06 +- 0.34), AL_indGPs 99.08 +- 0.25 (96.75 +- 0.39),
+    no safety 25.08 +- 0.83 (26.75 +- 0.67); final RMSE 0.260 +- 0.012 /
+    0.315 +- 0.014 / 0.310 +- 0.013 / 0.364 +- 0.014; N_sum to RMSE 0.4:
+    25 / 34 / 37 / 48 (the seed's 24 / 42 / 38 / -): the seed's order and
+    within one observation of its AL_MOGP and indGPs counts; our safety
+    constraint is more conservative than the seed's (higher safe ratios,
+    precision 1.000).
+  - EngE, RS_MOGP and AL_indGPs, 10 repetitions each (session 14, load 2-6):
+    safe queries 98.81 +- 0.36% / 98.14 +- 0.53% (the seed's 98.81 +- 0.28 /
+    98.93 +- 0.22), final RMSE 1.236 +- 0.048 / 1.243 +- 0.040 (the seed's
+    1.23 / 0.93), precision 0.995 / 0.991, 62 / 75 s CPU per repetition.
+    With AL_MOGP's 1.169 +- 0.033 (30 repetitions above), multi-output
+    active learning has the lowest final RMSE as in the seed; RS_MOGP
+    matches the seed's 1.23, while AL_MOGP and AL_indGPs stay ~0.3 above
+    the seed's 0.85 / 0.93 (the test-set difference below).
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
   is 1.256 +- 0.047 and after the 59th 1.212 (samples). The RMSE is taken
   on the truly safe rows (z <= 1.0) of 1000 random rows of the test
