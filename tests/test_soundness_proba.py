@@ -552,3 +552,31 @@ def test_variance_floor_is_below_the_model_variance(kind):
             assert np.all(computed_var(P) >= fl[b]), (kind, h, b, fl[b], computed_var(P).min())
         if kind == "classifier":
             assert np.all(fl > 0)
+
+
+def test_finiteness_check_refines_the_variance_bound():
+    """Completeness hunt (session 14): amplitude 1e12 (RQ, fixed), one-vs-rest,
+    1-D: the whole-box variance lower bound is far below 0 while the latent
+    variance is >= 1e5 on the box; the finiteness check splits the box (up
+    to 64 pieces) instead of giving up, so rows with a constant label are
+    proven again. Soundness: robust rows keep predict at dense samples."""
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (50, 1))
+    y = np.digitize(X[:, 0], np.linspace(-2, 2, 4)[1:-1])
+    clf = RobustGaussianProcessClassifier(
+        ConstantKernel(1e12, "fixed") * RationalQuadratic(1.0, 1.0, "fixed", "fixed"), optimizer=None
+    ).fit(X, y)
+    bm = clf._bound_model()
+    rows = np.random.default_rng(1).uniform(-1.5, 1.5, (3, 1))
+    proven = 0
+    for x0 in rows:
+        for g in (0.05, 0.3):
+            res = clf.certify(x0[None], g, time_limit=5, random_state=0)
+            P = box_points(x0 - g, x0 + g, rng, 2000)
+            if res.status[0] == "robust":
+                proven += 1
+                assert np.all(clf.predict(P) == clf.predict(x0[None])[0])
+                assert bm.probabilities_finite(x0 - g, x0 + g)
+    assert proven >= 5

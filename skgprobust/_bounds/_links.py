@@ -55,8 +55,10 @@ class Link:
 
     margin = PROBA_MARGIN
     #: The model's own probability is finite wherever its computed latent
-    #: variance is above this value (see the subclasses).
+    #: variance is above this value and the kernel's k(x, x) below the
+    #: ceiling (see the subclasses).
     finite_variance_floor = 0.0
+    finite_variance_ceiling = np.inf
 
     def value(self, mu, v):
         """The probability p(mu, v) = E[g(f)], f ~ N(mu, v), element-wise.
@@ -426,8 +428,12 @@ class FiveErfLink(Link):
     #: sqrt(2 pi var): NaN for var <= 0 (hunt, session 14: a fit with
     #: amplitude 1.1e16 and 25 duplicated inputs computes var = 0 exactly
     #: there), overflow or underflow below ~1e-308. Above 1e-300 every step
-    #: is finite and the result is in [0, 1].
+    #: is finite and the result is in [0, 1]. Above ~2.9e307, 1 / (2 var)
+    #: is subnormal and pi / alpha, 2 pi var overflow (referee, session 14):
+    #: k(x, x) <= 1e306 keeps the computed variance (<= k(x, x) plus its
+    #: rounding) below that.
     finite_variance_floor = 1e-300
+    finite_variance_ceiling = 1e306
 
     def derivative_sups(self):
         """(G3, G4) of :func:`probit_mixture_sups` for sklearn's constants:

@@ -1358,11 +1358,17 @@ class LatentVariance:
         0: the lemma holds only for PSD kernels, else rho = inf). For the
         Laplace classifiers (column scale Dc, |Dc| <= Dm) the noise gives
         more: with e the lemma's bound, L L^T >= Dc Kc Dc + (1 - e) I, so for
-        e < 1, q(x) <= r^T (Kc + s I)^-1 r with s = (1 - e) / Dm^2, and the
+        e < 1, q(x) <= r^T (Kc + s I)^-1 r with s = (1 - e) / Dm^2 (with M =
+        L L^T: r^T Dc M^-1 Dc r = max_z 2 z^T Dc r - z^T M z <= max_z 2 z^T Dc
+        r - c^T Kc c - (1 - e) ||z||^2, c = Dc z, and ||c|| <= Dm ||z||, so
+        <= max_c 2 c^T r - c^T (Kc + s I) c; zero entries of Dc included), and the
         posterior variance of f(x) observed with noise s is at least k_c(x, x)
         s / (s + lambda_max(Kc)) (min over c of Var(f(x) - c^T f_X) + s
         ||c||^2 >= min_t (sd - t sqrt(lambda))_+^2 + s t^2); lambda_max(Kc) <=
-        trace <= N kad. So v >= k(x, x) s / (s + N kad). sklearn's number is
+        trace <= N kad (1 + c_diag u), kad the computed maximum of k(x_i, x_i)
+        (white parts >= 0). So v >= k(x, x) s / (s + N kad), with k(x, x) >=
+        dlo (1 - c_diag u) also where ``diag_interval`` returns the computed
+        diagonal. Only for a finite rho (a PSD kernel). sklearn's number is
         within ``margin(max |k(x, x)|)`` plus the input rounding of that
         (module doc, "Soundness margin": any scale >= max(q, |k(x, x)|)).
         Used to show that a probability the model computes from the variance
@@ -1376,14 +1382,13 @@ class LatentVariance:
             S = np.maximum(np.abs(dlo), np.abs(dhi)) * (1.0 + 1e-12)
             base = -self.rho * S if self.rho > 0 else np.zeros_like(S)
             e = getattr(self, "_floor_e", np.inf)
-            if self.col_scale is not None and e < 1.0:
+            if self.col_scale is not None and e < 1.0 and np.isfinite(self.rho):
+                cu = float(self.adapter.diag_ulps(d)) * _U
                 Dm = float(np.max(np.abs(self.col_scale), initial=0.0))
-                lam = self.n_support * self._floor_kad * (1.0 + 1e-10)
-                if Dm == 0.0:
-                    noise = np.maximum(dlo, 0.0)
-                else:
-                    s = (1.0 - e) / (Dm * Dm) * (1.0 - 1e-12)
-                    noise = np.maximum(dlo, 0.0) * (s / (s + lam)) * (1.0 - 1e-12)
+                lam = self.n_support * self._floor_kad * (1.0 + cu) * (1.0 + 1e-12)
+                s = (1.0 - e) / (Dm * Dm) * (1.0 - 1e-12) if Dm * Dm > 0 else np.inf
+                ratio = 1.0 if not np.isfinite(s) else s / (s + lam) * (1.0 - 1e-12)
+                noise = np.maximum(dlo, 0.0) * (1.0 - cu) * ratio * (1.0 - 1e-12)
                 base = np.maximum(base, noise)
             out = base - self.margin(S, d) - self.input_rounding(lo, hi, dhi)
         return np.where(np.isfinite(out), out, -np.inf)
