@@ -23,7 +23,11 @@ def _certify_row(shared, x0, lo, hi, label, rng):
     if bm.kind == "one_vs_rest":
         objective = objective.restricted(lo, hi)  # only classes that can win in this box
     out = solve_sign(objective, lo, hi, x0, budget, rng, changes_decision)
-    if out.status == "robust" and bm.kind == "one_vs_rest" and not bm.probabilities_finite(lo, hi, variance_bound):
+    if (
+        out.status == "robust"
+        and bm.kind == "one_vs_rest"
+        and not bm.probabilities_finite(lo, hi, variance_bound, deadline=budget.deadline)
+    ):
         # predict is the argmax of predict_proba: a NaN column decides it
         # whatever the margin, and the margin's bounds do not cover NaN.
         return DecisionOutcome("unknown", out.bound, out.counterexample, out.n_iter, budget.elapsed())
@@ -103,7 +107,7 @@ def _certify_ovo_row(shared, x0, lo, hi, label, rng):
     bound = vote_bound()[0]
     # The confidences are the pairs' predict_proba: |t_k| < 1/3 needs them
     # finite (a NaN makes sklearn's argmax return its column).
-    robust = bound >= 1 and bm.probabilities_finite(lo, hi)
+    robust = bound >= 1 and bm.probabilities_finite(lo, hi, deadline=budget.deadline)
     return DecisionOutcome("robust" if robust else "unknown", bound, nan, n_iter, budget.elapsed())
 
 

@@ -126,13 +126,17 @@ def _proba_range(case):
     check_range(case, r, lambda P: gpc_proba(case.model, P), warned)
 
 
-def _certify_multiclass(case):
+def _certify_multiclass(case, check_row=None):
+    """certify's statuses against the model; ``check_row(clf, i, lo_i, hi_i,
+    result, labels, rng)`` adds checks per row."""
     clf = case.model
     c, warned = _call(clf.certify, case.X_test, case.gamma, **case.kwargs())
     lo, hi = check_certificate_common(case, c, warned)
     labels = gpc_predict(clf, case.X_test)
     rng = np.random.default_rng(case.seed)
     for i in range(len(case.X_test)):
+        if check_row is not None:
+            check_row(clf, i, lo[i], hi[i], c, labels, rng)
         if c.status[i] == "not_robust":
             assert gpc_predict(clf, c.counterexample[i])[0] != labels[i]
         if c.status[i] == "robust":
@@ -473,23 +477,17 @@ def test_ovo_certify_proves_rows_whose_other_pairs_flip(est):
 @given(classifier_cases(n_classes=4, multi_class="one_vs_one", max_iter_cap=60))
 def test_ovo_vote_bound_is_a_lower_bound_of_the_vote_margin(case):
     """Four classes (six pairs): on every exit the returned bound is below the
-    vote margin at sampled points of the box; robust rows keep sklearn's
-    prediction; counterexamples change it."""
-    clf = case.model
-    c, warned = _call(clf.certify, case.X_test, case.gamma, **case.kwargs())
-    lo, hi = check_certificate_common(case, c, warned)
-    labels = gpc_predict(clf, case.X_test)
-    rng = np.random.default_rng(case.seed)
-    for i in range(len(case.X_test)):
-        P = box_points(lo[i], hi[i], rng, 500)
-        votes = _ovo_votes(clf, P)
+    vote margin at sampled points of the box, and robust rows have bound >= 1
+    (plus _certify_multiclass's checks of statuses and counterexamples)."""
+
+    def check_vote_bound(clf, i, lo, hi, c, labels, rng):
+        votes = _ovo_votes(clf, box_points(lo, hi, rng, 500))
         k = list(clf.classes_).index(labels[i])
         margin = votes[:, k] - np.delete(votes, k, axis=1).max(axis=1)
         assert margin.min() >= c.bound[i], (i, c.status[i], c.bound[i], margin.min())
-        if c.status[i] == "robust":
-            assert c.bound[i] >= 1 and np.all(gpc_predict(clf, P) == labels[i])
-        if c.status[i] == "not_robust":
-            assert gpc_predict(clf, c.counterexample[i])[0] != labels[i]
+        assert c.status[i] != "robust" or c.bound[i] >= 1
+
+    _certify_multiclass(case, check_vote_bound)
 
 
 def test_ovo_robust_needs_finite_confidences():

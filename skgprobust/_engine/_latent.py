@@ -53,6 +53,7 @@ workers share it (workers receive it pickled once per chunk of rows).
 """
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -238,7 +239,7 @@ class BoundModel:
         check_variance_bound(method)
         return self._cached(("variances", method), lambda: [m.variance(method) for m in self.latents])
 
-    def probabilities_finite(self, lo, hi, method="default"):
+    def probabilities_finite(self, lo, hi, method="default", deadline=None):
         """Whether the model's own per-latent probabilities are finite on the
         box [lo, hi] (1-D arrays): every latent's certified variance lower
         bound (which holds for the model's computed variance, rounding
@@ -253,8 +254,10 @@ class BoundModel:
         the box, and on halves of the boxes that still fail (widest side),
         up to ``_FINITE_MAX_BOXES`` boxes (completeness hunt: amplitude 1e12
         RQ, whole-box lower bound -3e10, eight sub-boxes prove >= 2.8e7).
-        False when that does not decide either (sound: the row stays
-        'unknown')."""
+        False when that does not decide either, or when ``deadline`` (a
+        ``time.perf_counter()`` value, the row's) passes before a further
+        split (sound: the row stays 'unknown'; the whole-box bound is always
+        computed)."""
         lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
         floor, ceiling = self.link.finite_variance_floor, self.link.finite_variance_ceiling
         for latent, var in zip(self.latents, self.variances(method)):
@@ -279,6 +282,8 @@ class BoundModel:
                 blo, bhi = blo[fail], bhi[fail]
                 width = bhi - blo
                 if 2 * len(blo) > _FINITE_MAX_BOXES or not np.all(width.max(axis=1) > 0):
+                    return False
+                if deadline is not None and time.perf_counter() >= deadline:
                     return False
                 j = np.argmax(width, axis=1)
                 rows = np.arange(len(blo))
