@@ -285,3 +285,153 @@ def radial_taylor(geom, parts, w):
             + r_abs.sum(-1) + np.abs(rem0)
     rem = np.where(bad | np.isnan(rem), -np.inf, np.minimum(rem, 0.0))
     return TaylorModel(value, grad, diag, M, rem, mag)
+
+
+# ----------------------------------------------------------------------------
+# A radial factor times a dot-product power
+# ----------------------------------------------------------------------------
+
+_FALLING = lambda p, k: float(np.prod(np.arange(p - k + 1, p + 1))) if k <= p else 0.0  # noqa: E731
+
+
+def radial_polynomial_taylor(geo, der, Xs, s2, p, lo, hi, w):
+    """:class:`~._base.TaylorModel` of sum_i w_i psi(phi_i(x)) (s2 + x . x_i)^p.
+
+    The first factor is radial in *scaled* coordinates, phi_i(x) = sum_j
+    sw_j^2 (x_j - x_ij)^2 (sw = 1 / length scales: an anisotropic stationary
+    kernel; sw = 1: any factor with :class:`RadialParts`); the second is
+    ``DotProduct(sigma_0) ** p`` (p a positive integer, s2 = sigma_0^2).
+    Neither the product nor the weighted sum is radial, so :func:`radial_taylor`
+    does not apply; this is the multivariate second-order Taylor model with a
+    Lagrange remainder, per support point, summed with the weights.
+
+    Parameters
+    ----------
+    geo : tuple
+        ``(Es, hs, sw, pc, pL, pU)``: scaled offsets Es (B, d, N) of the
+        support points from the box centres (sw (x_i - c)), scaled half-widths
+        hs (B, d), sw (d,), and phi at the centre and an enclosure [pL, pU]
+        of phi over each box (B, N), widened against rounding.
+    der : tuple
+        ``(c0, c1, c2, m0, m1, m2, m3)``: psi, psi', psi'' at pc, and bounds
+        m_k >= |psi^(k)| over [pL, pU] (and >= |c_k|), each (B, N).
+    Xs : ndarray of shape (N, d)
+        Support points.
+    s2 : float
+        sigma_0^2 of the dot product.
+    p : int
+        Its power (1 for a plain ``DotProduct``).
+    lo, hi : ndarray of shape (B, d)
+        The boxes.
+    w : ndarray of shape (B, N)
+        Weights (constant factors already folded in).
+
+    Returns
+    -------
+    model : TaylorModel
+
+    Notes
+    -----
+    Proof (real arithmetic). Write c the box centre, u = x - c, g_i =
+    -2 sw * Es_i (the gradient of phi_i at c), a_i = s2 + c . x_i, beta_i(u)
+    = x_i . u, so phi_i(c + u) = pc_i + l_i(u) + q(u) with l_i = g_i . u and
+    q = sum_j sw_j^2 u_j^2, and t_i = a_i + beta_i. For f_i = psi(phi_i)
+    P(t_i), P(t) = t^p, the Hessian at c is
+
+        H_i = psi'' P g g^T + 2 psi' P diag(sw^2) + psi' P' (g x_i^T + x_i g^T)
+              + psi P'' x_i x_i^T
+
+    (coefficients at the centre), so value + grad . u + diag . u^2 +
+    1/2 u^T M u with value = sum w psi P, grad = sum w (psi' P g + psi P' x_i),
+    diag_j = sw_j^2 sum w psi' P and M = sum w (H_i - 2 psi' P diag(sw^2)) is
+    exactly sum_i w_i (f_i(c) + grad f_i . u + 1/2 u^T H_i u). Along the
+    segment G(tau) = f_i(c + tau u), Taylor's theorem leaves G(1) - [G(0) +
+    G'(0) + G''(0) / 2] = G'''(tau*) / 6 = (G''(tau') - G''(0)) / 2 for some
+    tau*, tau' in (0, 1). With Phi(tau) = pc + tau l + tau^2 q (Phi' = l +
+    2 tau q, Phi'' = 2 q) and T(tau) = a + tau beta, the Leibniz rule gives
+    G^(n) = sum_k C(n, k) A_k B_(n-k), A_k = (psi o Phi)^(k), B_k = P^(k)(T)
+    beta^k, and
+
+        A_0 = psi, A_1 = psi' Phi', A_2 = psi'' Phi'^2 + 2 q psi',
+        A_3 = psi''' Phi'^3 + 6 q psi'' Phi'.
+
+    Over the box |l| <= lmax = 2 sum_j |Es_ij| hs_j, 0 <= q <= qmax = sum_j
+    hs_j^2, so |Phi'| <= lam = lmax + 2 qmax; Phi in [pL, pU] so |psi^(k)|
+    <= m_k; |beta| <= r = sum_j |x_ij| h_j and |T| <= Tm = |a| + r, so |B_k|
+    <= p!/(p-k)! Tm^(p-k) r^k (0 for k > p). Hence |A_k| <= alpha_k =
+    (m0, m1 lam, m2 lam^2 + 2 qmax m1, m3 lam^3 + 6 qmax m2 lam), |G'''| <=
+    Gam3 = sum_k C(3, k) alpha_k beta_(3-k) and |G''| <= Gam2 = sum_k C(2, k)
+    alpha_k beta_(2-k) on the whole segment, so w_i times the remainder is >=
+    -|w_i| min(Gam3 / 6, Gam2) (the second form is finite where psi''' is not,
+    e.g. Matern 2.5 at phi = 0). Gam3 = O(h^3): the bound converges.
+
+    Rounding. The model is that of the function built from the computed
+    offsets and centre; its difference from the exact kernel is input
+    rounding, which the factors' ``rounding`` covers (as in
+    :func:`radial_taylor`). The centre coefficients are computed at the
+    rounded pc (relative error <= (d + 2) u) and a_i (absolute error <=
+    (d + 1) u Aa_i, Aa_i = s2 + |c| . |x_i|), so they err by at most
+    (d + 2) u (m_(k+1) pc) + 40 u m_k (psi side) and (d + 1) u Aa Pm_(k+1)
+    + 4 u Pm_k (P side), Pm_k = p!/(p-k)! Tm^(p-k); the products and sums by
+    a few u of their terms. With Psi = (m0 + m1 pc) + (m1 + m2 pc) lam +
+    (m2 + m3' pc) lam^2 + m1 qmax and Pi = (Pm0 + Pm1 Aa) + (Pm1 + Pm2 Aa) r
+    + (Pm2 + Pm3 Aa) r^2 (m3' = m3 where finite, else 0, as in
+    :func:`radial_taylor`), every term the model sums is at most 2 Psi Pi
+    |w_i| in absolute value and every coefficient error at most a
+    (margin_rtol / 4) fraction of that, so ``mag`` = sum_i 4 |w_i| Psi Pi +
+    |remainders| lets the caller's ``margin_rtol(N, d) * mag`` (>= (8 (N + d)
+    + 256) u) cover them and the summation errors. The remainders and the
+    enclosures are computed from non-negative terms and widened by 1e-12.
+    """
+    Es, hs, sw, pc, pL, pU = geo
+    c0, c1, c2, m0, m1, m2, m3 = der
+    B, d, N = Es.shape
+    u = 2.0**-53
+    wid = 1.0 + 1e-12
+    centre = 0.5 * (lo + hi)
+    h = 0.5 * (hi - lo)
+    aX = np.abs(Xs)
+    a = s2 + centre @ Xs.T
+    Aa = s2 + np.abs(centre) @ aX.T
+    r = (h @ aX.T) * wid
+    Tm = (np.abs(a) + r) * wid + 2.0 * (d + 2) * u * Aa
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        P = [a**p, p * a ** (p - 1), p * (p - 1) * a ** (p - 2) if p >= 2 else np.zeros_like(a)]
+        Pm = [_FALLING(p, k) * Tm ** max(p - k, 0) if k <= p else np.zeros_like(a) for k in range(4)]
+        finite = np.isfinite(c0) & np.isfinite(c1) & np.isfinite(c2)
+        bad = ~finite.all(-1)
+        c0, c1, c2 = (np.where(finite, v, 0.0) for v in (c0, c1, c2))
+        swv = np.broadcast_to(np.asarray(sw, dtype=np.float64), (d,))
+        G = -2.0 * swv[None, :, None] * Es  # (B, d, N)
+        XT = Xs.T  # (d, N)
+        w00, w10, w01 = w * c0 * P[0], w * c1 * P[0], w * c0 * P[1]
+        w20, w11, w02 = w * c2 * P[0], w * c1 * P[1], w * c0 * P[2]
+        value = w00.sum(-1)
+        grad = np.matmul(G, w10[:, :, None])[:, :, 0] + w01 @ Xs
+        diag = (swv * swv)[None, :] * w10.sum(-1)[:, None]
+        cross = np.matmul(G * w11[:, None, :], Xs[None, :, :])
+        M = (np.matmul(G * w20[:, None, :], G.transpose(0, 2, 1)) + cross + cross.transpose(0, 2, 1)
+             + np.matmul(XT[None, :, :] * w02[:, None, :], Xs[None, :, :]))
+        lmax = 2.0 * np.matmul(hs[:, None, :], np.abs(Es))[:, 0, :] * wid
+        qmax = (hs * hs).sum(-1)[:, None] * wid
+        lam = (lmax + 2.0 * qmax) * wid
+        al = [m0, m1 * lam, m2 * lam**2 + 2.0 * qmax * m1, m3 * lam**3 + 6.0 * qmax * m2 * lam]
+        be = [Pm[k] * r**k for k in range(4)]
+        gam3 = al[0] * be[3] + 3.0 * al[1] * be[2] + 3.0 * al[2] * be[1] + al[3] * be[0]
+        gam2 = al[0] * be[2] + 2.0 * al[1] * be[1] + al[2] * be[0]
+        gam = np.fmin(gam3 / 6.0, gam2) * wid  # fmin: a NaN (inf * 0) form loses to the other
+        rem_i = -np.abs(w) * gam
+        rem_i = np.where(np.isnan(rem_i), -np.inf, rem_i)
+        rem = rem_i.sum(-1) * wid
+        m3f = np.where(np.isfinite(m3), m3, 0.0)
+        Psi = (m0 + m1 * pc) + (m1 + m2 * pc) * lam + (m2 + m3f * pc) * lam**2 + m1 * qmax
+        Pi = (Pm[0] + Pm[1] * Aa) + (Pm[1] + Pm[2] * Aa) * r + (Pm[2] + Pm[3] * Aa) * r**2
+        r_abs = np.where(np.isfinite(rem_i), -rem_i, 0.0)
+        mag = (4.0 * np.abs(w) * Psi * Pi + r_abs).sum(-1)
+    ok = ~bad & np.isfinite(rem) & np.isfinite(mag) & np.isfinite(value) & np.isfinite(grad).all(-1) \
+        & np.isfinite(M).all(axis=(1, 2))
+    value, mag = np.where(ok, value, 0.0), np.where(ok, mag, 0.0)
+    grad, diag = np.where(ok[:, None], grad, 0.0), np.where(ok[:, None], diag, 0.0)
+    M = np.where(ok[:, None, None], M, 0.0)
+    rem = np.where(ok, np.minimum(rem, 0.0), -np.inf)
+    return TaylorModel(value, grad, diag, M, rem, mag)

@@ -5,7 +5,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ..exceptions import UnsupportedKernelError
 from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, interval_lower, power_rounding, widen_enclosure
-from ._radial import parts_of, product_parts, radial_geometry, radial_taylor
+from ._radial import parts_of, product_parts, radial_geometry, radial_polynomial_taylor, radial_taylor
 
 
 def _interval_product(a1, b1, a2, b2):
@@ -186,7 +186,11 @@ class ProductAdapter(KernelAdapter):
     :func:`._radial.radial_taylor` builds its second-order model with a
     third-order remainder from the Leibniz rule (:func:`._radial.product_parts`:
     exact centre derivatives, derivative ranges by interval arithmetic).
-    Otherwise there is no Taylor model (None).
+    A radial factor, or an anisotropic stationary one (RBF, Matern,
+    RationalQuadratic), times a dot-product power (constants allowed on either
+    side): the multivariate second-order model of
+    :func:`._radial.radial_polynomial_taylor` (Leibniz rule along segments,
+    third-order remainder). Otherwise there is no Taylor model (None).
     """
 
     def __init__(self, kernel, Xs, make):
@@ -330,7 +334,47 @@ class ProductAdapter(KernelAdapter):
             return self.other.taylor(lo, hi, self.const * w)
         geom = radial_geometry(lo, hi, self.Xs)
         parts = self.radial_parts(geom)
-        return None if parts is None else radial_taylor(geom, parts, w)
+        if parts is not None:
+            return radial_taylor(geom, parts, w)
+        return self._radial_polynomial_taylor(lo, hi, w, geom)
+
+    def _radial_polynomial_taylor(self, lo, hi, w, geom):
+        """Taylor model of a radial or stationary factor times a dot-product
+        power (:func:`._radial.radial_polynomial_taylor`, proof there), e.g.
+        ``C * RBF(l) * DotProduct(s) ** 2``, anisotropic ``RBF`` and Matern
+        included; None for other products. Constant factors on either side
+        scale the weights (exact up to one rounding per weight, which the
+        relative margin's constant covers as for ``C * k``)."""
+        from .polynomial import DotProductPowerAdapter
+        from .stationary import PoweredStationaryAdapter, StationaryAdapter
+
+        (sa, a), (sb, b) = _scaled_core(self.k1), _scaled_core(self.k2)
+        if isinstance(a, DotProductPowerAdapter):
+            (sa, a), (sb, b) = (sb, b), (sa, a)
+        if not isinstance(b, DotProductPowerAdapter) or isinstance(a, DotProductPowerAdapter):
+            return None
+        wf = w * (sa * sb)
+        parts = parts_of(a, geom)
+        if parts is not None:
+            ms = parts.magnitudes()
+            der = (parts.c0, parts.c1, parts.c2) + tuple(
+                np.maximum(ms[k], np.abs(ck)) for k, ck in enumerate((parts.c0, parts.c1, parts.c2, 0.0)))
+            geo = (geom.Es, geom.h, np.ones(lo.shape[1]), geom.sc, geom.sL, geom.sU)
+        elif isinstance(a, StationaryAdapter) and not isinstance(a, PoweredStationaryAdapter) \
+                and type(a).d3psi is not StationaryAdapter.d3psi:
+            Es, _, hs, pL, pU, pc = a._ranges(lo, hi)
+            pL, pU = pL * (1.0 - 1e-12), pU * (1.0 + 1e-12)
+            with np.errstate(all="ignore"):
+                # |psi^(k)| is decreasing in phi for k = 0..3 (signs and
+                # monotonicity of psi's derivatives, class docstrings of the
+                # stationary adapters, checked in tests/test_kernels.py).
+                m = [np.abs(f(pL)) * (1.0 + 1e-13) + 1e-300 for f in (a.psi, a.dpsi, a.d2psi, a.d3psi)]
+                c = [f(pc) for f in (a.psi, a.dpsi, a.d2psi)]
+            der = tuple(c) + tuple(np.maximum(m[k], np.abs(c[k])) if k < 3 else m[k] for k in range(4))
+            geo = (Es, hs, 1.0 / np.asarray(a.length_scale, dtype=np.float64), pc, pL, pU)
+        else:
+            return None
+        return radial_polynomial_taylor(geo, der, self.Xs, b.s2, b.p, lo, hi, wf)
 
     def linearise(self, lo, hi, w):
         if self.const is not None:
@@ -372,6 +416,15 @@ class ProductAdapter(KernelAdapter):
         # both valid; keep the envelope's ilb only if it is the larger one.
         rel.ilb = np.maximum(rel.ilb + const, interval_lower(w, plo, phi))
         return rel
+
+
+def _scaled_core(adapter):
+    """``(scale, core)``: an adapter with its constant factors taken off
+    (``C1 * (C2 * k)`` -> ``(C1 C2, k)``)."""
+    scale = 1.0
+    while isinstance(adapter, ProductAdapter) and adapter.const is not None:
+        scale, adapter = scale * adapter.const, adapter.other
+    return scale, adapter
 
 
 class ExponentiationAdapter(KernelAdapter):
