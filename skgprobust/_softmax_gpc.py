@@ -134,7 +134,7 @@ Over a box T:
   ``q(kappa) = q(kappa0) + g.(kappa - kappa0) + delta^T T_j delta``,
   ``g = 2 T_j kappa0``; the linear part is bounded exactly like a mean
   (affine_lower on each class's kernel), the quadratic part, for sums of
-  RBF / Matern kernels, by the RKHS bound ``|delta^T T_j delta| <= rho_j
+  RBF / Matern / RationalQuadratic kernels, by the RKHS bound ``|delta^T T_j delta| <= rho_j
   sum_i H0_i h_i^2`` (:meth:`_ReducedVariance._rkhs_setup`: rho_j the
   spectral radius of T_j K_c, H0 the kernel's curvature at 0, h the box
   half-widths; independent of N and of per-point kernel intervals), else
@@ -932,7 +932,9 @@ class _ReducedVariance:
         rho_j = ||Phi T_j Phi*|| = spectral radius of T_j K_c = ||K_c^1/2 T_j
         K_c^1/2||_2 (self-adjoint; the non-zero spectra of AB and BA agree).
         For kernels that are sums of non-negative multiples of RBF / Matern
-        (1.5, 2.5, inf) terms and constants
+        (1.5, 2.5, inf) / RationalQuadratic (alpha <= 1.5e5: its alpha-fold
+        relative rounding stays below 4e-11, inside the 1e-10 of delta_K
+        below) terms and constants
         (:class:`~skgprobust._bounds._variance.SmoothCovariance`),
         ``||g||^2 <= u^T H0 u <= sum_j H0_j h_j^2`` over the box (x = x0 +
         u, |u_j| <= h_j; proven in :mod:`skgprobust._bounds._variance`, "The

@@ -638,7 +638,8 @@ def _lmc_adversarial(seed=0, n=16, d=2, P=3, L=2, amp=1.0, noise=1e-8, offset=0.
     X = rng.uniform(-2, 2, (n, d))
     X = np.vstack([X, X[:3] + 1e-7 * rng.normal(size=(3, d))])
     base = {"rbf": lambda: RBF(rng.uniform(0.5, 1.5, d)), "matern2.5": lambda: Matern(rng.uniform(0.5, 1.5, d), nu=2.5),
-            "matern1.5": lambda: Matern(rng.uniform(0.5, 1.5, d), nu=1.5)}
+            "matern1.5": lambda: Matern(rng.uniform(0.5, 1.5, d), nu=1.5),
+            "rq": lambda: RationalQuadratic(rng.uniform(0.5, 1.5), rng.choice([0.05, 1.0, 1e5]))}
     kernels = [ConstantKernel(amp) * base[kinds[l % len(kinds)]]() for l in range(L)]
     if const:
         kernels[0] = kernels[0] + ConstantKernel(const)
@@ -680,11 +681,12 @@ _ADVERSARIAL = {
     "scales": dict(ratio=1e3, noise=1e-8),  # cross-output sections >> k_pp(x, x) of the small output
     "normalize": dict(normalize_y=True, yoff=1e4, amp=10.0, noise=1e-9, kinds=("matern1.5", "rbf"), const=3.0),
     "three_latents": dict(L=3, P=4, noise=1e-8, kinds=("rbf", "matern2.5", "matern1.5")),
+    "rational_quadratic": dict(seed=1, L=2, noise=1e-9, offset=1e3, kinds=("rq", "rq")),
 }
 
 
 #: The cases of the default run; the others run with ``-m slow`` (CI).
-_ADVERSARIAL_FAST = ("scales", "tiny_noise")
+_ADVERSARIAL_FAST = ("scales", "tiny_noise", "rational_quadratic")
 
 
 @pytest.mark.parametrize(
@@ -719,12 +721,16 @@ def test_local_bound_is_used_and_refused_for_unsupported_latents():
     outs = mo.observed_[1]
     assert sm.value_scale >= np.max(np.abs(mo.W_[1]) @ (np.abs(mo.W_[outs]) * k0).T) * (1 - 1e-15)
     # A latent kernel outside the smooth family switches the bound off for
-    # the outputs it reaches (RationalQuadratic), not for the others.
+    # the outputs it reaches (Matern 0.5, not twice differentiable), not for
+    # the others; RationalQuadratic is in the family.
     X, Y = _data(seed=3)
     W = np.array([[1.0, 0.0], [0.5, -1.0], [0.0, 2.0]])
-    mo2 = MO(kernels=[RBF(1.0), RationalQuadratic(1.0, 1.0)], W=W, W_bounds="fixed", noise_level=1e-6,
+    mo2 = MO(kernels=[RBF(1.0), Matern(1.0, nu=0.5)], W=W, W_bounds="fixed", noise_level=1e-6,
              optimizer=None).fit(X, Y)
     assert [v.smooth is not None for v in mo2._bound_model().variances()] == [True, False, False]
+    mo3 = MO(kernels=[RBF(1.0), RationalQuadratic(1.0, 1.0)], W=W, W_bounds="fixed", noise_level=1e-6,
+             optimizer=None).fit(X, Y)
+    assert all(v.smooth is not None for v in mo3._bound_model().variances())
 
 
 def test_composite_value_rounding_constant():
@@ -802,7 +808,7 @@ def _snr_cases(draw):
     d = draw(st.integers(1, 3))
     L = draw(st.integers(1, 3))
     P = draw(st.integers(1, 4))
-    kinds = tuple(draw(st.sampled_from(["rbf", "matern2.5", "matern1.5"])) for _ in range(L))
+    kinds = tuple(draw(st.sampled_from(["rbf", "matern2.5", "matern1.5", "rq"])) for _ in range(L))
     kw = dict(seed=draw(st.integers(0, 2**16)), n=draw(st.integers(3, 30)), d=d, P=P, L=L, kinds=kinds,
               amp=draw(st.sampled_from([1.0, 1e2, 1e4])), noise=draw(st.sampled_from([1e-10, 1e-8, 1e-6, 1e-3])),
               offset=draw(st.sampled_from([0.0, 1e3, 1e5])), ratio=draw(st.sampled_from([1.0, 1e-2, 1e3])),

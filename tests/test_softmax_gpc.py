@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, RationalQuadratic, WhiteKernel
 
 from skgprobust._softmax_gpc import SoftmaxGaussianProcessClassifier, _reduce, softmax_point
 
@@ -340,10 +340,11 @@ def _attack_reduced(red, lo, hi, rng, n_samples):
     return a_lo, a_hi
 
 
-@pytest.mark.parametrize("shared", [True, False])
-def test_reduced_variance_bounds_contain_sampled_values(shared):
+@pytest.mark.parametrize("shared,kind", [(True, "matern"), (False, "rbf"), (True, "rq")])
+def test_reduced_variance_bounds_contain_sampled_values(shared, kind):
     X, y = _data(m=3, n_per=7, seed=5)
-    kernel = ConstantKernel(2.0) * Matern(1.0, nu=2.5) if shared else ConstantKernel(2.0) * RBF(1.0)
+    kernel = ConstantKernel(2.0) * {"matern": Matern(1.0, nu=2.5), "rbf": RBF(1.0),
+                                    "rq": RationalQuadratic(1.0, 0.3)}[kind]
     clf = _fit(X, y, kernel, optimizer=None, shared_kernel=shared)
     red = clf._bound_model().reduced
     rng = np.random.default_rng(0)
@@ -759,7 +760,7 @@ def _problems(draw):
     seed = draw(st.integers(0, 2**16))
     ls = draw(st.floats(0.4, 2.5))
     amp = draw(st.floats(0.5, 4.0))
-    kind = draw(st.sampled_from(["rbf", "matern", "white"]))
+    kind = draw(st.sampled_from(["rbf", "matern", "white", "rq"]))
     shared = draw(st.booleans())
     gamma = draw(st.floats(0.01, 0.5))
     return m, d, seed, ls, amp, kind, shared, gamma
@@ -771,7 +772,8 @@ def _problems(draw):
 def test_slow_sweep_bounds_are_sound(problem):
     m, d, seed, ls, amp, kind, shared, gamma = problem
     X, y = _data(m=m, n_per=5, d=d, seed=seed)
-    base = {"rbf": RBF(ls), "matern": Matern(ls, nu=1.5), "white": RBF(ls) + WhiteKernel(0.1)}[kind]
+    base = {"rbf": RBF(ls), "matern": Matern(ls, nu=1.5), "white": RBF(ls) + WhiteKernel(0.1),
+            "rq": RationalQuadratic(ls, 0.5)}[kind]
     clf = _fit(X, y, ConstantKernel(amp) * base, optimizer=None, shared_kernel=shared, proba_tol=0.03)
     rng = np.random.default_rng(seed)
     x0 = X[rng.integers(len(X))] + 0.1

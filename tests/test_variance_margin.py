@@ -119,7 +119,7 @@ def test_rkhs_increment_lemma(kind):
         "matern1.5": lambda s: (1 + r3 * s) * mp.e ** (-r3 * s),
         "matern2.5": lambda s: (1 + r5 * s + 5 * s**2 / 3) * mp.e ** (-r5 * s),
     }[kind]
-    c2 = mp.mpf(SmoothCovariance.PROFILES[kind][0])
+    c2 = mp.mpf(SmoothCovariance.profile(kind)[0])
     for e in np.linspace(-6, 3, 200):
         s = mp.mpf(10) ** mp.mpf(float(e))
         assert 2 * (prof(0) - prof(s)) <= c2 * s**2

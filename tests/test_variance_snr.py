@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import make_friedman1
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Exponentiation, ExpSineSquared
-from sklearn.gaussian_process.kernels import Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import Matern, RationalQuadratic, WhiteKernel
 
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust._bounds._variance import SmoothCovariance
@@ -57,6 +57,10 @@ def make_kernel(kind, d):
         return ConstantKernel(1.0) * Matern(ls, nu=2.5) + WhiteKernel(1e-3, (1e-9, 1.0))
     if kind == "rbf+white":
         return RBF(1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rq":
+        return ConstantKernel(1.0) * RationalQuadratic(1.0, 1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rq-small-alpha":
+        return ConstantKernel(1.0) * RationalQuadratic(1.0, 0.05, alpha_bounds="fixed") + WhiteKernel(1e-3, (1e-9, 1.0))
     return ConstantKernel(1.0) * RBF(ls) + WhiteKernel(1e-3, (1e-9, 1.0))  # c*rbf+white
 
 
@@ -97,19 +101,31 @@ def check_box(reg, lo, hi, rng, n=N_ATTACK):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["rbf", "matern2.5", "matern1.5"])
-def test_remainder_constants(kind):
-    """f(s) = 2 k(0) - 2 k(s) + 2 s k'(s) - k''(0) s^2 <= C s^p (unit amplitude),
-    checked in 50-digit arithmetic on a log grid."""
-    mp = pytest.importorskip("mpmath")
-    mp.mp.dps = 50
+RQ_KINDS = [("rq", a) for a in (1e-3, 0.1, 0.5, 2.0, 30.0, 1e5)]
+
+
+def _mp_profile(mp, kind):
     r3, r5 = mp.sqrt(3), mp.sqrt(5)
-    prof = {
+    if isinstance(kind, tuple):
+        a = mp.mpf(kind[1])
+        return lambda s: (1 + s**2 / (2 * a)) ** (-a)
+    return {
         "rbf": lambda s: mp.e ** (-(s**2) / 2),
         "matern1.5": lambda s: (1 + r3 * s) * mp.e ** (-r3 * s),
         "matern2.5": lambda s: (1 + r5 * s + 5 * s**2 / 3) * mp.e ** (-r5 * s),
     }[kind]
-    c2, C, p = SmoothCovariance.PROFILES[kind]
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern2.5", "matern1.5"] + RQ_KINDS, ids=str)
+def test_remainder_constants(kind):
+    """f(s) = 2 k(0) - 2 k(s) + 2 s k'(s) - k''(0) s^2 <= C s^p (unit amplitude),
+    checked in 50-digit arithmetic on a log grid; RationalQuadratic for
+    alphas from 1e-3 to 1e5 (C = 0.75 (1 + 1 / alpha) from the Gamma scale
+    mixture)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    prof = _mp_profile(mp, kind)
+    c2, C, p = SmoothCovariance.profile(kind)
     for e in np.linspace(-5, 2.5, 120):
         s = mp.mpf(10) ** mp.mpf(float(e))
         f = 2 * prof(0) - 2 * prof(s) + 2 * s * mp.diff(prof, s) + c2 * s**2
@@ -118,6 +134,26 @@ def test_remainder_constants(kind):
     # c2 = -kappa''(0) (one-sided second difference at 0)
     eps = mp.mpf(10) ** -12
     assert abs(2 * (prof(eps) - prof(0)) / eps**2 + c2) < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern2.5"] + RQ_KINDS, ids=str)
+def test_jacobian_rounding_constants(kind):
+    """sup |k'(s) / s| + sup s |d/ds (k'(s) / s)| <= 3 c2 (the input-rounding
+    part of SmoothCovariance.jacobian_rounding), sup |k'| <= SUP_SLOPE, and
+    2 (k(0) - k(s)) <= c2 s^2, in 50-digit arithmetic."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    prof = _mp_profile(mp, kind)
+    c2 = mp.mpf(SmoothCovariance.profile(kind)[0])
+    a1, a2 = mp.mpf(0), mp.mpf(0)
+    for e in np.linspace(-4, 3, 150):
+        s = mp.mpf(10) ** mp.mpf(float(e))
+        g = lambda t: mp.diff(prof, t) / t  # noqa: E731
+        a1 = max(a1, abs(g(s)))
+        a2 = max(a2, s * abs(mp.diff(g, s)))
+        assert abs(mp.diff(prof, s)) <= mp.mpf(SmoothCovariance.SUP_SLOPE)
+        assert 2 * (prof(0) - prof(s)) <= c2 * s**2
+    assert a1 + a2 <= 3 * c2
 
 
 def test_parse():
@@ -129,6 +165,8 @@ def test_parse():
         RBF(1.0) + ConstantKernel(0.5) + ConstantKernel(3.0) * RBF(2.0),
         ConstantKernel(2.0) * (RBF(1.0) + WhiteKernel(0.1)),
         Matern(1.0, nu=np.inf),
+        ConstantKernel(3.0) * RationalQuadratic(1.0, 0.5) + WhiteKernel(0.1),
+        RationalQuadratic(2.0, 1e5) + RBF(np.ones(d)),
     ]
     for k in ok:
         assert SmoothCovariance.parse(k, d) is not None, k
@@ -144,6 +182,7 @@ def test_parse():
         RBF(1.0) * RBF(2.0),
         WhiteKernel(0.1),
         RBF(np.ones(2)),  # wrong number of length scales
+        RationalQuadratic(1.0, 1e7),  # alpha above 1.5e5: relative rounding alpha u
     ]
     for k in bad:
         assert SmoothCovariance.parse(k, d) is None, k
@@ -162,6 +201,8 @@ CASES = [
     ("rbf-ard", 4, 60, True),
     ("c*rbf+white", 8, 80, True),
     ("matern2.5", 5, 70, False),
+    ("rq", 3, 60, True),
+    ("rq-small-alpha", 2, 50, False),
 ]
 
 
@@ -216,7 +257,9 @@ def test_gpc_boxes():
             assert l2[0] <= res.min and u2[0] >= res.max
 
 
-def test_large_feature_offset():
+@pytest.mark.parametrize("base", [RBF(1.0), RationalQuadratic(1.0, 1.0), RationalQuadratic(1.0, 1e5, "fixed")],
+                         ids=["rbf", "rq", "rq-1e5"])
+def test_large_feature_offset(base):
     """Inputs with a large offset (timestamps): rounding of the inputs makes
     the kernel values, and the Jacobian, inexact; the bound stays sound."""
     rng = np.random.default_rng(5)
@@ -225,7 +268,7 @@ def test_large_feature_offset():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reg = RobustGaussianProcessRegressor(
-            ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(1e-4, (1e-9, 1.0)), normalize_y=True
+            ConstantKernel(1.0) * base + WhiteKernel(1e-4, (1e-9, 1.0)), normalize_y=True
         ).fit(X, y)
     for width in (0.2, 1e-3, 1e-7):
         c = X[3] + 0.01
@@ -237,7 +280,8 @@ def test_large_feature_offset():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind,d,N,normalize_y", [("c*rbf+white", 3, 60, True), ("matern2.5", 2, 50, False)])
+@pytest.mark.parametrize("kind,d,N,normalize_y", [("c*rbf+white", 3, 60, True), ("matern2.5", 2, 50, False),
+                                                 ("rq", 3, 60, True)])
 def test_std_range_contains_sklearn(kind, d, N, normalize_y):
     reg, X = fit(kind, d, N, normalize_y, seed=10 + d)
     rng = np.random.default_rng(1)
@@ -252,6 +296,30 @@ def test_std_range_contains_sklearn(kind, d, N, normalize_y):
         # attack need not beat them.)
         assert r.min_lower[i, 0] <= res.min and res.max <= r.max_upper[i, 0]
         assert r.min_upper[i, 0] - r.min_lower[i, 0] <= eps and r.max_upper[i, 0] - r.max_lower[i, 0] <= eps
+
+
+def test_fitted_rational_quadratic_std_converges():
+    """A RationalQuadratic regressor fitted as users fit it (alpha runs to
+    sklearn's bound 1e5, small noise): std ranges at gamma = 2% of the
+    feature std converge to 1% of the std (before the RationalQuadratic
+    profile: lower end 0 after 5 s, ~9000 splits, on every row) and contain
+    sklearn's std at sampled points."""
+    X, y = make_friedman1(n_samples=303, n_features=5, noise=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(
+            ConstantKernel(10.0) * RationalQuadratic(1.0, 1.0) + WhiteKernel(0.25), normalize_y=True, random_state=0
+        ).fit(X[:300], y[:300])
+    assert reg._bound_model().variances("default")[0].smooth is not None
+    gamma = 0.02 * X[:300].std(0)
+    Xt = X[300:]
+    s = sk_std(reg, Xt)
+    rng = np.random.default_rng(0)
+    for i, x in enumerate(Xt):
+        r = reg.prediction_range(x[None], gamma, statistic="std", epsilon=0.01 * s[i], max_iter=200)
+        assert r.converged[0, 0]
+        res = attack(lambda P: sk_std(reg, P), x - gamma, x + gamma, rng, n_samples=N_ATTACK)
+        assert r.min_lower[0, 0] <= res.min and res.max <= r.max_upper[0, 0]
 
 
 def test_example_1_converges():
@@ -276,7 +344,8 @@ def test_example_1_converges():
 
 @st.composite
 def snr_cases(draw):
-    kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5"]))
+    kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5", "rq",
+                                 "rq-small-alpha"]))
     d = draw(st.integers(1, 8))
     N = draw(st.integers(10, 80))
     normalize_y = draw(st.booleans())

@@ -29,7 +29,8 @@ With little noise, v(x) is a small difference of large terms and the bounds
 above lose it: the dropped ``||A (r - r0)||^2`` is O(kappa0 h^2/l^2), far above
 v itself. When the cross-covariance kernel k_c (the fitted kernel without
 its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
-multiples of RBF / Matern(nu = 1.5, 2.5, inf) terms and constants
+multiples of RBF / Matern(nu = 1.5, 2.5, inf) / RationalQuadratic (alpha
+<= 1.5e5) terms and constants
 (:class:`SmoothCovariance`), each box also gets a bound whose error is
 O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
@@ -174,6 +175,20 @@ kappa''(0) <= 1.5 s^2 (RBF), 12.5 s^2 (Matern 2.5), 6 sqrt3 s (Matern 1.5)
 with (C, p) = (0.75, 4), (6.25, 4), (4 sqrt3, 3); increasing in s, so over the
 box s <= ||h / l|| (checked in 50-digit arithmetic in the tests; the ratio
 f / (C s^p) stays below 1). Constants contribute nothing to E.
+
+RationalQuadratic (alpha in [1e-100, 1.5e5]) is the scale mixture kappa(s) =
+E[exp(-tau s^2 / 2)] over tau ~ Gamma(alpha, rate alpha) (E tau = 1, E
+tau^2 = 1 + 1 / alpha: integrate e^(-tau s^2 / 2) against the Gamma
+density to get (1 + s^2 / (2 alpha))^-alpha), and everything above is
+linear in kappa: each RBF component of precision tau has f_tau(s) = f_rbf(
+sqrt(tau) s) <= 0.75 tau^2 s^4 and kappa_tau'' >= -tau, so f <= 0.75 (1 + 1 /
+alpha) s^4 and c2 = E tau = 1; sup |kappa'| <= E[sqrt tau] e^-1/2 <= 0.61
+(Jensen) and the Jacobian-rounding constants below are those of the RBF
+times E tau = 1. Its computed gradient carries the base's alpha-fold
+relative error, as its values do (``RationalQuadraticAdapter``):
+:meth:`SmoothCovariance.jacobian_rounding` adds it per entry. alpha <= 1.5e5
+(sklearn's default upper bound 1e5, reached through exp(log(1e5)) = 1e5 (1 + 1e-16)) keeps the kernel's relative rounding below
+the 1e-10 that the softmax model's RKHS constant assumes.
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -526,7 +541,8 @@ _SPECTRAL_MAX_REST = 0.05
 
 class SmoothCovariance:
     """The cross-covariance part k_c of a fitted kernel, when it is a sum of
-    non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) terms and
+    non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) /
+    RationalQuadratic (alpha in ``RQ_ALPHA``, kind ``("rq", alpha)``) terms and
     constants (WhiteKernel summands, also scaled, add noise only to the
     training Gram matrix and to k(x, x)): what the local RKHS bound needs
     (module doc, "High signal-to-noise").
@@ -548,13 +564,27 @@ class SmoothCovariance:
     # Matern 2.5 0.626, Matern 1.5 sqrt3 / e = 0.637; checked in the tests).
     SUP_SLOPE = 0.75
 
+    #: RationalQuadratic alphas with a profile here (module doc, "Remainder").
+    RQ_ALPHA = (1e-100, 1.5e5)
+
+    @classmethod
+    def profile(cls, kind):
+        """``(c2, C, p)`` of a term's kind: a name of :attr:`PROFILES`, or
+        ``("rq", alpha)`` for RationalQuadratic: (1, 0.75 (1 + 1 / alpha), 4)
+        (module doc, "Remainder": the Gamma scale mixture of RBFs), C rounded
+        up."""
+        if isinstance(kind, tuple):
+            alpha = float(kind[1])
+            return 1.0, 0.75 * (1.0 + 1.0 / alpha) * (1.0 + 4.0 * _U), 4.0
+        return cls.PROFILES[kind]
+
     def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
         self.H0 = np.zeros(d)
         for a, kind, ls in terms:
-            self.H0 += a * self.PROFILES[kind][0] / ls**2
+            self.H0 += a * self.profile(kind)[0] / ls**2
         # Rounding of the computed kernel values (module doc, "Rounding of the
         # local bound"): each entry errs, beyond the adapter's rounding(), by
         # <= c_val u value_scale (:meth:`value_rounding`, c_val the adapter's
@@ -596,13 +626,21 @@ class SmoothCovariance:
                 # lemma needs >= 0 (module doc, "Lemma: 0 <= P <= I").
                 c = float(k.noise_level)
                 return bool(np.isfinite(c) and c >= 0)
-            if t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
+            rq = t is K.RationalQuadratic
+            if rq:
+                a_rq = float(k.alpha)
+                if not (np.isfinite(a_rq) and cls.RQ_ALPHA[0] <= a_rq <= cls.RQ_ALPHA[1]):
+                    return False
+            if rq or t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
                 # |l|: sklearn's values are even in l (StationaryAdapter._length_scales).
                 ls = np.abs(np.squeeze(np.asarray(k.length_scale, dtype=np.float64)))
                 ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
                 if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
                     return False
-                kind = "rbf" if t is K.RBF or float(k.nu) == np.inf else f"matern{float(k.nu)}"
+                if rq:
+                    kind = ("rq", a_rq)
+                else:
+                    kind = "rbf" if t is K.RBF or float(k.nu) == np.inf else f"matern{float(k.nu)}"
                 if amp > 0:
                     terms.append((float(amp), kind, ls))
                 return True
@@ -643,7 +681,7 @@ class SmoothCovariance:
         E2 = np.zeros(len(h))
         share = np.zeros(h.shape)
         for a, kind, ls in self.terms:
-            _, C, p = self.PROFILES[kind]
+            _, C, p = self.profile(kind)
             z2 = (h / ls) ** 2
             s2 = z2.sum(-1)
             e = a * C * s2 ** (p / 2)
@@ -652,7 +690,7 @@ class SmoothCovariance:
         E2 = E2 * (1.0 + 1e-12)
         return E2, share / np.where(E2 > 0, E2, 1.0)[:, None]
 
-    def jacobian_rounding(self, amax, Xs):
+    def jacobian_rounding(self, amax, Xs, x0=None):
         """(B, d) bound on ||dJ_j||, the error of the computed Jacobian column
         j of k_c(x0, Xs) caused by rounding the inputs: per term
         |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
@@ -664,8 +702,23 @@ class SmoothCovariance:
         own rounding (16 u, relative) and the products and sums of the
         mixture (value_terms u) are bounded relative to the sum of the
         terms' magnitudes, |d k_t / d x_j| <= a_t w_ti sup|kappa'| / l_j
-        (no cancellation is assumed between terms of different sign)."""
+        (no cancellation is assumed between terms of different sign).
+
+        RationalQuadratic terms (``x0``, the (B, d) points, required): the
+        computed slope psi'(phi) = -(1 + t)^(-alpha - 1) / 2, t = phi / (2
+        alpha), carries the base's relative error |e| <= u + t (d + 6) u /
+        (1 + t) raised to the power alpha + 1 (``RationalQuadraticAdapter``),
+        i.e. a relative error of at most rel = expm1((alpha + 1) u + (1 + 1 /
+        alpha) (phi / 2) (d + 6) u) (1 + 4u) beyond the 16 u of every term.
+        Entry (i, j) of the term's gradient is a 2 psi' (x_j - x_ij) / l_j^2,
+        at most a (1 + t)^(-alpha - 1) |x0_j - x_ij| / l_j^2 in absolute
+        value; so its extra error is bounded by rel times that (phi from the
+        computed offsets: phi enlarged by 1e-12 relative for rel, which grows
+        with phi, and the power evaluated as exp(-(alpha + 1) log1p(t) (1 -
+        1e-12)) (1 + 1e-13), which covers the few-ulp errors of log1p, the
+        product and exp, for the factor, which falls with phi)."""
         out = np.zeros(amax.shape)
+        d = amax.shape[1]
         for t, (a, kind, ls) in enumerate(self.terms):
             e = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
             if self.weights is not None:
@@ -673,7 +726,24 @@ class SmoothCovariance:
                 e = e * w[None, :]
                 out += (16.0 + self.value_terms) * _U * self.SUP_SLOPE * a * np.linalg.norm(w) / ls[None, :]
             ds = np.linalg.norm(e, axis=1)  # (B,)
-            out += 3.0 * self.PROFILES[kind][0] * a * ds[:, None] / ls[None, :]
+            out += 3.0 * self.profile(kind)[0] * a * ds[:, None] / ls[None, :]
+            if isinstance(kind, tuple):
+                if x0 is None:
+                    return np.full(amax.shape, np.inf)
+                al = float(kind[1])
+                D = np.abs(x0[:, None, :] - Xs[None, :, :]) * (1.0 + 4.0 * _U)  # (B, N, d)
+                phi = ((D / ls) ** 2).sum(-1)  # (B, N)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    expo = ((al + 1.0) * _U + (1.0 + 1.0 / al) * 0.5 * phi * (1.0 + 1e-12) * (d + 6) * _U)
+                    rel = np.expm1(np.minimum(expo * (1.0 + 4.0 * _U), 700.0)) * (1.0 + 4.0 * _U)
+                    rel = np.where(expo < 700.0, rel, np.inf)
+                    fac = np.exp(-(al + 1.0) * np.log1p(phi * (1.0 - 1e-12) / (2.0 * al)) * (1.0 - 1e-12))
+                    fac = fac * (1.0 + 1e-13) + 1e-300
+                    G = a * (rel * fac)[:, :, None] * D / ls**2  # (B, N, d)
+                    if self.weights is not None:
+                        G = G * self.weights[t][None, :, None]
+                    G = np.where(np.isnan(G), np.inf, G)
+                    out = out + np.sqrt((G * G).sum(1)) * (1.0 + 1e-12)
         return out * (1.0 + 1e-12) if self.weights is not None else out
 
 
@@ -1619,7 +1689,7 @@ class LatentVariance:
         scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
         amax = np.abs(x0)
         dr0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
-        dJ = sm.jacobian_rounding(amax, self.adapter.Xs) + 16.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
+        dJ = sm.jacobian_rounding(amax, self.adapter.Xs, x0) + 16.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
         h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0
