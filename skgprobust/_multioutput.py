@@ -288,6 +288,18 @@ class _OutputAdapter(KernelAdapter):
             out = out + a.values(X) * c
         return out
 
+    def rkhs_increment(self, lo, hi):
+        """sum_l W_pl^2 D_l: the query sections are those of k_pp = sum_l
+        W_pl^2 k_l (module doc, "Mixed sections" of
+        :mod:`skgprobust._bounds._variance`), whose feature map is (W_pl f_l)_l."""
+        lo = np.atleast_2d(lo)
+        D = np.zeros(len(lo))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for a, w2 in zip(self.adapters, self.w2):
+                D = D + w2 * a.rkhs_increment(lo, hi)
+            D = D * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
+
     def value_and_grad(self, X):
         X = np.asarray(X, dtype=np.float64)
         K = np.zeros((len(X), len(self.Xs)))

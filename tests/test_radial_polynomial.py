@@ -242,3 +242,22 @@ def test_sweep_fast(case):
 @given(_cases())
 def test_sweep(case):
     _run_case(case)
+
+
+@pytest.mark.parametrize("kernel", [RBF(1e200) * DotProduct(1.0), RBF(1e200) * RBF(1.0),
+                                    Matern(1e160, nu=2.5) * DotProduct(1.0) ** 2], ids=repr)
+def test_huge_length_scales_in_products(kernel):
+    """Soundness hunt: an isotropic length scale above ~1.3e154 inside a
+    product made stationary_parts raise OverflowError (Python's float **);
+    now no radial model for it, and the ranges still hold."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 2))
+    y = np.sin(X[:, 0]) + X[:, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = RobustGaussianProcessRegressor(kernel, optimizer=None, alpha=1e-6).fit(X, y)
+        r = m.prediction_range(X[:2], 0.05, statistic="mean", max_iter=50)
+    for i in range(2):
+        P = X[i] + 0.05 * rng.uniform(-1, 1, (2000, 2))
+        v = m.predict(P)
+        assert r.min_lower[i, 0] <= v.min() and v.max() <= r.max_upper[i, 0]

@@ -92,15 +92,10 @@ def affine_variance_enclosure(variance, lo, hi):
     dlo, dhi = ad.diag_interval(lo, hi)
     dr = np.maximum(np.maximum(khi - r0, r0 - klo), 0.0)
     e = variance.lam_max * np.einsum("bi,bi->b", dr, dr)
-    if variance.smooth is not None:
-        h1 = np.maximum(hi - centre, centre - lo) * (1.0 + 4.0 * _U)
-        # (1 + rho): the lemma for the float factor, P <= (1 + rho) I, as
-        # in LatentVariance.bounds (module doc of _variance, "The lemma for
-        # the float factor": the RKHS remainder is ||A dr||^2 <= (1 + rho)
-        # Dh^2; the factor was missing here).
-        with np.errstate(over="ignore", invalid="ignore"):
-            rkhs = (variance.smooth.H0 * h1 * h1).sum(-1) * (1.0 + variance.rho) * (1.0 + 1e-12)
-        e = np.minimum(e, np.where(np.isnan(rkhs), np.inf, rkhs))
+    # The RKHS remainder ||A dr||^2 <= (1 + rho) sup ||k_x - k_x0||_H^2, as in
+    # LatentVariance.bounds (module doc of _variance, "The RKHS remainder"
+    # and "The lemma for the float factor").
+    e = np.minimum(e, variance.rkhs_remainder(lo, hi))
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (
         np.abs(q0)

@@ -165,6 +165,15 @@ class TaylorModel:
         )
 
 
+def box_halfwidths(lo, hi):
+    """``(c, h1)``: the float centre c = (lo + hi) / 2 of each box and
+    half-widths h1 >= 0 with [lo, hi] inside [c - h1, c + h1] (the centre's
+    rounding: max(hi - c, c - lo), each rounded, times 1 + 4u)."""
+    lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+    c = 0.5 * (lo + hi)
+    return c, np.maximum(hi - c, c - lo) * (1.0 + 4.0 * 2.0**-53)
+
+
 def widen_enclosure(klo, khi):
     """``(klo', khi', A)``: the float enclosure [klo, khi] of k over a box
     widened by 1e-6 relative and ``SUBNORMAL`` absolute (its own rounding,
@@ -598,6 +607,67 @@ class KernelAdapter:
         mag = (np.abs(w) * amax).sum(axis=-1)
         zeros = np.zeros((B, d))
         return Relaxation(ilb, zeros, zeros.copy(), ilb, mag, hi - lo)
+
+    def diag_taylor(self, lo, hi, sign=1.0):
+        """Optional :class:`TaylorModel` of ``sign * k(x, x)`` (sign +-1) about
+        the box centres: ``sign k(c + u, c + u) >= value + grad . u + diag .
+        u^2 + 1/2 u^T M u + rem`` on the box (k's exact diagonal; sklearn's
+        rounding of it is the caller's, as for ``diag_interval``), or None.
+
+        The variance bounds use it with the Taylor model of the weighted
+        kernel sum, so that k(x, x) and q(x), which move together to first
+        order on a non-stationary kernel, are bounded jointly (module doc of
+        :mod:`skgprobust._bounds._variance`, "Non-constant diagonals"). The
+        default: a constant model where ``diag_interval`` is a single value on
+        every box (stationary kernels, constants), else None.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+        sign : float, default=1.0
+            +1 or -1.
+
+        Returns
+        -------
+        model : TaylorModel or None
+        """
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        try:
+            dlo, dhi = self.diag_interval(lo, hi)
+        except Exception:  # no bound on k(x, x): no model
+            return None
+        dlo, dhi = np.broadcast_to(dlo, (len(lo),)), np.broadcast_to(dhi, (len(lo),))
+        if not np.all(dlo == dhi) or not np.all(np.isfinite(dlo)):
+            return None
+        B, d = lo.shape
+        z = np.zeros((B, d))
+        return TaylorModel(sign * dlo, z, z.copy(), np.zeros((B, d, d)), np.zeros(B), np.abs(dlo))
+
+    def rkhs_increment(self, lo, hi):
+        """Upper bound of sup_x ||k_x - k_c||_H^2 over each box, c = (lo + hi)
+        / 2 its float centre, k_x = k(., x) the kernel's cross-covariance
+        section (``WhiteKernel`` parts, which sklearn's k(X, Y) returns as 0,
+        contribute nothing), H its RKHS; +inf where unknown (the default).
+
+        Used by the variance bounds (:mod:`skgprobust._bounds._variance`, "The
+        RKHS remainder"): ||A (r(x) - r(c))||^2 <= (1 + rho) of this, for
+        any positive semi-definite kernel, independent of N and of the noise.
+        Implementations (real arithmetic, rounded up) use that the box lies in
+        c +- h1, h1 = max(hi - c, c - lo) (1 + 4u) (:func:`box_halfwidths`),
+        and feature maps: ||k_x - k_c||^2 = k(x, x) - 2 k(x, c) + k(c, c) =
+        ||f(x) - f(c)||^2.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        bound : ndarray of shape (B,)
+        """
+        return np.full(len(np.atleast_2d(lo)), np.inf)
 
     def taylor(self, lo, hi, w):
         """Optional :class:`TaylorModel` of ``sum_i w_bi k(x, x_i)``; None if

@@ -217,7 +217,10 @@ def stationary_parts(adapter, geom):
     ls = np.asarray(adapter.length_scale, dtype=np.float64)
     if ls.size > 1 and not np.all(ls == ls[0]):
         return None
-    l2 = float(ls.flat[0]) ** 2
+    with np.errstate(over="ignore"):
+        l2 = float(np.float64(ls.flat[0]) ** 2)
+    if not (np.isfinite(l2) and l2 > 0):  # length scale above ~1.3e154: no model (Python's ** raised OverflowError)
+        return None
     pc, pL, pU = geom.sc / l2, geom.sL / l2, geom.sU / l2
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         c0 = adapter.psi(pc)

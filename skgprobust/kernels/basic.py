@@ -6,7 +6,17 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import DotProduct
 
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, as_boxes, input_rounding, widen_enclosure
+from ._base import (
+    SUBNORMAL,
+    WIDEN,
+    KernelAdapter,
+    Relaxation,
+    TaylorModel,
+    as_boxes,
+    box_halfwidths,
+    input_rounding,
+    widen_enclosure,
+)
 from ._radial import RadialParts, radial_geometry, radial_taylor
 from .polynomial import DotProductPowerAdapter
 
@@ -48,6 +58,11 @@ class ConstantAdapter(KernelAdapter):
         s = self.c * w.sum(-1)
         zeros = np.zeros((B, d))
         return Relaxation(s, zeros, zeros.copy(), s, abs(self.c) * np.abs(w).sum(-1), zeros.copy())
+
+    def rkhs_increment(self, lo, hi):
+        """0 for c >= 0 (a constant feature map); +inf otherwise (not a
+        covariance). ``WhiteKernel``: 0, its cross-covariance sections are 0."""
+        return np.full(len(np.atleast_2d(lo)), 0.0 if self.psd else np.inf)
 
     def taylor(self, lo, hi, w):
         B, d = lo.shape
@@ -172,6 +187,21 @@ class ExpSineSquaredAdapter(KernelAdapter):
         # kernel with l / sqrt(e)); on more features r is a Euclidean norm and
         # the Gram matrix can be indefinite (tests/test_validation.py).
         self.psd = self.infinitely_divisible = self.Xs.shape[1] == 1
+
+    def rkhs_increment(self, lo, hi):
+        """2 (1 - min k) over the box: k_x - k_c has squared norm 2 (1 -
+        k(r)), r = ||x - c|| <= ||h1||, and sin^2(pi r / p) <= S = sin^2(pi
+        ||h1|| / p) while pi ||h1|| / p < pi / 2, else 1 (both rounded up).
+        Only where the kernel is proven PSD (one feature); +inf otherwise."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        if not self.psd:
+            return np.full(len(lo), np.inf)
+        _, h1 = box_halfwidths(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            arg = np.pi * np.sqrt((h1 * h1).sum(-1)) / self.p * (1.0 + 1e-12)
+            S = np.where(arg < 0.5 * np.pi, np.minimum(np.sin(arg) ** 2 * (1.0 + 1e-12) + 1e-300, 1.0), 1.0)
+            D = -2.0 * np.expm1(-2.0 * S * self.a * (1.0 + 1e-12)) * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
 
     def values(self, X):
         d = cdist(np.asarray(X, dtype=np.float64), self.Xs, "euclidean")

@@ -141,6 +141,19 @@ class SumAdapter(KernelAdapter):
             return self.k1.relax(lo, hi, w) + self.k2.relax(lo, hi, w)
         return self.linearise(lo, hi, w)[0]
 
+    def diag_taylor(self, lo, hi, sign=1.0):
+        """The children's models added (k(x, x) = k1(x, x) + k2(x, x)); None
+        if either has none."""
+        m1 = self.k1.diag_taylor(lo, hi, sign)
+        m2 = None if m1 is None else self.k2.diag_taylor(lo, hi, sign)
+        return None if m2 is None else m1 + m2
+
+    def rkhs_increment(self, lo, hi):
+        """D1 + D2: the feature map of k1 + k2 is (f1, f2)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = (self.k1.rkhs_increment(lo, hi) + self.k2.rkhs_increment(lo, hi)) * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
+
     def taylor(self, lo, hi, w):
         if self._own_constant(w.shape[-1], lo.shape[1]) is None:
             t1 = self.k1.taylor(lo, hi, w)
@@ -329,6 +342,53 @@ class ProductAdapter(KernelAdapter):
         p2 = None if p1 is None else parts_of(self.k2, geom)
         return None if p2 is None else product_parts(p1, p2)
 
+    def diag_taylor(self, lo, hi, sign=1.0):
+        """C k: the model of (sign sgn C) k scaled by |C|. k1 k2 where one
+        factor has a constant diagonal v on every box (a stationary kernel):
+        the other's model of (sign sgn v) k scaled by |v| (exact: v is the
+        value at every point). None otherwise."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        if self.const is not None:
+            m = self.other.diag_taylor(lo, hi, sign * (1.0 if self.const >= 0 else -1.0))
+            return None if m is None else _scale_model(m, abs(self.const))
+        for a, b in ((self.k1, self.k2), (self.k2, self.k1)):
+            try:
+                dlo, dhi = a.diag_interval(lo, hi)
+            except UnsupportedKernelError:
+                continue
+            dlo = np.broadcast_to(dlo, (len(lo),))
+            if np.all(dlo == np.broadcast_to(dhi, (len(lo),))) and np.all(np.isfinite(dlo)):
+                v = dlo[0] if np.all(dlo == dlo[0]) else None
+                if v is None:
+                    continue
+                m = b.diag_taylor(lo, hi, sign * (1.0 if v >= 0 else -1.0))
+                return None if m is None else _scale_model(m, abs(float(v)))
+        return None
+
+    def rkhs_increment(self, lo, hi):
+        """C k: |C| D for C >= 0 (+inf for C < 0, not a covariance). k1 k2:
+        its feature map is f1 (x) f2, and f(x) - f(c) = (f1(x) - f1(c)) (x)
+        f2(x) + f1(c) (x) (f2(x) - f2(c)), so sqrt(D) <= sqrt(D1 A2) +
+        sqrt(A1 D2), A_j >= k_j(x, x) on the box (``diag_interval``; it holds
+        k_j(c, c) too), rounded up."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        if self.const is not None:
+            if self.const < 0:
+                return np.full(len(lo), np.inf)
+            return self.const * self.other.rkhs_increment(lo, hi) * (1.0 + 1e-12)
+        D1, D2 = self.k1.rkhs_increment(lo, hi), self.k2.rkhs_increment(lo, hi)
+        if not (np.isfinite(D1).any() and np.isfinite(D2).any()):
+            return np.full(len(lo), np.inf)
+        try:
+            A1 = np.maximum(self.k1.diag_interval(lo, hi)[1], 0.0)
+            A2 = np.maximum(self.k2.diag_interval(lo, hi)[1], 0.0)
+        except UnsupportedKernelError:
+            return np.full(len(lo), np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = (np.sqrt(D1 * A2) + np.sqrt(A1 * D2)) * (1.0 + 1e-12)
+            D = r * r * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
+
     def taylor(self, lo, hi, w):
         if self.const is not None:
             return self.other.taylor(lo, hi, self.const * w)
@@ -418,6 +478,15 @@ class ProductAdapter(KernelAdapter):
         return rel
 
 
+def _scale_model(m, a):
+    """A :class:`TaylorModel` times a >= 0 (each part scaled; ``mag`` gains
+    2u of the scaled values for the products' rounding, inside the
+    callers' relative margin constants as for ``C * k``)."""
+    from ._base import TaylorModel
+
+    return TaylorModel(a * m.value, a * m.grad, a * m.diag, a * m.M, a * m.rem, a * m.mag)
+
+
 def _scaled_core(adapter):
     """``(scale, core)``: an adapter with its constant factors taken off
     (``C1 * (C2 * k)`` -> ``(C1 C2, k)``)."""
@@ -447,6 +516,23 @@ class ExponentiationAdapter(KernelAdapter):
         self.psd = bool(self.base.psd and (self.integer or self.base.infinitely_divisible))
         self.infinitely_divisible = self.base.infinitely_divisible
         self.magnitude_is_value = self.base.magnitude_is_value
+
+    def rkhs_increment(self, lo, hi):
+        """Integer e of a PSD base: its feature map is f^(x)e, and telescoping
+        gives sqrt(D) <= e A^((e-1)/2) sqrt(D_base), A >= k_base(x, x) on the
+        box (as for ``DotProduct ** p``); +inf for other exponents."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        if not (self.integer and self.psd):
+            return np.full(len(lo), np.inf)
+        Db = self.base.rkhs_increment(lo, hi)
+        try:
+            A = np.maximum(self.base.diag_interval(lo, hi)[1], 0.0)
+        except UnsupportedKernelError:
+            return np.full(len(lo), np.inf)
+        e = int(self.e)
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = e * e * A ** (e - 1) * Db * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
 
     def values(self, X):
         return self.base.values(X) ** self.e

@@ -162,7 +162,16 @@ from scipy.special import comb
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, TaylorModel, interval_lower, widen_enclosure
+from ._base import (
+    SUBNORMAL,
+    WIDEN,
+    KernelAdapter,
+    Relaxation,
+    TaylorModel,
+    box_halfwidths,
+    interval_lower,
+    widen_enclosure,
+)
 
 
 def is_dot_product_power(kernel):
@@ -439,6 +448,59 @@ class DotProductPowerAdapter(KernelAdapter):
             mask, np.prod(pas[self._alphas[:, None, :], np.minimum(self._alphas[None, :, :], p)], axis=-1), 0.0
         )
         self._shift_exp = np.where(mask[:, :, None], diff, 0)
+
+    def diag_taylor(self, lo, hi, sign=1.0):
+        """Model of sign (s + ||x||^2)^p: with a = s + ||c||^2 and t(u) = 2 c .
+        u + ||u||^2 (exact: ||c + u||^2 = ||c||^2 + t), the binomial theorem
+        gives (a + t)^p = a^p + p a^(p-1) t + C(p, 2) a^(p-2) t^2 + R3, so
+        value a^p, grad 2 p a^(p-1) c, diag p a^(p-1) (all j), M = 4 p (p-1)
+        a^(p-2) c c^T (the (c . u)^2 part of t^2), and the rest, C(p, 2)
+        a^(p-2) (t^2 - 4 (c . u)^2) + R3 = C(p, 2) a^(p-2) (4 (c . u) ||u||^2
+        + ||u||^4) + sum_(k >= 3) C(p, k) a^(p-k) t^k, bounded in absolute
+        value with |c . u| <= |c| . h1, ||u||^2 <= ||h1||^2, |t| <= 2 |c| .
+        h1 + ||h1||^2 (the box lies in c +- h1) and taken as ``rem`` (<= 0)
+        for either sign. p = 1: exact (rem = 0). ``mag`` = 4 (p + 1) (|a| +
+        tmax)^p + |rem| bounds every term (binomial expansion of (|a| +
+        |t|)^p) and a's rounding ((d + 1) u of a, carried p-fold)."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        c, h1 = box_halfwidths(lo, hi)
+        p, B, d = self.p, lo.shape[0], lo.shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = self.s2 + (c * c).sum(-1)
+            cu = (np.abs(c) * h1).sum(-1) * (1.0 + 1e-12)
+            uu = (h1 * h1).sum(-1) * (1.0 + 1e-12)
+            tmax = (2.0 * cu + uu) * (1.0 + 1e-12)
+            aa = np.abs(a)
+            rem = np.zeros(B)
+            if p >= 2:
+                rem = rem + comb(p, 2) * aa ** (p - 2) * (4.0 * cu * uu + uu * uu)
+            for k in range(3, p + 1):
+                rem = rem + comb(p, k) * aa ** (p - k) * tmax**k
+            rem = -rem * (1.0 + 1e-12)
+            value = sign * a**p
+            grad = sign * 2.0 * p * a[:, None] ** (p - 1) * c
+            diag = np.broadcast_to((sign * p * a ** (p - 1))[:, None], (B, d)).copy()
+            M = (sign * 4.0 * p * (p - 1) * a ** (p - 2))[:, None, None] * c[:, :, None] * c[:, None, :] if p >= 2 \
+                else np.zeros((B, d, d))
+            mag = 4.0 * (p + 1) * (aa + tmax) ** p - rem
+        ok = np.isfinite(rem) & np.isfinite(mag) & np.isfinite(value)
+        return TaylorModel(np.where(ok, value, 0.0), np.where(ok[:, None], grad, 0.0), np.where(ok[:, None], diag, 0.0),
+                           np.where(ok[:, None, None], M, 0.0), np.where(ok, rem, -np.inf), np.where(ok, mag, 0.0))
+
+    def rkhs_increment(self, lo, hi):
+        """(p R^(p-1) ||h1||)^2: the feature map of s + x . y is f(x) = (sigma_0,
+        x), so ||f(x) - f(c)|| = ||x - c|| <= ||h1||, and that of its p-th
+        power is f^(x)p (tensor power); telescoping f(x)^(x)p - f(c)^(x)p
+        over the p factors gives ||.|| <= p R^(p-1) ||f(x) - f(c)|| with R^2
+        = s + sum_j max(|lo_j|, |hi_j|)^2 >= ||f(x)||^2, ||f(c)||^2 (rounded
+        up)."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        _, h1 = box_halfwidths(lo, hi)
+        p = self.p
+        with np.errstate(over="ignore", invalid="ignore"):
+            R2 = (self.s2 + (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)) * (1.0 + 1e-12)
+            D = p * p * R2 ** (p - 1) * (h1 * h1).sum(-1) * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, D)
 
     # -- values ---------------------------------------------------------
     def _base(self, X):

@@ -20,6 +20,7 @@ from ._base import (
     Relaxation,
     TaylorModel,
     as_boxes,
+    box_halfwidths,
     input_rounding,
     interval_lower,
     power_rounding,
@@ -321,6 +322,20 @@ class StationaryAdapter(KernelAdapter):
         np.multiply((2.0 * slope)[:, :, None], grad, out=grad)
         np.multiply(grad, self.inv_ls2, out=grad)
         return self.psi(phi), grad
+
+    def rkhs_increment(self, lo, hi):
+        """2 (1 - psi(phi_max)): ||k_x - k_c||^2 = 2 (psi(0) - psi(phi(x, c)))
+        (psi(0) = 1) and psi decreases in phi <= phi_max = sum_j (h1_j /
+        l_j)^2 (rounded up; the computed psi within 1e-13 relative). Only for
+        a PSD kernel; +inf otherwise."""
+        lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
+        if not self.psd:
+            return np.full(len(lo), np.inf)
+        _, h1 = box_halfwidths(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            pmax = ((h1 * h1) * self.inv_ls2).sum(-1) * (1.0 + 1e-12)
+            D = 2.0 * np.maximum(1.0 - self.psi(pmax) * (1.0 - 1e-13), 0.0) * (1.0 + 1e-12)
+        return np.where(np.isnan(D), np.inf, np.minimum(D, 2.0 * (1.0 + 1e-12)))
 
     def _ranges(self, lo, hi):
         """Scaled signed offsets Es (B, d, N) of the support points from each box
