@@ -314,7 +314,7 @@ def taylor_lower(tm, h, dual=False):
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
 
-def affine_lower(adapter, W, c, lo, hi):
+def affine_lower(adapter, W, c, lo, hi, linearised=None):
     """Lower bounds of ``c + sum_i W[b, i] k(x, x_i)`` over each box b.
 
     The best of three valid bounds per box: interval, separable relaxation
@@ -331,6 +331,9 @@ def affine_lower(adapter, W, c, lo, hi):
         The constant.
     lo, hi : ndarray of shape (B, d)
         The boxes.
+    linearised : tuple, default=None
+        ``adapter.linearise(lo, hi, W)`` when the caller has computed it
+        (the same boxes and weights; it is used instead of a second call).
 
     Returns
     -------
@@ -338,10 +341,10 @@ def affine_lower(adapter, W, c, lo, hi):
         ``argmin`` minimises the relaxation that gave the bound: a good point
         at which to evaluate the function.
     """
-    return affine_lower_parts([(adapter, W)], c, lo, hi)
+    return affine_lower_parts([(adapter, W)], c, lo, hi, linearised=None if linearised is None else [linearised])
 
 
-def affine_lower_parts(parts, c, lo, hi, separate=True):
+def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None):
     """Lower bounds of ``c + sum_p sum_i W_p[b, i] k_p(x, x_pi)`` over each box
     b: a sum of affine means in *different* kernels (or supports), bounded
     jointly; :func:`affine_lower` is the one-part case.
@@ -356,6 +359,9 @@ def affine_lower_parts(parts, c, lo, hi, separate=True):
         Also take the sum of the parts' separate bounds (below); False saves
         their Taylor models' minimisation where the caller has another
         fallback.
+    linearised : list of tuple, default=None
+        Per part, ``adapter.linearise(lo, hi, W_p)`` already computed by the
+        caller for these boxes and weights (else computed here).
 
     Proof. Every adapter's relaxation (separable parabolas, interval bound,
     Taylor model) is a valid lower bound of its own part at every x of the
@@ -388,14 +394,14 @@ def affine_lower_parts(parts, c, lo, hi, separate=True):
     h = 0.5 * (hi - lo)
     centre = 0.5 * (lo + hi)
     rtol, absolute, rel, tm, has_tm, own_sum = 0.0, 0.0, None, None, True, 0.0
-    for adapter, W in parts:
+    for k, (adapter, W) in enumerate(parts):
         # Relative rounding margin: margin_rtol(N, d) unless the adapter proves
         # a smaller constant for its terms (KernelAdapter.mean_rtol).
         mean_rtol = getattr(adapter, "mean_rtol", None)
         rtol = max(rtol, margin_rtol(W.shape[-1], d) if mean_rtol is None else mean_rtol(W.shape[-1], d))
         # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
         absolute = absolute + np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
-        r, t = adapter.linearise(lo, hi, W)
+        r, t = adapter.linearise(lo, hi, W) if linearised is None else linearised[k]
         if separate and len(parts) > 1:  # this part's own best bound (before the margin)
             own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)
             if t is not None:

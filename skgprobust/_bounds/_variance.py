@@ -1521,7 +1521,9 @@ class LatentVariance:
         klo, khi = self.adapter.interval(lo, hi)
         dlo, dhi = self.adapter.diag_interval(lo, hi)
 
-        both = affine_lower(self.adapter, np.vstack([g, -g]), 0.0, np.vstack([lo, lo]), np.vstack([hi, hi]))
+        LO2, HI2, G2 = np.vstack([lo, lo]), np.vstack([hi, hi]), np.vstack([g, -g])
+        lin = self.adapter.linearise(LO2, HI2, G2)
+        both = affine_lower(self.adapter, G2, 0.0, LO2, HI2, linearised=lin)
         gmin, gmax = both.lower[:B], -both.lower[B:]
 
         # Lower bound of q (tangent plane), never below 0.
@@ -1578,7 +1580,7 @@ class LatentVariance:
         upper = np.where(np.isfinite(upper), upper, np.inf)
         arg_min, arg_max, score = both.argmin[B:], both.argmin[:B], both.score[:B]
         # (not for the exact polynomial kernels, whose bound below is tighter)
-        joint = self._diag_joint(lo, hi, g) if N > 0 and self.poly is None and np.any(dhi > dlo) else None
+        joint = self._diag_joint(lo, hi, g, lin[1]) if N > 0 and self.poly is None and np.any(dhi > dlo) else None
         if joint is not None:
             # Non-constant diagonal (module doc, "Non-constant diagonals"):
             # k(x, x) - g . r(x) bounded as one Taylor model, in place of
@@ -1609,7 +1611,7 @@ class LatentVariance:
             score = np.where((use_lo | use_hi)[:, None], score3, score)
         return VarianceBound(lower, upper, arg_min, arg_max, score)
 
-    def _diag_joint(self, lo, hi, g):
+    def _diag_joint(self, lo, hi, g, tm):
         """Bounds of F(x) = k(x, x) - g . r(x) over each box from the adapter's
         Taylor models of the diagonal (:meth:`~skgprobust.kernels.KernelAdapter.diag_taylor`)
         and of the weighted sums -g . r and g . r, added (module doc,
@@ -1617,15 +1619,17 @@ class LatentVariance:
         without models. Margins as in :func:`~skgprobust._bounds._mean.affine_lower`:
         the relative ``rtol (mag_diag + mag_sum)`` of our evaluation, and the
         absolute ``|g| . rounding`` of the kernel values sklearn computes (its
-        rounding of k(x, x) is in the caller's margin, as for dlo / dhi)."""
+        rounding of k(x, x) is in the caller's margin, as for dlo / dhi).
+        ``tm``: the adapter's Taylor model of the sums with weights ``[g;
+        -g]`` on the boxes ``[lo; lo]`` (what :meth:`bounds` has computed),
+        or None."""
         ad = self.adapter
+        if tm is None:
+            return None
         md = [ad.diag_taylor(lo, hi, 1.0), ad.diag_taylor(lo, hi, -1.0)]
         if md[0] is None or md[1] is None:
             return None
         B, d = lo.shape
-        _, tm = ad.linearise(np.vstack([lo, lo]), np.vstack([hi, hi]), np.vstack([-g, g]))
-        if tm is None:
-            return None
         mean_rtol = getattr(ad, "mean_rtol", None)
         N = self.n_support
         rtol = margin_rtol(N + 1, d) if mean_rtol is None else max(mean_rtol(N, d), margin_rtol(N + 1, d))
@@ -1633,7 +1637,8 @@ class LatentVariance:
         h = 0.5 * (hi - lo)
         centre = 0.5 * (lo + hi)
         out = []
-        for k, sl in enumerate((slice(0, B), slice(B, 2 * B))):
+        # +k - g . r: the -g half (rows B..2B); -k + g . r: the +g half.
+        for k, sl in enumerate((slice(B, 2 * B), slice(0, B))):
             m = md[k] + TaylorModel(tm.value[sl], tm.grad[sl], tm.diag[sl], tm.M[sl], tm.rem[sl], tm.mag[sl])
             v, u = taylor_lower(m, h)
             v = v - rtol * m.mag - absolute - 1e-300
