@@ -686,7 +686,7 @@ _ADVERSARIAL = {
 
 
 #: The cases of the default run; the others run with ``-m slow`` (CI).
-_ADVERSARIAL_FAST = ("scales", "tiny_noise", "rational_quadratic")
+_ADVERSARIAL_FAST = ("scales", "tiny_noise")
 
 
 @pytest.mark.parametrize(

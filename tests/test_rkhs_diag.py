@@ -201,7 +201,7 @@ def _check_var_box(reg, lo, hi, rng, n=2000):
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSORS))
-@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("d", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_fitted_variance_boxes(name, d):
     reg, X = _fit(name, d, seed=d)
     rng = np.random.default_rng(d)

@@ -631,6 +631,7 @@ class KernelAdapter:
         Returns
         -------
         model : TaylorModel or None
+            The lower model of ``sign * k(x, x)``, or None without one.
         """
         lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
         try:
@@ -666,6 +667,7 @@ class KernelAdapter:
         Returns
         -------
         bound : ndarray of shape (B,)
+            The upper bound per box (+inf where unknown).
         """
         return np.full(len(np.atleast_2d(lo)), np.inf)
 

@@ -327,7 +327,18 @@ class StationaryAdapter(KernelAdapter):
         """2 (1 - psi(phi_max)): ||k_x - k_c||^2 = 2 (psi(0) - psi(phi(x, c)))
         (psi(0) = 1) and psi decreases in phi <= phi_max = sum_j (h1_j /
         l_j)^2 (rounded up; the computed psi within 1e-13 relative). Only for
-        a PSD kernel; +inf otherwise."""
+        a PSD kernel; +inf otherwise.
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Corners of the boxes.
+
+        Returns
+        -------
+        bound : ndarray of shape (B,)
+            Upper bound of sup ||k_x - k_c||_H^2 over each box.
+        """
         lo, hi = np.atleast_2d(lo), np.atleast_2d(hi)
         if not self.psd:
             return np.full(len(lo), np.inf)
