@@ -298,3 +298,26 @@ def test_sweep_fast(case):
 @given(_cases())
 def test_sweep(case):
     _sweep_case(case, 2000)
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 0.05, 1.0, 1e3, 1e5, 1.4e5])
+@pytest.mark.parametrize("power", [1, 2])
+def test_rational_quadratic_increment_in_50_digits(alpha, power):
+    """Soundness hunt: RationalQuadratic's computed psi errs by ~alpha u near
+    phi = 0, and the increment built on it was 107x too small at alpha =
+    1e5 (half-width 9e-6); now from -expm1(-alpha log1p(t)). Checked against
+    the exact 2 (1 - psi(phi)^e) at the box's corners, in 50 digits."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    k = RationalQuadratic(2.0, alpha) ** power if power > 1 else RationalQuadratic(2.0, alpha)
+    ad = make_adapter(k, np.zeros((2, 1)))
+    rng = np.random.default_rng(0)
+    for h in 10.0 ** rng.uniform(-9, 0.5, 60):
+        c = rng.uniform(-3, 3)
+        lo, hi = np.array([[c - h]]), np.array([[c + h]])
+        D = ad.rkhs_increment(lo, hi)[0]
+        cc = 0.5 * (lo + hi)[0, 0]
+        for x in (lo[0, 0], hi[0, 0]):
+            phi = ((mp.mpf(x) - mp.mpf(cc)) / 2) ** 2
+            exact = 2 * (1 - ((1 + phi / (2 * mp.mpf(alpha))) ** (-mp.mpf(alpha))) ** power)
+            assert exact <= D, (h, float(exact), D)

@@ -326,8 +326,10 @@ class StationaryAdapter(KernelAdapter):
     def rkhs_increment(self, lo, hi):
         """2 (1 - psi(phi_max)): ||k_x - k_c||^2 = 2 (psi(0) - psi(phi(x, c)))
         (psi(0) = 1) and psi decreases in phi <= phi_max = sum_j (h1_j /
-        l_j)^2 (rounded up; the computed psi within 1e-13 relative). Only for
-        a PSD kernel; +inf otherwise.
+        l_j)^2 (rounded up). 1 - psi is bounded above by
+        :meth:`_one_minus_psi_upper` (the computed psi within 1e-13 relative,
+        or, where psi's evaluation is ill-conditioned near 1, an accurate
+        form). Only for a PSD kernel; +inf otherwise.
 
         Parameters
         ----------
@@ -345,8 +347,16 @@ class StationaryAdapter(KernelAdapter):
         _, h1 = box_halfwidths(lo, hi)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             pmax = ((h1 * h1) * self.inv_ls2).sum(-1) * (1.0 + 1e-12)
-            D = 2.0 * np.maximum(1.0 - self.psi(pmax) * (1.0 - 1e-13), 0.0) * (1.0 + 1e-12)
+            D = 2.0 * self._one_minus_psi_upper(pmax) * (1.0 + 1e-12)
         return np.where(np.isnan(D), np.inf, np.minimum(D, 2.0 * (1.0 + 1e-12)))
+
+    def _one_minus_psi_upper(self, phi):
+        """Upper bound of 1 - psi(phi) (real), from the computed psi: its
+        evaluation errs by a few ulps relative (exp, the Matern products)
+        for RBF and Matern, inside the 1e-13; subclasses whose psi is
+        ill-conditioned near 1 override it (RationalQuadratic: the base
+        1 + phi / (2 alpha) raised to -alpha carries alpha u)."""
+        return np.maximum(1.0 - self.psi(phi) * (1.0 - 1e-13), 0.0)
 
     def _ranges(self, lo, hi):
         """Scaled signed offsets Es (B, d, N) of the support points from each box
@@ -837,6 +847,18 @@ class RationalQuadraticAdapter(StationaryAdapter):
             value = np.where((expo < 700.0) & np.isfinite(value), np.minimum(value, T), T)
         return base + value, pL, pU
 
+    def _one_minus_psi_upper(self, phi):
+        """1 - (1 + t)^-alpha = -expm1(-alpha log1p(t)), t = phi / (2 alpha):
+        log1p, the product and expm1 are each accurate to a few ulps
+        relative, and -expm1(-y) increases with y, so t and y enlarged by
+        1e-12 relative and the result by 1e-12 bound it above (the computed
+        pow of a base near 1 errs by ~alpha u: 107x too small a bound at
+        alpha = 1e5, phi ~ 1e-11, soundness hunt)."""
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            t = phi * (1.0 + 1e-12) / (2.0 * self.a) * (1.0 + 1e-12)
+            y = self.a * np.log1p(t) * (1.0 + 1e-12)
+            return np.minimum(-np.expm1(-y) * (1.0 + 1e-12), 1.0)
+
     def values(self, X):
         d2 = cdist(np.asarray(X, dtype=np.float64), self.Xs, "sqeuclidean")
         return (1 + d2 / (2 * self.a * float(self.kernel.length_scale) ** 2)) ** -self.a
@@ -869,6 +891,15 @@ class PoweredStationaryAdapter(StationaryAdapter):
         integer = self.e == int(self.e)
         self.psd = bool(base.psd and (integer or base.infinitely_divisible))
         self.infinitely_divisible = base.infinitely_divisible
+
+    def _one_minus_psi_upper(self, phi):
+        """1 - psi_b^e = -expm1(e log1p(-m)), m = 1 - psi_b in [0, 1]: increasing
+        in m, so the base's upper bound of m (its own accurate form) and
+        enlargements by 1e-12 relative bound it above."""
+        with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+            m = np.minimum(self.base._one_minus_psi_upper(phi), 1.0)
+            y = -self.e * np.log1p(-m) * (1.0 + 1e-12)
+            return np.where(m >= 1.0, 1.0, np.minimum(-np.expm1(-y) * (1.0 + 1e-12), 1.0))
 
     def values(self, X):
         return self.base.values(X) ** self.e
