@@ -55,7 +55,7 @@ def softmax(ovr):
     return SoftmaxGaussianProcessClassifier(1.0 * RBF(2.0), optimizer=None).fit(X, y)
 
 
-@pytest.fixture(params=["binary", "ovr", "regressor", "softmax", "multioutput"])
+@pytest.fixture(params=["binary", "ovr", "regressor", pytest.param("softmax", marks=pytest.mark.slow), "multioutput"])
 def case(request, fitted_clf, clf_data, ovr, softmax, fitted_reg, reg_data):
     """(model, rows mixing robust and non-robust ones at gamma, gamma, attack_succeeded keywords)."""
     if request.param == "binary":

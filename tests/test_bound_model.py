@@ -371,6 +371,7 @@ def test_sparse_classifier_rule_from_fitted_wrapper():
     assert not hasattr(clf, "prediction_range")
 
 
+@pytest.mark.slow
 def test_softmax_layout_from_the_fit_not_the_parameter():
     # Hunt (this stop): set_params(shared_kernel=True) after a per-class fit
     # changed predict_proba (by up to 0.28) and the bounds were built for a
