@@ -411,3 +411,11 @@ def fit_or_reject(make, X, y, alpha=None):
         if mean_magnitude(model) <= MAX_MAGNITUDE:
             return model
     assume(False)
+
+
+def taylor_model_value(tm, b, u):
+    """A :class:`~skgprobust.kernels.TaylorModel`'s lower model of box b at
+    the offsets u (m, d) from its centre: value + grad . u + diag . u^2 +
+    1/2 u^T M u + rem."""
+    return (tm.value[b] + u @ tm.grad[b] + (tm.diag[b] * u * u).sum(-1)
+            + 0.5 * np.einsum("mi,ij,mj->m", u, tm.M[b], u) + tm.rem[b])

@@ -33,7 +33,7 @@ from skgprobust._fp import margin_rtol
 from skgprobust.kernels import make_adapter
 from skgprobust.kernels._radial import parts_of, radial_geometry
 
-from ._helpers import HEALTH
+from ._helpers import HEALTH, taylor_model_value
 
 C = ConstantKernel
 VALUE_TOL = 1e-12
@@ -144,11 +144,6 @@ def _dense(rng, lo, hi, n=2500):
     return np.vstack([P, lo + (hi - lo) * rng.random((500, d))])
 
 
-def _model(tm, b, u):
-    return (tm.value[b] + u @ tm.grad[b] + (tm.diag[b] * u * u).sum(-1)
-            + 0.5 * np.einsum("mi,ij,mj->m", u, tm.M[b], u) + tm.rem[b])
-
-
 def _check_taylor(kernel, Xs, lo, hi, w, rng):
     """Model <= f (up to the rounding the bounds subtract) at dense points of
     each box and at local minima of f - model; and affine_lower <= f."""
@@ -165,13 +160,13 @@ def _check_taylor(kernel, Xs, lo, hi, w, rng):
         tol = (np.abs(w[b]) * E[b]).sum() + rtol * tm.mag[b] + 1e-12 * (1 + np.abs(w[b]).sum())
         P = _dense(rng, lo[b], hi[b])
         f = kernel(P, Xs) @ w[b]
-        gap = f - _model(tm, b, P - centre[b])
+        gap = f - taylor_model_value(tm, b, P - centre[b])
         assert gap.min() >= -tol, (b, gap.min(), tol)
         assert f.min() >= bb.lower[b] - 1e-12, (b, f.min(), bb.lower[b])
 
         def obj(x):
             x = np.clip(x, lo[b], hi[b])
-            return float((kernel(x[None], Xs) @ w[b])[0] - _model(tm, b, (x - centre[b])[None])[0])
+            return float((kernel(x[None], Xs) @ w[b])[0] - taylor_model_value(tm, b, (x - centre[b])[None])[0])
 
         for j in np.argsort(gap)[:3]:
             res = minimize(obj, P[j], method="L-BFGS-B", bounds=list(zip(lo[b], hi[b])))

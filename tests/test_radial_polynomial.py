@@ -38,7 +38,7 @@ from skgprobust._bounds._mean import affine_lower
 from skgprobust._fp import margin_rtol
 from skgprobust.kernels import make_adapter
 
-from ._helpers import FAST, SLOW
+from ._helpers import FAST, SLOW, taylor_model_value
 
 
 def _kernel(name, d, ls, s):
@@ -55,11 +55,6 @@ def _kernel(name, d, ls, s):
 
 
 NAMES = ["rbf*dp", "c*rbf-ard*dp", "rbf*c*dp2", "dp3*m25-ard", "rq*dp", "m15-ard*dp", "ess*dp"]
-
-
-def _model(tm, b, u):
-    return (tm.value[b] + u @ tm.grad[b] + (tm.diag[b] * u * u).sum(-1)
-            + 0.5 * np.einsum("mi,ij,mj->m", u, tm.M[b], u) + tm.rem[b])
 
 
 def _points(rng, lo, hi, n=3000):
@@ -92,12 +87,12 @@ def _check(kernel, Xs, lo, hi, w, rng, n_local=3):
             continue
         n_finite += 1
         tol = (np.abs(w[b]) * E[b]).sum() + rtol * tm.mag[b]
-        gap = f - _model(tm, b, P - centre[b])
+        gap = f - taylor_model_value(tm, b, P - centre[b])
         assert gap.min() >= -tol, (b, gap.min(), tol)
 
         def obj(x, b=b):
             x = np.clip(x, lo[b], hi[b])
-            return float((kernel(x[None], Xs) @ w[b])[0] - _model(tm, b, (x - centre[b])[None])[0])
+            return float((kernel(x[None], Xs) @ w[b])[0] - taylor_model_value(tm, b, (x - centre[b])[None])[0])
 
         for j in np.argsort(gap)[:n_local]:
             res = minimize(obj, P[j], method="L-BFGS-B", bounds=list(zip(lo[b], hi[b])))

@@ -30,7 +30,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor
 from skgprobust.kernels import make_adapter
 
-from ._helpers import FAST, SLOW, attack
+from ._helpers import FAST, SLOW, attack, taylor_model_value
 
 KERNELS = {
     "rbf": lambda d: C(2.0) * RBF(np.linspace(0.5, 1.5, d)),
@@ -120,11 +120,6 @@ def test_rkhs_increment_refused_where_not_psd():
 DIAG = ["dp", "c*dp3", "rbf+dp+white", "rbf*dp", "m25*c*dp2"]
 
 
-def _model(tm, b, u):
-    return (tm.value[b] + u @ tm.grad[b] + (tm.diag[b] * u * u).sum(-1)
-            + 0.5 * np.einsum("mi,ij,mj->m", u, tm.M[b], u) + tm.rem[b])
-
-
 @pytest.mark.parametrize("name", DIAG)
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_diag_taylor_lower_models(name, d):
@@ -143,7 +138,7 @@ def test_diag_taylor_lower_models(name, d):
             for b in range(len(c)):
                 P = _box_points(rng, lo[b], hi[b], 2000)
                 f = sign * kernel.diag(P)
-                g = f - _model(tm, b, P - c[b])
+                g = f - taylor_model_value(tm, b, P - c[b])
                 assert g.min() >= -1e-12 * (1 + np.abs(f).max()), (name, sign, half, g.min())
                 assert tm.value[b] == pytest.approx(sign * kernel.diag(c[b][None])[0], rel=1e-13, abs=1e-13)
     r = [-ad.diag_taylor(c - h, c + h).rem for h in (1e-2, 1e-3)]
