@@ -161,6 +161,15 @@ def test_remainder_is_third_order(name):
     assert np.all(rems[1] <= 2e-3 * rems[0])
 
 
+def test_large_alpha_rational_quadratic_products_have_no_model():
+    """RationalQuadratic's coefficients err by ~alpha u: above alpha = 32 a
+    product with a dot product gets no Taylor model (McCormick remains)."""
+    Xs = np.random.default_rng(0).uniform(-1, 1, (5, 2))
+    lo, hi = np.zeros((2, 2)), np.ones((2, 2))
+    assert make_adapter(RationalQuadratic(1.0, 1e5) * DotProduct(1.0), Xs).taylor(lo, hi, np.ones((2, 5))) is None
+    assert make_adapter(RationalQuadratic(1.0, 2.0) * DotProduct(1.0), Xs).taylor(lo, hi, np.ones((2, 5))) is not None
+
+
 def test_other_products_still_have_no_model():
     """Two dot products, or a dot product times a product that is neither
     radial nor stationary: no Taylor model (the McCormick relaxation remains)."""

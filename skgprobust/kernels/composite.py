@@ -206,6 +206,12 @@ class ProductAdapter(KernelAdapter):
     third-order remainder). Otherwise there is no Taylor model (None).
     """
 
+    #: Largest RationalQuadratic alpha for which a product with a dot
+    #: product gets a Taylor model (``_radial_polynomial_taylor``): its
+    #: coefficients then err by <= (alpha + 3) 2u <= 70 u, inside the 256 u
+    #: constant of the relative margin.
+    RQ_TAYLOR_ALPHA = 32.0
+
     def __init__(self, kernel, Xs, make):
         super().__init__(kernel, Xs)
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
@@ -406,12 +412,18 @@ class ProductAdapter(KernelAdapter):
         scale the weights (exact up to one rounding per weight, which the
         relative margin's constant covers as for ``C * k``)."""
         from .polynomial import DotProductPowerAdapter
-        from .stationary import PoweredStationaryAdapter, StationaryAdapter
+        from .stationary import PoweredStationaryAdapter, RationalQuadraticAdapter, StationaryAdapter
 
         (sa, a), (sb, b) = _scaled_core(self.k1), _scaled_core(self.k2)
         if isinstance(a, DotProductPowerAdapter):
             (sa, a), (sb, b) = (sb, b), (sa, a)
         if not isinstance(b, DotProductPowerAdapter) or isinstance(a, DotProductPowerAdapter):
+            return None
+        if isinstance(a, RationalQuadraticAdapter) and a.a > self.RQ_TAYLOR_ALPHA:
+            # The proof's rounding argument needs the centre coefficients
+            # within ~40 u of their magnitude; RationalQuadratic's powers of a
+            # base near 1 err by ~alpha u (its class docstring). Above this
+            # alpha: no model (the McCormick relaxation, sound, remains).
             return None
         wf = w * (sa * sb)
         parts = parts_of(a, geom)
