@@ -64,6 +64,11 @@ Leibniz sum by a few u of its terms' magnitudes), so they err by
 |eps_0| <= m_1 |theta| sc + 4 u |psi|, |eps_1| <= m_2 |theta| sc + 40 u m_1,
 |eps_2| <= m_3 |theta| sc + 40 u m_2, where m_k bounds |psi^(k)| over the
 s-range and the terms it is computed from (``RadialParts.magnitudes``).
+Kernels whose coefficients err by more (RationalQuadratic: ~alpha u, a power
+of a base near 1) declare the excess ``RadialParts.extra_ulps`` (e u, say; a
+product's is the sum of its factors'), which makes every term's error at most
+(40 + e) u of its magnitude; ``mag`` is then multiplied by 1 + e / 256, so
+the margin (at least 256 u of it) grows by at least e u of the old ``mag``.
 They multiply 1, delta and delta^2 / 2, |delta| <= dmax (dmax >= |l_i(u)|,
 since sU - sc = 2 sum_j |e_ij| h_j + qmax). With ``mag`` = sum_i |w_i|
 (|psi_i| + m_1 (sc + dmax + qmax) + m_2 (sc dmax + (dmax + qmax)^2) +
@@ -139,6 +144,10 @@ class RadialParts:
     #: terms psi^(k) is computed from (products: sum of the factors' terms);
     #: None: max(|lo_k|, |hi_k|).
     absmax: list = None
+    #: Relative error, in u, of c0..c2 and of the enclosures' ends beyond the
+    #: ~40 u of the module docstring (``StationaryAdapter.coefficient_ulps``;
+    #: a product's is the sum of its factors', first order).
+    extra_ulps: float = 0.0
 
     def magnitudes(self):
         """Bounds of |psi^(k)| and of the terms it is computed from, k = 0..3."""
@@ -154,7 +163,7 @@ class RadialParts:
         else:
             lo, hi = [a * v for v in self.hi], [a * v for v in self.lo]
         absmax = None if self.absmax is None else [abs(a) * m for m in self.absmax]
-        return RadialParts(a * self.c0, a * self.c1, a * self.c2, lo, hi, absmax)
+        return RadialParts(a * self.c0, a * self.c1, a * self.c2, lo, hi, absmax, self.extra_ulps)
 
 
 def constant_parts(value, shape):
@@ -195,7 +204,7 @@ def product_parts(f, g):
             los.append(lo - _I_WIDEN * mag - 1e-300)
             his.append(hi + _I_WIDEN * mag + 1e-300)
             mags.append(mag)
-    return RadialParts(c0, c1, c2, los, his, mags)
+    return RadialParts(c0, c1, c2, los, his, mags, f.extra_ulps + g.extra_ulps)
 
 
 def stationary_parts(adapter, geom):
@@ -231,7 +240,7 @@ def stationary_parts(adapter, geom):
     # Matern 0.5 / 1.5 at phi = 0: unbounded derivatives, no model.
     lo = [np.where(np.isfinite(v), v * np.where(v > 0, 1 - 1e-13, 1 + 1e-13) - 1e-300, -np.inf) for v in lo]
     hi = [np.where(np.isfinite(v), v * np.where(v > 0, 1 + 1e-13, 1 - 1e-13) + 1e-300, np.inf) for v in hi]
-    return RadialParts(c0, c1, c2, lo, hi)
+    return RadialParts(c0, c1, c2, lo, hi, extra_ulps=adapter.coefficient_ulps())
 
 
 def parts_of(adapter, geom):
@@ -286,6 +295,8 @@ def radial_taylor(geom, parts, w):
         dq = dmax + qmax[:, None]
         mag = (np.abs(w) * (np.abs(c0) + m1 * (sc + dq) + m2 * (sc * dmax + dq**2) + m3 * sc * dmax**2)).sum(-1) \
             + r_abs.sum(-1) + np.abs(rem0)
+        # Coefficients beyond the 40 u budget (RationalQuadratic): a wider margin.
+        mag = mag * (1.0 + parts.extra_ulps / 256.0)
     rem = np.where(bad | np.isnan(rem), -np.inf, np.minimum(rem, 0.0))
     return TaylorModel(value, grad, diag, M, rem, mag)
 

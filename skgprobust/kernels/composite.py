@@ -427,7 +427,9 @@ class ProductAdapter(KernelAdapter):
             return None
         wf = w * (sa * sb)
         parts = parts_of(a, geom)
+        extra = 0.0
         if parts is not None:
+            extra = parts.extra_ulps
             ms = parts.magnitudes()
             der = (parts.c0, parts.c1, parts.c2) + tuple(
                 np.maximum(ms[k], np.abs(ck)) for k, ck in enumerate((parts.c0, parts.c1, parts.c2, 0.0)))
@@ -444,9 +446,15 @@ class ProductAdapter(KernelAdapter):
                 c = [f(pc) for f in (a.psi, a.dpsi, a.d2psi)]
             der = tuple(c) + tuple(np.maximum(m[k], np.abs(c[k])) if k < 3 else m[k] for k in range(4))
             geo = (Es, hs, 1.0 / np.asarray(a.length_scale, dtype=np.float64), pc, pL, pU)
+            extra = a.coefficient_ulps()
         else:
             return None
-        return radial_polynomial_taylor(geo, der, self.Xs, b.s2, b.p, lo, hi, wf)
+        tm = radial_polynomial_taylor(geo, der, self.Xs, b.s2, b.p, lo, hi, wf)
+        # A radial factor containing a RationalQuadratic (e.g. RQ * ExpSineSquared,
+        # whose alpha the cap above does not see): coefficients err by extra u
+        # more, so the margin grows as in radial_taylor (module docstring of _radial).
+        tm.mag = tm.mag * (1.0 + extra / 256.0)
+        return tm
 
     def linearise(self, lo, hi, w):
         if self.const is not None:

@@ -119,6 +119,23 @@ class StationaryAdapter(KernelAdapter):
         """
         raise NotImplementedError
 
+    def coefficient_ulps(self):
+        """Relative error, in units of u = 2**-53, of the computed psi and its
+        first three derivatives beyond the ~40 u the Taylor models budget
+        for (:meth:`taylor`, :func:`._radial.radial_taylor`): 0 here (exp
+        and a few products: RBF, Matern). A kernel whose formula amplifies
+        rounding (RationalQuadratic: a power alpha of a base near 1) returns
+        more, and the models raise their magnitude ``mag`` by ``1 + ulps /
+        256`` so that the caller's relative margin (``margin_rtol >= 256 u``)
+        covers the extra ``ulps u`` of every term.
+
+        Returns
+        -------
+        ulps : float
+            The extra relative error of the coefficients, in units of u.
+        """
+        return 0.0
+
     def lipschitz_r(self):
         """sup over r >= 0 of |d psi(r^2) / dr| (unit amplitude), from a dense
         logarithmic grid with 25% headroom (every psi here is smooth and
@@ -583,6 +600,9 @@ class StationaryAdapter(KernelAdapter):
                                                bad, mag)
             # One margin for both models: the larger magnitude.
             tm.mag = np.maximum(tm.mag, tm.alt[2])
+        # Coefficients less accurate than the budgeted ~40 u (RationalQuadratic):
+        # the margin grows with them (coefficient_ulps).
+        tm.mag = tm.mag * (1.0 + self.coefficient_ulps() / 256.0)
         return tm
 
     @staticmethod
@@ -846,6 +866,22 @@ class RationalQuadraticAdapter(StationaryAdapter):
             T = np.where(np.isfinite(T) & (T <= trivial), T, trivial)
             value = np.where((expo < 700.0) & np.isfinite(value), np.minimum(value, T), T)
         return base + value, pL, pU
+
+    def coefficient_ulps(self):
+        """2 (alpha + 3): the computed base 1 + t carries a rounding of u
+        (relative), which the power -alpha - k (k <= 3, the derivatives)
+        turns into (alpha + k) u relative (first order; below 1.7e-11, so
+        the second order is negligible, 2x headroom); the errors carried by
+        t itself act as a relative error of phi and are covered by the
+        models' (d + 2) u |phi| terms (class docstring of ``_radial``). The
+        power's own 8 ulps are in the 40 u budget.
+
+        Returns
+        -------
+        ulps : float
+            The extra relative error of psi and its derivatives, in u.
+        """
+        return 2.0 * (self.a + 3.0)
 
     def _one_minus_psi_upper(self, phi):
         """1 - (1 + t)^-alpha = -expm1(-alpha log1p(t)), t = phi / (2 alpha):
