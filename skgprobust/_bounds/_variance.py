@@ -30,7 +30,8 @@ above lose it: the dropped ``||A (r - r0)||^2`` is O(kappa0 h^2/l^2), far above
 v itself. When the cross-covariance kernel k_c (the fitted kernel without
 its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
 multiples of RBF / Matern(nu = 1.5, 2.5, inf) / RationalQuadratic (alpha
-<= 1.5e5) terms and constants
+<= 1.5e5) terms and constants, plus non-negative multiples of DotProduct
+("Linear terms" below)
 (:class:`SmoothCovariance`), each box also gets a bound whose error is
 O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
@@ -189,6 +190,35 @@ relative error, as its values do (``RationalQuadraticAdapter``):
 :meth:`SmoothCovariance.jacobian_rounding` adds it per entry. alpha <= 1.5e5
 (sklearn's default upper bound 1e5, reached through exp(log(1e5)) = 1e5 (1 + 1e-16)) keeps the kernel's relative rounding below
 the 1e-10 that the softmax model's RKHS constant assumes.
+
+*Linear terms* (``SmoothCovariance.lin``; only :class:`LatentVariance`'s
+own parse asks for them). A non-negative multiple c DotProduct(sigma_0) =
+c sigma_0^2 + c x . y adds c sigma_0^2 to the constant and lin = sum c to
+the linear part lin x . y (a trend next to a smooth part, e.g. ``C * RBF +
+DotProduct + White``). Its RKHS section k^lin(., x) = lin (. . x) is linear
+in x, so its part of E is exactly 0 and the remainder above is unchanged
+(||E||_H <= the stationary parts' norm: the RKHS norm of a sum kernel is
+the infimum over decompositions). What changes, by the reproducing
+property: ||k_x0||^2 = k_c(x0, x0) = kappa0 + lin ||x0||^2 (no longer
+constant), <k_x0, w> = lin x0 . u (stationary parts: 0) and ||w||^2 =
+u^T (H0 + lin I) u. So P(u) = (1 + rho) (kappa0 + lin ||x0||^2 + 2 lin x0
+. u + u^T H0 u) - ||A (r0 + J u)||^2 (H0 here including lin): g gains 2 (1
++ rho) lin x0. And k_c(x, x) is no longer kappa0: v(x) = diag(x) - (1 +
+rho) k_c(x, x) + <k_x, Q' k_x> with diag(x) - k_c(x, x) = white, the
+WhiteKernel parts (sklearn's diag of a Sum is the sum of the parts'
+diagonals; its rounding is the outer margin's, as for dlo / dhi), so the
+constant dlo - k0 becomes white - rho k_c(x, x), in [white - rho kc_hi,
+white - rho kc_lo] over the box (``SmoothCovariance.kappa_range``; the
+per-point lemma's path: white). The margins use k0 = (1 + rho) kc_hi,
+which bounds (1 + rho) k_c(x, x) over the box and (1 + rho) ||k_x0 +
+w||^2 <= (1 + rho) (kc_hi + u^T H0 u) for the F of the rounding argument.
+Rounding: the linear part's term magnitude is lin |x . x_i| <= lin ||x||
+||x_i|| (value_ulps' contract), so the value rounding is relative to
+kappa0 + lin xmax max_i ||x_i|| per box; its gradient lin x_i does not
+depend on x (no input rounding) and its products err by u |c x_ij| each,
+which :meth:`SmoothCovariance.jacobian_rounding` adds (2 u lin ||X_j||),
+since the Jacobian's 16 u relative term is relative to the sum, which may
+cancel.
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -619,13 +649,23 @@ class SmoothCovariance:
             return 1.0, 0.75 * (1.0 + 1.0 / alpha) * (1.0 + 4.0 * _U), 4.0
         return cls.PROFILES[kind]
 
-    def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None):
+    def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None, lin=0.0, white=0.0,
+                 xs_norm=0.0):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
+        # Linear part lin x . y (DotProduct terms; their sigma_0^2 is in const):
+        # k_c(x, x) = kappa0 + lin ||x||^2 (module doc, "Linear terms").
+        self.lin = float(lin)
+        # The WhiteKernel parts: k(x, x) = k_c(x, x) + white.
+        self.white = float(white)
+        # >= max_i ||x_i|| over the support points (the term magnitudes of
+        # the linear part, value_rounding).
+        self.xs_norm = float(xs_norm)
         self.H0 = np.zeros(d)
         for a, kind, ls in terms:
             self.H0 += a * self.profile(kind)[0] / ls**2
+        self.H0 += self.lin
         # Rounding of the computed kernel values (module doc, "Rounding of the
         # local bound"): each entry errs, beyond the adapter's rounding(), by
         # <= c_val u value_scale (:meth:`value_rounding`, c_val the adapter's
@@ -642,11 +682,17 @@ class SmoothCovariance:
         self.weights = weights
 
     @classmethod
-    def parse(cls, kernel, d):
-        """A :class:`SmoothCovariance` of the kernel, or None if it is not of that form."""
+    def parse(cls, kernel, d, linear=False, Xs=None):
+        """A :class:`SmoothCovariance` of the kernel, or None if it is not of that form.
+
+        ``linear=True`` also accepts non-negative multiples of ``DotProduct``
+        (exponent 1: the linear part ``lin x . y``, its ``sigma_0^2`` a
+        constant; module doc, "Linear terms"); ``Xs`` (the support points) is
+        then required. Only :class:`LatentVariance`'s own bound handles them
+        (the multi-output and softmax models' callers do not ask for them)."""
         from sklearn.gaussian_process import kernels as K
 
-        terms, const = [], [0.0]
+        terms, const, lin, white = [], [0.0], [0.0], [0.0]
 
         def walk(k, amp):
             t = type(k)
@@ -666,7 +712,15 @@ class SmoothCovariance:
                 # Its noise joins D (regressor) or Dw (Laplace GPC), which the
                 # lemma needs >= 0 (module doc, "Lemma: 0 <= P <= I").
                 c = float(k.noise_level)
+                white[0] += amp * c
                 return bool(np.isfinite(c) and c >= 0)
+            if t is K.DotProduct and linear:
+                s0 = float(k.sigma_0)
+                if not np.isfinite(s0):
+                    return False
+                const[0] += amp * s0 * s0
+                lin[0] += amp
+                return True
             rq = t is K.RationalQuadratic
             if rq:
                 a_rq = float(k.alpha)
@@ -689,7 +743,27 @@ class SmoothCovariance:
 
         if not walk(kernel, 1.0) or not terms or not np.isfinite(const[0]):
             return None
+        if lin[0] > 0:
+            if Xs is None or not (np.isfinite(lin[0]) and np.isfinite(white[0])):
+                return None
+            xs_norm = float(np.max(np.linalg.norm(np.asarray(Xs, dtype=np.float64), axis=1), initial=0.0))
+            if not np.isfinite(xs_norm):
+                return None
+            return cls(terms, const[0], d, lin=lin[0], white=white[0], xs_norm=xs_norm * (1.0 + 1e-12))
         return cls(terms, const[0], d)
+
+    def kappa_range(self, lo, hi):
+        """(B,) bounds ``(kc_lo, kc_hi)`` of k_c(x, x) = kappa0 + lin ||x||^2
+        over each box, and (B,) ``xmax`` >= max ||x|| (rounded outward: sums
+        of non-negative terms, relative error <= (d + 3) u, inside 1e-12)."""
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        far = np.maximum(np.abs(lo), np.abs(hi))
+        near = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+        x2hi = (far * far).sum(-1) * (1.0 + 1e-12)
+        x2lo = (near * near).sum(-1) * (1.0 - 1e-12)
+        kc_hi = (self.kappa0 + self.lin * x2hi) * (1.0 + 1e-12)
+        kc_lo = (self.kappa0 + self.lin * x2lo) * (1.0 - 1e-12)
+        return kc_lo, kc_hi, np.sqrt(x2hi) * (1.0 + 1e-12)
 
     def value_rounding(self, c_val, scale=None):
         """Per-entry bound cv of the kernel values' own rounding (module doc,
@@ -713,7 +787,7 @@ class SmoothCovariance:
         product c_val u value_scale one more rounding: the factor 1 + 1e-12
         covers both for T < 10^3 terms.
         """
-        m = self.value_scale if scale is None else max(self.value_scale, float(scale))
+        m = self.value_scale if scale is None else np.maximum(self.value_scale, scale)
         return float(c_val) * _U * m * (1.0 + 1e-12)
 
     def remainder2(self, h):
@@ -785,6 +859,11 @@ class SmoothCovariance:
                         G = G * self.weights[t][None, :, None]
                     G = np.where(np.isnan(G), np.inf, G)
                     out = out + np.sqrt((G * G).sum(1)) * (1.0 + 1e-12)
+        if self.lin > 0:
+            # The linear part's gradient lin x_i does not depend on x (no
+            # input rounding); its products fl(c x_ij) err by u |c x_ij| each,
+            # relative to the part, not to the (possibly cancelling) total.
+            out = out + 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
         return out * (1.0 + 1e-12) if self.weights is not None else out
 
 
@@ -962,7 +1041,8 @@ class LatentVariance:
         elif isinstance(smooth, SmoothCovariance) or smooth is None:
             self.smooth = smooth if N else None
         elif smooth == "parse":
-            self.smooth = SmoothCovariance.parse(adapter.kernel, self.adapter.Xs.shape[1]) if N else None
+            Xs = self.adapter.Xs
+            self.smooth = SmoothCovariance.parse(adapter.kernel, Xs.shape[1], linear=True, Xs=Xs) if N else None
         else:
             raise ValueError(f"smooth must be 'parse', None or a SmoothCovariance, got {smooth!r}.")
         if self.smooth is not None:
@@ -1781,10 +1861,22 @@ class LatentVariance:
         # (1 + rho) H0, E' = sqrt(1 + rho) E (module doc, "The lemma for the
         # float factor"); rho = 0 gives the real-arithmetic text.
         f1 = 1.0 + self.rho
-        k0 = sm.kappa0 * f1
         H0 = sm.H0 * f1
-        vc0 = k0 - q0
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
+        lin = sm.lin > 0
+        if lin:
+            # Linear terms (module doc, "Linear terms"): ||k_x0||^2 = kappa0 +
+            # lin ||x0||^2 and <k_x0, w> = lin x0 . u; k0 bounds (1 + rho)
+            # k_c(x, x) over the box (and at x0) in the margins.
+            kc0 = sm.kappa0 + sm.lin * np.einsum("bd,bd->b", x0, x0)
+            kc_lo, kc_hi, xmax = sm.kappa_range(lo, hi)
+            vc0 = kc0 * f1 - q0
+            g_lin = 2.0 * sm.lin * x0
+            g = g + f1 * g_lin
+            k0 = kc_hi * f1
+        else:
+            k0 = sm.kappa0 * f1
+            vc0 = k0 - q0
         H1 = np.diag(H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
         zeros = np.zeros((B, d))
         mag = np.zeros(B)
@@ -1814,7 +1906,8 @@ class LatentVariance:
             scale_n = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
             scale_n = scale_n + (np.abs(H1n) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
         own, skl, a_box, own_n = self._local_margins(
-            lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n if per_point else None
+            lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n if per_point else None,
+            xmax if lin else None,
         )
         if per_point:
             mPn = np.minimum(self.margin(scale_n, d) + 2.0 * np.sqrt(F) * din + din * din, own_n)
@@ -1827,17 +1920,25 @@ class LatentVariance:
         s_hi = np.sqrt(np.maximum(p_hi, 0.0)) + E
         # var = diag(x) - kappa0 + v_c(x); the outer margin as in bounds().
         mg = np.minimum(self.margin(scale + np.abs(dhi), d) + self.input_rounding(lo, hi, dhi), skl)
-        lower = dlo - k0 + s_lo * s_lo - mg
-        upper = dhi - k0 + s_hi * s_hi + mg
+        if lin:
+            # diag(x) - (1 + rho) k_c(x, x) = white - rho k_c(x, x), in
+            # [white - rho kc_hi, white - rho kc_lo] ("Linear terms").
+            base_lo = sm.white * (1.0 - 1e-12) - self.rho * kc_hi
+            base_hi = sm.white * (1.0 + 1e-12) - self.rho * kc_lo
+        else:
+            base_lo, base_hi = dlo - k0, dhi - k0
+        lower = base_lo + s_lo * s_lo - mg
+        upper = base_hi + s_hi * s_hi + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
         upper = np.where(np.isfinite(upper), upper, np.inf)
         if per_point:
             # Q'' = I + e Psi - P >= 0: v = diag - kappa0 - e ||a(x)||^2 +
             # ||Q''^1/2 k_x||^2, P'' = P + e ||a(k_x0 + w)||^2 in [P, P + T],
             # T = e a_box^2 >= e ||a||^2 over the box, ||Q''^1/2 E|| <= fE E.
-            vcn = sm.kappa0 - q0
-            pn_lo, _ = taylor_lower(TaylorModel(vcn, g, zeros, 2.0 * H1n, mag, mag), h)
-            mn_hi, _ = taylor_lower(TaylorModel(-vcn, -g, zeros, -2.0 * H1n, mag, mag), h)
+            vcn = (kc0 if lin else sm.kappa0) - q0
+            gn = g - self.rho * g_lin if lin else g
+            pn_lo, _ = taylor_lower(TaylorModel(vcn, gn, zeros, 2.0 * H1n, mag, mag), h)
+            mn_hi, _ = taylor_lower(TaylorModel(-vcn, -gn, zeros, -2.0 * H1n, mag, mag), h)
             with np.errstate(over="ignore", invalid="ignore"):
                 T = self.lemma_e * a_box * a_box * (1.0 + 1e-10)
                 fE = 1.0 + max(self.rho - 1.0, 0.0) * (1.0 + self.rho)
@@ -1846,8 +1947,13 @@ class LatentVariance:
                 pn_hi = np.where(np.isfinite(mn_hi), -mn_hi + mPn + T, np.inf)
                 sn_lo = np.maximum(np.sqrt(np.maximum(pn_lo, 0.0)) - En, 0.0)
                 sn_hi = np.sqrt(np.maximum(pn_hi, 0.0)) + En
-                lower_n = dlo - sm.kappa0 - T + sn_lo * sn_lo - mg
-                upper_n = dhi - sm.kappa0 + sn_hi * sn_hi + mg
+                if lin:
+                    # diag(x) - k_c(x, x) = white ("Linear terms").
+                    bn_lo, bn_hi = sm.white * (1.0 - 1e-12), sm.white * (1.0 + 1e-12)
+                else:
+                    bn_lo, bn_hi = dlo - sm.kappa0, dhi - sm.kappa0
+                lower_n = bn_lo - T + sn_lo * sn_lo - mg
+                upper_n = bn_hi + sn_hi * sn_hi + mg
             # Both paths are valid bounds of the same v: the tighter per side.
             lower = np.where(np.isfinite(lower_n) & (lower_n > lower), lower_n, lower)
             upper = np.where(np.isfinite(upper_n) & (upper_n < upper), upper_n, upper)
@@ -1860,7 +1966,7 @@ class LatentVariance:
         )
         return lower, upper, arg_min, arg_max, score
 
-    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n=None):
+    def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n=None, xmax=None):
         """The componentwise rounding margins of the local bound (module doc,
         "Rounding of the local bound"): (own, skl, a_box, own_n), bounds on
         |P~ - P| over the box (our evaluation of P) and on |v~(x) - v(x)| at
@@ -1878,7 +1984,10 @@ class LatentVariance:
             # Kernel values as float code computes them: input rounding plus
             # the rounding of the value itself and of the product with D
             # (GPC), <= cv per entry in the scaled space.
-            cv = sm.value_rounding(self._value_ulps(d))
+            # Linear terms: the term magnitude A(x, x_i) <= kappa0 + lin
+            # ||x|| ||x_i|| (Cauchy-Schwarz; value_ulps' contract).
+            cv = sm.value_rounding(self._value_ulps(d), None if xmax is None else
+                                   (sm.kappa0 + sm.lin * xmax * sm.xs_norm) * (1.0 + 1e-12))
             nE0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
             nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
