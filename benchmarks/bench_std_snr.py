@@ -45,6 +45,19 @@ kernel and the joint Taylor model of the non-constant diagonal, fa76c1a +
 38); the others 100% both. The high signal-to-noise local bound (whose
 error shrinks with the variance) does not cover DotProduct terms: that is
 what the rows still missing need.
+Session 16 (before = d0d457d, after = e906635: the local bound's linear
+terms, module doc of ``skgprobust._bounds._variance``, "Linear terms";
+``--kernels rbf+dp --rows 5 --sizes 250``, load ~1.5 on 2 cpus): converged
+50% -> 76.7% of rows, median 4.55 -> 0.028 s per row. Friedman #1 d = 8
+normalize_y: median 3.18 -> 0.018 s (100% both); d = 10 normalize_y: 0%
+-> 100% (median gap 0.015 -> 0.0021, 0.025 s per row); Friedman #3
+normalize_y: 0% -> 60% (gap 38 -> 0.01); Friedman #3 without
+normalize_y: 0% both (gap 220 -> 0.95). That last model's features reach
+~1700 (unscaled), so k_c(x, x) = 2.4e4 against a variance of 5.5e-4:
+the rounding margins, relative to k_c(x, x) (the solves' componentwise
+bound), floor the gap at ~2e-6 in variance, and the box QP of the
+remaining quadratic is loose by ~4x at 1% of gamma; standardised
+features do not have this problem.
 
 How to run
 ----------
