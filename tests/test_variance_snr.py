@@ -457,3 +457,44 @@ def test_sweep_fast(case):
 @given(snr_cases())
 def test_sweep_slow(case):
     _sweep_case(case, N_ATTACK)
+
+
+@pytest.mark.parametrize("approximation", ["fitc", "vfe"])
+def test_sparse_and_ep_linear_terms(approximation):
+    """The sparse regressor (bounds over the inducing points) and the EP
+    classifier with a trend + smooth kernel, near and far (offset 50) from
+    the origin: the local bound parses the linear part, std / probability
+    ranges converge and contain the model's own values at sampled points
+    and vertices."""
+    from skgprobust import EPGaussianProcessClassifier, SparseGaussianProcessRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (120, 2))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + 0.05 * rng.normal(size=120)
+    yc = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    g = 0.05
+    corners = np.array([[g, g], [-g, g], [g, -g], [-g, -g]])
+    for off in (0.0, 50.0):
+        Xt = X[:2] + off + 0.1
+        reg = SparseGaussianProcessRegressor(
+            kernel=ConstantKernel(1.0) * RBF([1.0, 1.0]) + ConstantKernel(0.3) * DotProduct(0.5) + WhiteKernel(0.01),
+            inducing_points=25, approximation=approximation, random_state=0,
+        ).fit(X + off, y)
+        assert reg._bound_model().variances("default")[0].smooth.lin > 0
+        r = reg.prediction_range(Xt, g, statistic="std", epsilon=1e-3, time_limit=5, random_state=0)
+        assert r.converged.all()
+        for i, x in enumerate(Xt):
+            P = np.vstack([x + rng.uniform(-g, g, (2000, 2)), x + corners])
+            s = reg.predict(P, return_std=True)[1]
+            assert r.min_lower[i, 0] <= s.min() and s.max() <= r.max_upper[i, 0]
+        if approximation != "fitc":
+            continue
+        clf = EPGaussianProcessClassifier(
+            kernel=ConstantKernel(5.0) * RBF([1.0, 1.0]) + ConstantKernel(0.3) * DotProduct(0.5), optimizer=None
+        ).fit(X + off, yc)
+        assert clf._bound_model().variances("default")[0].smooth.lin > 0
+        r = clf.prediction_range(Xt, g, epsilon=1e-3, time_limit=5, random_state=0)
+        assert r.converged.all()
+        for i, x in enumerate(Xt):
+            p = clf.predict_proba(np.vstack([x + rng.uniform(-g, g, (2000, 2)), x + corners]))
+            assert np.all(r.min_lower[i] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[i])
