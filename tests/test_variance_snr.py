@@ -236,32 +236,6 @@ def test_linear_terms_tighten_the_local_bound():
         assert slack < 0.01 * np.sqrt(res.max)
 
 
-def test_gpc_linear_terms():
-    """The Laplace GPC with a trend + smooth kernel, near and far from the origin."""
-    rng = np.random.default_rng(4)
-    X = rng.uniform(-2, 2, (50, 2))
-    y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
-    for off in (0.0, 40.0):
-        clf = RobustGaussianProcessClassifier(
-            ConstantKernel(20.0) * RBF([0.8, 1.2]) + ConstantKernel(2.0) * DotProduct(0.5), optimizer=None
-        ).fit(X + off, y)
-        var = clf._bound_model().variances("default")[0]
-        assert var.smooth is not None and var.smooth.lin > 0
-
-        def latent_var(P):
-            return np.asarray(clf.base_estimator_.latent_mean_and_variance(np.atleast_2d(P))[1], dtype=np.float64)
-
-        for width in (0.5, 0.05, 1e-4):
-            for c in (X[0] + off, off + rng.uniform(-2, 2, 2)):
-                lo, hi = c - width, c + width
-                vb = var.bounds(lo[None], hi[None])
-                res = attack(latent_var, lo, hi, rng, n_samples=N_ATTACK)
-                assert vb.lower[0] <= res.min and vb.upper[0] >= res.max
-                dlo, dhi = var.adapter.diag_interval(lo[None], hi[None])
-                l2, u2, *_ = var._local_bounds(lo[None], hi[None], dlo, dhi)
-                assert l2[0] <= res.min and u2[0] >= res.max
-
-
 # --------------------------------------------------------------------------
 # Fitted high-SNR regressors: bounds vs sklearn's variance
 # --------------------------------------------------------------------------
@@ -312,21 +286,28 @@ def test_tighter_on_high_snr():
     assert np.sqrt(vb.upper[0] * s2) - np.sqrt(vb.lower[0] * s2) < 0.01 * np.sqrt(res.max)
 
 
-def test_gpc_boxes():
-    """The binary Laplace GPC (S = W^1/2 (I + W^1/2 K W^1/2)^-1 W^1/2) too."""
+@pytest.mark.parametrize("kernel,offset", [
+    (ConstantKernel(20.0) * RBF([0.8, 1.2]), 0.0),
+    (ConstantKernel(20.0) * RBF([0.8, 1.2]) + ConstantKernel(2.0) * DotProduct(0.5), 0.0),  # linear terms
+    (ConstantKernel(20.0) * RBF([0.8, 1.2]) + ConstantKernel(2.0) * DotProduct(0.5), 40.0),
+], ids=["rbf", "rbf+dp", "rbf+dp-far"])
+def test_gpc_boxes(kernel, offset):
+    """The binary Laplace GPC (S = W^1/2 (I + W^1/2 K W^1/2)^-1 W^1/2) too,
+    with a trend + smooth kernel near and far from the origin."""
     rng = np.random.default_rng(3)
     X = rng.uniform(-2, 2, (60, 2))
     y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
-    clf = RobustGaussianProcessClassifier(ConstantKernel(20.0) * RBF([0.8, 1.2]), optimizer=None).fit(X, y)
+    clf = RobustGaussianProcessClassifier(kernel, optimizer=None).fit(X + offset, y)
     bm = clf._bound_model()
     var = bm.variances("default")[0]
     assert var.smooth is not None
+    assert (var.smooth.lin > 0) == ("DotProduct" in repr(kernel))
 
     def latent_var(P):
         return np.asarray(clf.base_estimator_.latent_mean_and_variance(np.atleast_2d(P))[1], dtype=np.float64)
 
     for width in (0.5, 0.05, 1e-4):
-        for c in (X[0], rng.uniform(-2, 2, 2)):
+        for c in (X[0] + offset, offset + rng.uniform(-2, 2, 2)):
             lo, hi = c - width, c + width
             vb = var.bounds(lo[None], hi[None])
             res = attack(latent_var, lo, hi, rng, n_samples=N_ATTACK)
