@@ -479,3 +479,39 @@ def test_sparse_and_ep_linear_terms(approximation):
         for i, x in enumerate(Xt):
             p = clf.predict_proba(np.vstack([x + rng.uniform(-g, g, (2000, 2)), x + corners]))
             assert np.all(r.min_lower[i] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[i])
+
+
+def test_jacobian_rounding_with_a_cancelling_trend():
+    """The computed Jacobian of a stationary slope plus a trend, where the two
+    cancel (referee, session 16: the error was 9.9x the linear part's first
+    allowance there), stays within the bound the local bound uses for it,
+    ``jacobian_rounding + 32 u |G|``, with the input-rounding part of the
+    bound removed (the points are exact floats here, so only the evaluation's
+    own rounding is compared, against 50-digit arithmetic)."""
+    import mpmath as mp
+
+    from skgprobust.kernels import make_adapter
+
+    mp.mp.dps = 50
+    U = 2.0**-53
+    a, l, c = 3.0, 0.7, 0.37
+    k = ConstantKernel(a) * RBF(l) + ConstantKernel(c) * DotProduct(1.0)
+    xi = np.array([[1.3]])
+    ad = make_adapter(k, xi)
+    sm = SmoothCovariance.parse(k, 1, linear=True, Xs=xi)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for x in rng.uniform(1.6, 3.3, 3000):
+        x0 = np.array([[x]])
+        g = ad.value_and_grad(x0)[1][0, 0, 0]
+        X0, Xi = mp.mpf(float(x)), mp.mpf(1.3)
+        ex = a * (-(X0 - Xi) / mp.mpf(l) ** 2) * mp.e ** (-((X0 - Xi) ** 2) / (2 * mp.mpf(l) ** 2)) + mp.mpf(c) * Xi
+        err = float(abs(mp.mpf(float(g)) - ex))
+        full = sm.jacobian_rounding(np.abs(x0), xi, x0)[0, 0] + 32 * U * abs(g)
+        # Its shares without the input rounding (5x the inputs' rounding,
+        # slack the argument does not count on): the relative term, the
+        # linear part's and the distance's own rounding.
+        own = 32 * U * abs(g) + (16.0 + 2.0 * (sm.n_nodes + 2)) * 2.0 * U * c * 1.3 + 2.0 * 3 * U * a / l
+        assert err <= own <= full, (x, err, own, full)
+        worst = max(worst, err / (2 * U * c * 1.3 + 16 * U * abs(g)))
+    assert worst > 1.0  # the first allowance (2 u lin |x_i| + 16 u |G|) was too small here

@@ -196,9 +196,10 @@ own parse asks for them). A non-negative multiple c DotProduct(sigma_0) =
 c sigma_0^2 + c x . y adds c sigma_0^2 to the constant and lin = sum c to
 the linear part lin x . y (a trend next to a smooth part, e.g. ``C * RBF +
 DotProduct + White``). Its RKHS section k^lin(., x) = lin (. . x) is linear
-in x, so its part of E is exactly 0 and the remainder above is unchanged
-(||E||_H <= the stationary parts' norm: the RKHS norm of a sum kernel is
-the infimum over decompositions). What changes, by the reproducing
+in x, so the remainder above is unchanged: ||E||^2, expanded by the
+reproducing property of the whole kernel, is linear in the kernel, and
+the linear part contributes lin (||u||^2 - 2 ||u||^2 + ||u||^2) = 0. What
+changes, by the reproducing
 property: ||k_x0||^2 = k_c(x0, x0) = kappa0 + lin ||x0||^2 (no longer
 constant), <k_x0, w> = lin x0 . u (stationary parts: 0) and ||w||^2 =
 u^T (H0 + lin I) u. So P(u) = (1 + rho) (kappa0 + lin ||x0||^2 + 2 lin x0
@@ -215,10 +216,14 @@ w||^2 <= (1 + rho) (kc_hi + u^T H0 u) for the F of the rounding argument.
 Rounding: the linear part's term magnitude is lin |x . x_i| <= lin ||x||
 ||x_i|| (value_ulps' contract), so the value rounding is relative to
 kappa0 + lin xmax max_i ||x_i|| per box; its gradient lin x_i does not
-depend on x (no input rounding) and its products err by u |c x_ij| each,
-which :meth:`SmoothCovariance.jacobian_rounding` adds (2 u lin ||X_j||),
-since the Jacobian's 16 u relative term is relative to the sum, which may
-cancel.
+depend on x (no input rounding). The Jacobian's relative rounding term
+(32 u ||G_j||) is relative to the computed sum, which may cancel (a
+stationary slope against the trend): the stationary terms' own errors are
+relative to their magnitudes, |G_stat| <= |G| + |G_lin| entrywise, and
+every product and sum node of the tree adds u of a partial sum, so
+:meth:`SmoothCovariance.jacobian_rounding` adds (16 + 2 (n_nodes + 2)) 2 u
+lin ||X_j|| (referee, session 16: the 2 u lin ||X_j|| first written was
+9.9x short on a cancelling entry, covered then only by unallocated slack).
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -226,7 +231,8 @@ gap is the true variation of v plus O(sqrt(kappa0 v) E); the old bounds stay
 in use and the tighter of the two is taken per box and side.
 
 *Rounding.* sqrt(P) is computed from z = A [r0, J] by triangular solves, as
-sklearn computes q: P(u) = kappa0 + u^T H0 u - ||A (r0 + J u)||^2, whose
+sklearn computes q: P(u) = kappa0 + u^T H0 u - ||A (r0 + J u)||^2 (linear
+terms: kappa0 there and below is k_c's maximum over the box, kc_hi), whose
 rounding (relative to F = kappa0 + u^T H0 u >= ||A (r0 + J u)||^2 by the
 lemma, and to the summed terms) is covered by ``margin(scale)`` with the
 factor's proven condition bound ("Soundness margin" below), as everywhere
@@ -650,7 +656,7 @@ class SmoothCovariance:
         return cls.PROFILES[kind]
 
     def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None, lin=0.0, white=0.0,
-                 xs_norm=0.0):
+                 xs_norm=0.0, n_nodes=0):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
@@ -662,6 +668,9 @@ class SmoothCovariance:
         # >= max_i ||x_i|| over the support points (the term magnitudes of
         # the linear part, value_rounding).
         self.xs_norm = float(xs_norm)
+        # Nodes of the kernel tree (sums, products with constants, leaves):
+        # the operations whose rounding the Jacobian's linear part carries.
+        self.n_nodes = int(n_nodes)
         self.H0 = np.zeros(d)
         for a, kind, ls in terms:
             self.H0 += a * self.profile(kind)[0] / ls**2
@@ -692,10 +701,11 @@ class SmoothCovariance:
         (the multi-output and softmax models' callers do not ask for them)."""
         from sklearn.gaussian_process import kernels as K
 
-        terms, const, lin, white = [], [0.0], [0.0], [0.0]
+        terms, const, lin, white, nodes = [], [0.0], [0.0], [0.0], [0]
 
         def walk(k, amp):
             t = type(k)
+            nodes[0] += 1
             if t is K.Sum:
                 return walk(k.k1, amp) and walk(k.k2, amp)
             if t is K.Product:
@@ -749,7 +759,8 @@ class SmoothCovariance:
             xs_norm = float(np.max(np.linalg.norm(np.asarray(Xs, dtype=np.float64), axis=1), initial=0.0))
             if not np.isfinite(xs_norm):
                 return None
-            return cls(terms, const[0], d, lin=lin[0], white=white[0], xs_norm=xs_norm * (1.0 + 1e-12))
+            return cls(terms, const[0], d, lin=lin[0], white=white[0], xs_norm=xs_norm * (1.0 + 1e-12),
+                       n_nodes=nodes[0])
         return cls(terms, const[0], d)
 
     def kappa_range(self, lo, hi):
@@ -777,16 +788,22 @@ class SmoothCovariance:
 
         Proof. The adapter's contract is |k~(x, x_i) - k(x, x_i)| <=
         rounding[b, i] + c_val u A(x, x_i) (the first part is added
-        separately by the callers). Single kernel: every term of this form is
-        >= 0 (non-negative amplitudes and constants, WhiteKernel parts 0 off
-        the diagonal of sklearn's k(X, Y)), so A = k(x, x_i) <= const +
-        sum_t a_t = kappa0 = value_scale. Mixed sections: value_scale >=
+        separately by the callers). Single kernel without linear terms: every
+        term of this form is >= 0 (non-negative amplitudes and constants,
+        WhiteKernel parts 0 off the diagonal of sklearn's k(X, Y)), so A =
+        k(x, x_i) <= const + sum_t a_t = kappa0 = value_scale. With linear
+        terms (``lin`` > 0) the DotProduct parts' magnitudes c |sigma_0^2 +
+        x . x_i| <= c sigma_0^2 + c ||x|| ||x_i|| depend on x: the caller must
+        pass ``scale`` >= kappa0 + lin ||x|| max_i ||x_i|| for its x (or, on
+        the support points, the largest |K_ij|), else ValueError. Mixed sections: value_scale >=
         max_i sum_l |c_il| kappa0_l >= sum_l |c_il| A_l, the form the
         composite adapter's constant is relative to. value_scale is a float
         sum of T + 1 non-negative terms (relative error <= (T + 1) u) and the
         product c_val u value_scale one more rounding: the factor 1 + 1e-12
         covers both for T < 10^3 terms.
         """
+        if scale is None and self.lin > 0:
+            raise ValueError("value_rounding of a covariance with linear terms needs the term magnitudes' scale.")
         m = self.value_scale if scale is None else np.maximum(self.value_scale, scale)
         return float(c_val) * _U * m * (1.0 + 1e-12)
 
@@ -834,8 +851,17 @@ class SmoothCovariance:
         product and exp, for the factor, which falls with phi)."""
         out = np.zeros(amax.shape)
         d = amax.shape[1]
+        N = Xs.shape[0]
         for t, (a, kind, ls) in enumerate(self.terms):
             e = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
+            # The rounding of the scaled distance itself (a sum of d squares
+            # and a square root: relative error <= (d + 2) u / 2 of s) moves
+            # the slope entry a kappa'(s) (x_j - x_ij) / (l_j^2 s) by at most
+            # a sup_s |s^2 d/ds (kappa'(s) / s)| (d + 2) u / (2 l_j) <= c2 a (d
+            # + 2) u / l_j (RBF: 3 sqrt3 e^-1.5 = 1.16 <= 2 c2; Matern and
+            # the RQ mixture alike), per entry; the 2-norm over N entries.
+            dist = 2.0 * (d + 2) * _U * self.profile(kind)[0] * a * np.sqrt(N) / ls[None, :]
+            out = out + (dist * (1.0 if self.weights is None else float(np.max(self.weights[t], initial=0.0))))
             if self.weights is not None:
                 w = self.weights[t]
                 e = e * w[None, :]
@@ -860,10 +886,15 @@ class SmoothCovariance:
                     G = np.where(np.isnan(G), np.inf, G)
                     out = out + np.sqrt((G * G).sum(1)) * (1.0 + 1e-12)
         if self.lin > 0:
-            # The linear part's gradient lin x_i does not depend on x (no
-            # input rounding); its products fl(c x_ij) err by u |c x_ij| each,
-            # relative to the part, not to the (possibly cancelling) total.
-            out = out + 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
+            # Linear terms (module doc, "Linear terms"): their gradient lin
+            # x_i does not depend on x (no input rounding). The caller's
+            # 16 u ||G_j|| is relative to the computed total, which may cancel
+            # (stationary slope against the trend): each term's own relative
+            # error and every product and sum node of the tree are bounded
+            # relative to the sum of the parts' magnitudes, |G_stat| + |G_lin|
+            # <= |G| + 2 |G_lin| entrywise, so (16 + 2 (n_nodes + 2)) u times
+            # 2 lin |x_ij| more covers them (n_nodes: the tree's nodes).
+            out = out + (16.0 + 2.0 * (self.n_nodes + 2)) * 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
         return out * (1.0 + 1e-12) if self.weights is not None else out
 
 
@@ -1140,8 +1171,9 @@ class LatentVariance:
             # c_val u kg per entry plus input rounding), D K D >= 0 and the
             # products err by 3 u |D K D|: L L^T >= (1 - t) I. kg bounds
             # every |K_ij| and term magnitude of the Gram sklearn factors:
-            # kappa0 off the diagonal, the adapter's diagonal (WhiteKernel
-            # parts included) on it, as in _lemma_rho's kad.
+            # kappa0 off the diagonal (linear terms: kappa0 + lin ||x_i||
+            # ||x_j|| <= max_i k_c(x_i, x_i) <= kad), the adapter's diagonal
+            # (WhiteKernel parts included) on it, as in _lemma_rho's kad.
             Xs = self.adapter.Xs
             sm = self.smooth
             kad = float(np.max(np.abs(self.adapter.diag(Xs)), initial=0.0))
@@ -1893,7 +1925,9 @@ class LatentVariance:
         scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
         amax = np.abs(x0)
         dr0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
-        dJ = sm.jacobian_rounding(amax, self.adapter.Xs, x0) + 16.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
+        # 32 u of the computed Jacobian: each term's own evaluation (Matern's
+        # slopes: up to ~21 u, its value_ulps) with headroom.
+        dJ = sm.jacobian_rounding(amax, self.adapter.Xs, x0) + 32.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
         h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0

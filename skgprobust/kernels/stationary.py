@@ -868,20 +868,26 @@ class RationalQuadraticAdapter(StationaryAdapter):
         return base + value, pL, pU
 
     def coefficient_ulps(self):
-        """2 (alpha + 3): the computed base 1 + t carries a rounding of u
-        (relative), which the power -alpha - k (k <= 3, the derivatives)
-        turns into (alpha + k) u relative (first order; below 1.7e-11, so
-        the second order is negligible, 2x headroom); the errors carried by
-        t itself act as a relative error of phi and are covered by the
-        models' (d + 2) u |phi| terms (class docstring of ``_radial``). The
-        power's own 8 ulps are in the 40 u budget.
+        """2 expm1((alpha + 3) u (1 + 2 u)) / u (about 2 (alpha + 3) while
+        alpha u is small): the computed base b = fl(1 + t) carries a rounding
+        of u (relative), which the power -alpha and the k <= 3 divisions by
+        b of the derivatives (:meth:`dpsi`: psi / b, ...; the exponent -alpha
+        is exact, -alpha - k would not be) turn into a relative error of at
+        most (1 + u)^(alpha + 3) - 1 <= expm1((alpha + 3) u (1 + 2 u)); 2x
+        headroom. The errors carried by t itself act as a relative error of
+        phi and are covered by the models' terms in |phi| (module docstring
+        of ``_radial``; a few u more than the (d + 2) u counted there, inside
+        margin_rtol's 8 d u). The power's own 8 ulps and the divisions' u
+        are in the 40 u budget. Infinite (no model) past overflow.
 
         Returns
         -------
         ulps : float
             The extra relative error of psi and its derivatives, in u.
         """
-        return 2.0 * (self.a + 3.0)
+        u = 2.0**-53
+        with np.errstate(over="ignore"):
+            return float(2.0 * np.expm1((self.a + 3.0) * u * (1.0 + 2.0 * u)) / u)
 
     def _one_minus_psi_upper(self, phi):
         """1 - (1 + t)^-alpha = -expm1(-alpha log1p(t)), t = phi / (2 alpha):
@@ -899,18 +905,24 @@ class RationalQuadraticAdapter(StationaryAdapter):
         d2 = cdist(np.asarray(X, dtype=np.float64), self.Xs, "sqeuclidean")
         return (1 + d2 / (2 * self.a * float(self.kernel.length_scale) ** 2)) ** -self.a
 
+    # The derivatives divide psi by the base (the exponent -alpha is exact;
+    # -alpha - k is not for most alpha < 1, and its rounding would err by
+    # ~(alpha + k) u log(b) relative: 400 u at alpha 0.7, log b = 200).
     def psi(self, phi):
         return (1.0 + phi / (2.0 * self.a)) ** -self.a
 
     def dpsi(self, phi):
-        return -0.5 * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 1.0)
+        b = 1.0 + phi / (2.0 * self.a)
+        return -0.5 * (b**-self.a / b)
 
     def d2psi(self, phi):
-        return (self.a + 1.0) / (4.0 * self.a) * (1.0 + phi / (2.0 * self.a)) ** (-self.a - 2.0)
+        b = 1.0 + phi / (2.0 * self.a)
+        return (self.a + 1.0) / (4.0 * self.a) * (b**-self.a / b / b)
 
     def d3psi(self, phi):
         a = self.a
-        return -(a + 1.0) * (a + 2.0) / (8.0 * a * a) * (1.0 + phi / (2.0 * a)) ** (-a - 3.0)
+        b = 1.0 + phi / (2.0 * a)
+        return -(a + 1.0) * (a + 2.0) / (8.0 * a * a) * (b**-a / b / b / b)
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
