@@ -334,6 +334,14 @@ def test_large_feature_offset(base):
     for width in (0.2, 1e-3, 1e-7):
         c = X[3] + 0.01
         check_box(reg, c - width, c + width, rng)
+    # Boxes a few ulps wide, where the float centre is off-centre by half an
+    # ulp (the local bound's half-widths must reach both ends).
+    for n_ulps in (1, 3, 5):
+        lo = X[5] + 0.02
+        hi = lo.copy()
+        for _ in range(n_ulps):
+            hi = np.nextafter(hi, np.inf)
+        check_box(reg, lo, hi, rng, n=200)
 
 
 # --------------------------------------------------------------------------

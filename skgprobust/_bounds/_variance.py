@@ -1879,8 +1879,11 @@ class LatentVariance:
         sm = self.smooth
         B, d = lo.shape
         N = self.n_support
-        x0 = 0.5 * (lo + hi)
-        h = 0.5 * (hi - lo)
+        # The float centre x0 and half-widths h with [lo, hi] inside x0 +- h
+        # (box_halfwidths: max(hi - x0, x0 - lo), rounded up; 0.5 (hi - lo)
+        # can be short by half an ulp of x0, 1.33x on a 3-ulp box at 1e6:
+        # soundness hunt, session 16).
+        x0, h = box_halfwidths(lo, hi)
         R, G = self.adapter.value_and_grad(x0)  # (B, N), (B, N, d)
         Y = np.concatenate([R[:, None, :], np.transpose(G, (0, 2, 1))], axis=1).reshape(B * (d + 1), N)
         Z = self._apply_A(Y).reshape(N, B, d + 1)
@@ -1930,7 +1933,7 @@ class LatentVariance:
         dJ = sm.jacobian_rounding(amax, self.adapter.Xs, x0) + 32.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
         mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
-        h1 = h * (1.0 + 4.0 * _U)  # the box lies in |x - x0| <= h1 for the float centre x0
+        h1 = h  # the box lies in |x - x0| <= h (box_halfwidths)
         Dh = np.sqrt((H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
         # The per-point lemma's path (module doc, "The per-point lemma"): P
         # without the factor (1 + rho), its own Hessian and magnitude.
