@@ -3,9 +3,9 @@
 The Taylor models' rounding arguments (module docstring of
 ``skgprobust.kernels._radial``, ``StationaryAdapter.taylor``) budget ~40 u of
 relative error for the computed psi and its derivatives. RationalQuadratic
-computes them as powers -alpha - k of a base near 1, which errs by ~alpha u;
-``coefficient_ulps`` declares the excess and the models widen their margin by
-it. Checked here against 50-digit arithmetic (mpmath), not against our own
+computes psi as the power -alpha of a base near 1 (its derivatives divide psi
+by the base), which errs by ~alpha u; ``coefficient_ulps`` declares the
+excess and the models widen their margin by it. Checked here against 50-digit arithmetic (mpmath), not against our own
 numbers.
 """
 

@@ -523,3 +523,29 @@ def test_jacobian_rounding_with_a_cancelling_trend():
         assert err <= own <= full, (x, err, own, full)
         worst = max(worst, err / (2 * U * c * 1.3 + 16 * U * abs(g)))
     assert worst > 1.0  # the first allowance (2 u lin |x_i| + 16 u |G|) was too small here
+
+
+def test_linear_terms_exit_paths():
+    """Every exit of a std range with the linear terms (iteration limit, an
+    exhausted time limit, converged) returns bounds that contain sklearn's
+    std at sampled points and local optima; float32 rows; one training point;
+    a degenerate (zero-width) box."""
+    reg, X = fit("rbf+dp-far", 2, 50, True, seed=3)
+    rng = np.random.default_rng(2)
+    gamma = 0.05 * X.std(axis=0)
+    rows = np.vstack([X[:1] + 0.01, np.round(X.mean(0)) + rng.uniform(-2, 2, (1, 2))])
+    for kw in ({"max_iter": 1}, {"time_limit": 1e-3}, {"time_limit": 5}):
+        for Xq in (rows, rows.astype(np.float32)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = reg.prediction_range(Xq, gamma, statistic="std", epsilon=1e-6, random_state=0, **kw)
+            for i, x in enumerate(np.asarray(Xq, dtype=np.float64)):
+                res = attack(lambda P: sk_std(reg, P), x - gamma, x + gamma, rng, n_samples=500)
+                assert r.min_lower[i, 0] <= res.min and res.max <= r.max_upper[i, 0], kw
+    # One training point, fixed hyperparameters.
+    k = ConstantKernel(4.0) * RBF([0.5, 2.0]) + ConstantKernel(0.7) * DotProduct(1.0) + WhiteKernel(1e-6)
+    one = RobustGaussianProcessRegressor(k, optimizer=None).fit(np.array([[3.0, -1.0]]), np.array([0.4]))
+    assert variance_parts(one)[0].smooth.lin > 0
+    for width in (0.0, 1e-6, 0.1, 2.0):
+        c = np.array([3.0, -1.0]) + rng.uniform(-1, 1, 2)
+        check_box(one, c - width, c + width, rng, n=500)

@@ -824,7 +824,10 @@ class SmoothCovariance:
 
     def jacobian_rounding(self, amax, Xs, x0=None):
         """(B, d) bound on ||dJ_j||, the error of the computed Jacobian column
-        j of k_c(x0, Xs) caused by rounding the inputs: per term
+        j of k_c(x0, Xs) beyond the caller's 32 u ||G_j||: the rounding of
+        the scaled distance itself (2 (d + 2) u c2 a sqrt(N) / l_j per term,
+        comment in the code), the linear terms' share (module doc, "Linear
+        terms") and, caused by rounding the inputs: per term
         |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
         <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance.
 
@@ -888,7 +891,7 @@ class SmoothCovariance:
         if self.lin > 0:
             # Linear terms (module doc, "Linear terms"): their gradient lin
             # x_i does not depend on x (no input rounding). The caller's
-            # 16 u ||G_j|| is relative to the computed total, which may cancel
+            # 32 u ||G_j|| is relative to the computed total, which may cancel
             # (stationary slope against the trend): each term's own relative
             # error and every product and sum node of the tree are bounded
             # relative to the sum of the parts' magnitudes, |G_stat| + |G_lin|

@@ -174,6 +174,30 @@ def box_halfwidths(lo, hi):
     return c, np.maximum(hi - c, c - lo) * (1.0 + 4.0 * 2.0**-53)
 
 
+def widen_for_coefficient_ulps(mag, ulps):
+    """A Taylor model's magnitude ``mag`` widened for coefficients that err by
+    ``ulps`` u beyond the ~40 u the models' rounding arguments budget
+    (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.coefficient_ulps`):
+    ``mag (1 + ulps / 256)``. The caller's relative margin is at least 256 u
+    of the magnitude (``margin_rtol``), so it grows by at least ``ulps u
+    mag``, which bounds the extra error of every term the model sums (each
+    at most its share of ``mag``).
+
+    Parameters
+    ----------
+    mag : ndarray
+        The model's magnitude per box.
+    ulps : float
+        The extra relative error of its coefficients, in units of u.
+
+    Returns
+    -------
+    mag : ndarray
+        The widened magnitude.
+    """
+    return mag * (1.0 + ulps / 256.0)
+
+
 def widen_enclosure(klo, khi):
     """``(klo', khi', A)``: the float enclosure [klo, khi] of k over a box
     widened by 1e-6 relative and ``SUBNORMAL`` absolute (its own rounding,

@@ -84,7 +84,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import TaylorModel
+from ._base import TaylorModel, widen_for_coefficient_ulps
 
 #: Relative widening of the s-range against the rounding of its sums.
 _S_WIDEN = 1e-12
@@ -296,7 +296,7 @@ def radial_taylor(geom, parts, w):
         mag = (np.abs(w) * (np.abs(c0) + m1 * (sc + dq) + m2 * (sc * dmax + dq**2) + m3 * sc * dmax**2)).sum(-1) \
             + r_abs.sum(-1) + np.abs(rem0)
         # Coefficients beyond the 40 u budget (RationalQuadratic): a wider margin.
-        mag = mag * (1.0 + parts.extra_ulps / 256.0)
+        mag = widen_for_coefficient_ulps(mag, parts.extra_ulps)
     rem = np.where(bad | np.isnan(rem), -np.inf, np.minimum(rem, 0.0))
     return TaylorModel(value, grad, diag, M, rem, mag)
 

@@ -4,7 +4,16 @@ import numpy as np
 from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ..exceptions import UnsupportedKernelError
-from ._base import SUBNORMAL, WIDEN, KernelAdapter, Relaxation, interval_lower, power_rounding, widen_enclosure
+from ._base import (
+    SUBNORMAL,
+    WIDEN,
+    KernelAdapter,
+    Relaxation,
+    interval_lower,
+    power_rounding,
+    widen_enclosure,
+    widen_for_coefficient_ulps,
+)
 from ._radial import parts_of, product_parts, radial_geometry, radial_polynomial_taylor, radial_taylor
 
 
@@ -453,7 +462,7 @@ class ProductAdapter(KernelAdapter):
         # A radial factor containing a RationalQuadratic (e.g. RQ * ExpSineSquared,
         # whose alpha the cap above does not see): coefficients err by extra u
         # more, so the margin grows as in radial_taylor (module docstring of _radial).
-        tm.mag = tm.mag * (1.0 + extra / 256.0)
+        tm.mag = widen_for_coefficient_ulps(tm.mag, extra)
         return tm
 
     def linearise(self, lo, hi, w):

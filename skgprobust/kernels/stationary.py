@@ -25,6 +25,7 @@ from ._base import (
     interval_lower,
     power_rounding,
     widen_enclosure,
+    widen_for_coefficient_ulps,
 )
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
@@ -602,7 +603,7 @@ class StationaryAdapter(KernelAdapter):
             tm.mag = np.maximum(tm.mag, tm.alt[2])
         # Coefficients less accurate than the budgeted ~40 u (RationalQuadratic):
         # the margin grows with them (coefficient_ulps).
-        tm.mag = tm.mag * (1.0 + self.coefficient_ulps() / 256.0)
+        tm.mag = widen_for_coefficient_ulps(tm.mag, self.coefficient_ulps())
         return tm
 
     @staticmethod
