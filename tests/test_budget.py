@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from skgprobust._engine._bnb import BranchAndBound
-from skgprobust._engine._search import local_search
+from skgprobust._engine._search import local_search, polish
 from skgprobust._engine._solve import Budget, solve_deviation, solve_range, solve_sign
 
 from ._helpers import BOUND_TOL
@@ -253,3 +253,15 @@ def test_budget_warning_points_at_the_callers_line():
         with pytest.warns(BudgetExhaustedWarning) as record:
             call()
         assert {w.filename for w in record if w.category is BudgetExhaustedWarning} == {__file__}
+
+
+def test_polish_stops_at_its_deadline_and_never_worsens():
+    lo, hi, x0 = _box()
+    f = SlowQuadratic([0.3, -0.2, 0.1], sign=-1.0, grad_cost=0.05)  # concave: the farthest corner
+    t0 = time.perf_counter()
+    x, fx = polish(f, lo, hi, x0, f.value(x0[None])[0], deadline=t0 + 0.12)
+    assert time.perf_counter() - t0 <= 0.12 + 0.05 + 0.03
+    assert np.all((lo <= x) & (x <= hi)) and fx == f.value(x[None])[0] and fx <= f.value(x0[None])[0]
+    # Deadline already passed: the start comes back unchanged.
+    x, fx = polish(f, lo, hi, x0, 7.0, deadline=time.perf_counter() - 1.0)
+    assert np.array_equal(x, x0) and fx == 7.0

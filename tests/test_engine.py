@@ -10,6 +10,7 @@ import pytest
 
 from skgprobust._bounds._mean import BoxBound
 from skgprobust._engine._bnb import BranchAndBound
+from skgprobust._engine._search import local_search, polish
 from skgprobust._engine._solve import (
     DEFAULT_MAX_ITER,
     Budget,
@@ -615,3 +616,61 @@ def test_solve_deviation_model_refuses_counterexample():
         objs, center, LO, HI, X0, 1e-3, 2, Budget(max_iter=200), np.random.default_rng(0), lambda x: 0.0
     )
     assert out.status == "unknown" and out.n_iter == 200 and out.bound > 1e-3
+
+
+# --------------------------------------------------------------------------
+# Local search: the sign corner and the quasi-Newton polish
+# --------------------------------------------------------------------------
+
+
+class _Fn:
+    def __init__(self, f, g):
+        self.f, self.g, self.n_eval = f, g, 0
+
+    def value(self, X):
+        X = np.atleast_2d(X)
+        self.n_eval += len(X)
+        return self.f(X)
+
+    def value_and_grad(self, X):
+        return self.value(X), self.g(np.atleast_2d(X))
+
+
+def test_sign_corner_reaches_the_vertex_minimum_of_a_badly_scaled_linear_function():
+    # 64 coordinates whose slopes span 4 decades: the scaled steps move the
+    # small-slope coordinates by a fraction of their width; the corner is exact.
+    c = np.geomspace(1e-3, 10.0, 64) * np.where(np.arange(64) % 2, 1.0, -1.0)
+    fn = _Fn(lambda X: X @ c, lambda X: np.broadcast_to(c, X.shape))
+    lo, hi = -np.ones(64), np.ones(64)
+    exact = -np.abs(c).sum()
+    _, plain = local_search(fn, lo, hi, np.zeros((1, 64)), n_steps=5)
+    x, f = local_search(fn, lo, hi, np.zeros((1, 64)), n_steps=5, corner=True)
+    assert plain > exact + 1e-3
+    assert f == pytest.approx(exact, rel=1e-12) and np.array_equal(x, np.where(c > 0, lo, hi))
+
+
+def test_polish_improves_a_curved_minimum_and_stays_in_the_box():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(20, 20))
+    H = A @ A.T / 20 + np.diag(np.geomspace(1e-2, 1.0, 20))
+    b = rng.normal(size=20) * 3.0
+    fn = _Fn(lambda X: 0.5 * np.einsum("ni,ij,nj->n", X, H, X) - X @ b, lambda X: X @ H - b)
+    lo, hi = -np.ones(20), np.ones(20)
+    x0, f0 = local_search(fn, lo, hi, np.zeros((1, 20)), n_steps=10)
+    n0 = fn.n_eval
+    x, f = polish(fn, lo, hi, x0, f0, max_eval=30)
+    assert fn.n_eval - n0 <= 30
+    assert f < f0 and f == fn.value(x[None])[0]
+    assert np.all((lo <= x) & (x <= hi))
+    # Where the start is already the minimum it comes back unchanged (never worse).
+    xv = np.where(b > 0, hi, lo)
+    lin = _Fn(lambda X: -X @ np.abs(b) * np.sign(b), lambda X: np.broadcast_to(-b, X.shape))
+    x2, f2 = polish(lin, lo, hi, xv, lin.value(xv[None])[0])
+    assert f2 == lin.value(xv[None])[0]
+
+
+def test_polish_ends_on_non_finite_values():
+    fn = _Fn(lambda X: np.where(X[:, 0] > 0.5, np.nan, -X[:, 0]), lambda X: -np.eye(1, X.shape[1]).repeat(len(X), 0))
+    lo, hi = np.zeros(3), np.ones(3)
+    x, f = polish(fn, lo, hi, np.zeros(3), 0.0)
+    assert np.isfinite(f) and f <= 0.0 and f == fn.value(x[None])[0]

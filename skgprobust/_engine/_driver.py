@@ -28,7 +28,7 @@ import numpy as np
 from ..exceptions import BudgetExhaustedWarning
 from ._common import map_rows, row_seeds, user_stacklevel
 from ._results import CertificationResult, RangeResult
-from ._search import local_search, random_starts
+from ._search import local_search, polish, random_starts
 from ._solve import Budget, RangeOutcome, solve_range
 
 METHODS = ("bounds", "search")
@@ -88,7 +88,7 @@ def _range_row(shared, x0, lo, hi, key, rng):
     # join the starts (for the one-sided segments of explain, its two ends).
     starts = np.vstack([x0[None], lo[None], hi[None], random_starts(lo, hi, N_SEARCH_STARTS, rng)])
     points = np.array([
-        local_search(f, lo, hi, starts, deadline=dl)[0]
+        polish(f, lo, hi, *local_search(f, lo, hi, starts, deadline=dl, corner=True), deadline=dl)[0]
         for f, dl in zip(objectives, budget.search_deadlines(len(objectives)))
     ])
     return RangeOutcome(

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._bnb import BranchAndBound
 from ._deadline import row_deadline
-from ._search import local_search, random_starts
+from ._search import local_search, polish, random_starts
 
 DEFAULT_MAX_ITER = 5000
 N_RANDOM_STARTS = 6
@@ -104,11 +104,15 @@ def _starts(state, x0, rng):
 
 
 def _improve(state, x0, rng, deadline=None):
-    """Local search from x0, the incumbent and random starts; the result is
-    offered to the state. Nothing when ``deadline`` has passed."""
+    """Local search from x0, the incumbent, random starts and the sign-of-the-
+    gradient corner of x0, then a quasi-Newton polish of its best point
+    (:func:`~._search.polish`); the result is offered to the state. Nothing
+    when ``deadline`` has passed."""
     if deadline is not None and time.perf_counter() >= deadline:
         return
-    x, _ = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng), deadline=deadline)
+    x, f = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng), deadline=deadline,
+                        corner=True)
+    x, _ = polish(state.objective, state.lo, state.hi, x, f, deadline=deadline)
     state.offer(x[None])
 
 

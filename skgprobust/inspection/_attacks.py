@@ -28,7 +28,7 @@ from sklearn.base import is_classifier
 from sklearn.pipeline import Pipeline
 
 from .._engine._common import bound_model_of, prepare, quiet_feature_names, row_seeds
-from .._engine._search import local_search, random_starts
+from .._engine._search import local_search, random_starts, sign_corner
 from ..exceptions import UnsupportedModelError
 
 __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
@@ -174,12 +174,6 @@ class _Problem:
         return X_adv[0] if self.single else X_adv
 
 
-def _corner(X, lo, hi, g):
-    """The box corner that descends along -sign(g): one signed step of size
-    gamma, clipped to the domain; features with zero gradient stay put."""
-    return np.where(g > 0, lo, np.where(g < 0, hi, X))
-
-
 # --------------------------------------------------------------------------
 # Attacks
 # --------------------------------------------------------------------------
@@ -223,7 +217,7 @@ def gpfgs(estimator, X, gamma, *, features=None, domain=None, target=None):
     """
     prob = _Problem(estimator, X, gamma, features, domain, target)
     rows = np.arange(len(prob.X))
-    candidates = [_corner(prob.X, prob.lo, prob.hi, prob.grad(col, rows, prob.X)) for col in prob.columns]
+    candidates = [sign_corner(prob.X, prob.lo, prob.hi, prob.grad(col, rows, prob.X)) for col in prob.columns]
     return prob.result(prob.best(candidates))
 
 
@@ -329,7 +323,7 @@ def pgd(
         best_dev = -np.inf
         for col in prob.columns:
             objectives, keys = col
-            fgs = _corner(x, lo, hi, prob.grad(col, row, x[None])[0])
+            fgs = sign_corner(x, lo, hi, prob.grad(col, row, x[None])[0])
             cand, _ = local_search(objectives[keys[i]], lo, hi, np.vstack([x, fgs, randoms]), n_steps)
             if prob.is_classifier:
                 X_adv[i] = cand
