@@ -132,6 +132,29 @@ and 1, gamma 0.05): worst gaps 0.027 / 0.036 at 10 s, 0.026 / 0.020 at
 40 s (columns 50% / 60% -> 70% / 90%): the 95% target at gamma 0.05
 needs a tighter root relaxation, not a faster engine.
 
+Session 17 (32aba14: the engine's local search adds the sign-of-the-
+gradient corner of the centre and an L-BFGS-B polish of its best point;
+before = 2284f85, both at once, load ~1-2, 6 rows): probability ranges at
+gamma 0.05: columns 57% -> 58%, median worst gap 0.0403 -> 0.0357, rows 0%
+both; gamma 0.02: 100% rows both, median 3.77 -> 3.73 s. A stronger attack
+(L-BFGS-B from 8 starts and the corner) lowered the engine's minima by up
+to 0.0046 before the change (row 1, min P_4: 0.5753 -> 0.5707).
+
+Where the root bound of the top class loses (session 17, row 0, min P_1,
+gamma 0.05; attacked minimum t = 0.5045, so min over the box of F_t =
+(1 - t) p_c - t sum_(k != c) p_k is 0): ``_QuadRatio`` certifies F_t >=
+-0.062 (its affine-slope variant -0.049), about 0.03-0.05 in t. Of that:
+(i) the pointwise relaxation (each p_k by its coupled variance line and
+curvature kappa in the mean) is 0.017 below F_t at the attacked point, and
+0.016 of p_1 at the box centre alone: the variance slope is the smallest
+|dp/dv| over the class's rectangle (v of class 1 spans [2.2, 4.2]), exact
+only at v_hi; (ii) the constant penalties (kappa E (E + A), the mean
+models' errors) cost 0.009; (iii) the relaxation's own minimum over the
+box (L-BFGS-B on the exact relaxation) is -0.043, and the Taylor-model and
+dual bound of it lose another 0.019. No single term dominates; a tangent
+in v at the centre's variance (p convex in v where z^2 < 3 for each
+term Phi(z) of the link) would address (i).
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds

@@ -28,7 +28,7 @@ from sklearn.base import is_classifier
 from sklearn.pipeline import Pipeline
 
 from .._engine._common import bound_model_of, prepare, quiet_feature_names, row_seeds
-from .._engine._search import local_search, random_starts, sign_corner
+from .._engine._search import local_search, polish, random_starts, sign_corner
 from ..exceptions import UnsupportedModelError
 
 __all__ = ["gpfgs", "gpjm", "pgd", "attack_succeeded"]
@@ -287,7 +287,9 @@ def pgd(
 
     Runs :func:`local search <skgprobust._engine._search.local_search>` (the local search of
     ``certify``) per row on the objective of :func:`gpfgs`, from the centre,
-    the gpfgs point and ``n_starts - 1`` uniform random points of the box.
+    the gpfgs point and ``n_starts - 1`` uniform random points of the box,
+    then refines its best point by L-BFGS-B (:func:`~skgprobust._engine._search.polish`,
+    at most 40 evaluations; never worse than the point it starts from).
     Since the starts include the gpfgs point, the margin found is never
     higher than gpfgs's. A regressor minimises and maximises the mean of
     each attacked target and keeps the point that changes ``predict`` most.
@@ -324,7 +326,8 @@ def pgd(
         for col in prob.columns:
             objectives, keys = col
             fgs = sign_corner(x, lo, hi, prob.grad(col, row, x[None])[0])
-            cand, _ = local_search(objectives[keys[i]], lo, hi, np.vstack([x, fgs, randoms]), n_steps)
+            obj = objectives[keys[i]]
+            cand, _ = polish(obj, lo, hi, *local_search(obj, lo, hi, np.vstack([x, fgs, randoms]), n_steps))
             if prob.is_classifier:
                 X_adv[i] = cand
                 break
