@@ -106,13 +106,15 @@ def _starts(state, x0, rng):
 def _improve(state, x0, rng, deadline=None):
     """Local search from x0, the incumbent, random starts and the sign-of-the-
     gradient corner of x0, then a quasi-Newton polish of its best point
-    (:func:`~._search.polish`); the result is offered to the state. Nothing
-    when ``deadline`` has passed."""
+    (:func:`~._search.polish`; not when the search already reached the
+    state's target, a decision's counterexample); the result is offered to
+    the state. Nothing when ``deadline`` has passed."""
     if deadline is not None and time.perf_counter() >= deadline:
         return
     x, f = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng), deadline=deadline,
                         corner=True)
-    x, _ = polish(state.objective, state.lo, state.hi, x, f, deadline=deadline)
+    if state.target is None or not f <= state.target:  # a decision's counterexample needs no polish
+        x, _ = polish(state.objective, state.lo, state.hi, x, f, deadline=deadline)
     state.offer(x[None])
 
 
