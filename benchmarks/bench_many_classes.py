@@ -136,7 +136,9 @@ Session 17 (32aba14: the engine's local search adds the sign-of-the-
 gradient corner of the centre and an L-BFGS-B polish of its best point;
 before = 2284f85, both at once, load ~1-2, 6 rows): probability ranges at
 gamma 0.05: columns 57% -> 58%, median worst gap 0.0403 -> 0.0357, rows 0%
-both; gamma 0.02: 100% rows both, median 3.77 -> 3.73 s. A stronger attack
+both; gamma 0.02: 100% rows both, median 3.77 -> 3.73 s. 10 rows at gamma
+0.05, one run after the other (load ~1): columns 54% -> 58%, median worst
+gap 0.0538 -> 0.0405, rows 0% both. A stronger attack
 (L-BFGS-B from 8 starts and the corner) lowered the engine's minima by up
 to 0.0046 before the change (row 1, min P_4: 0.5753 -> 0.5707).
 
