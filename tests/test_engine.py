@@ -660,6 +660,10 @@ def test_polish_improves_a_curved_minimum_and_stays_in_the_box():
     n0 = fn.n_eval
     x, f = polish(fn, lo, hi, x0, f0, max_eval=30)
     assert fn.n_eval - n0 <= 30
+    for cap in (1, 2, 3, 5):  # the cap holds exactly (scipy's maxfun only between iterations)
+        n0 = fn.n_eval
+        polish(fn, lo, hi, np.zeros(20), 0.0, max_eval=cap)
+        assert fn.n_eval - n0 <= cap
     assert f < f0 and f == fn.value(x[None])[0]
     assert np.all((lo <= x) & (x <= hi))
     # Where the start is already the minimum it comes back unchanged (never worse).

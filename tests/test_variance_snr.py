@@ -542,6 +542,8 @@ def test_linear_terms_exit_paths():
             for i, x in enumerate(np.asarray(Xq, dtype=np.float64)):
                 res = attack(lambda P: sk_std(reg, P), x - gamma, x + gamma, rng, n_samples=500)
                 assert r.min_lower[i, 0] <= res.min and res.max <= r.max_upper[i, 0], kw
+            # Each exit path is the one named: the limits stop early, 5 s converges.
+            assert r.converged.all() == ("time_limit" in kw and kw["time_limit"] == 5), (kw, r.converged)
     # One training point, fixed hyperparameters.
     k = ConstantKernel(4.0) * RBF([0.5, 2.0]) + ConstantKernel(0.7) * DotProduct(1.0) + WhiteKernel(1e-6)
     one = RobustGaussianProcessRegressor(k, optimizer=None).fit(np.array([[3.0, -1.0]]), np.array([0.4]))

@@ -124,12 +124,13 @@ def polish(objective, lo, hi, x, f, max_eval=POLISH_MAX_EVAL, deadline=None):
     free = hi > lo
     if max_eval < 1 or not free.any() or not np.isfinite(best[0]):
         return best[1], best[0]
-    last = [0.0]
+    last, n_eval = [0.0], [0]
 
     def fun(z):
         t0 = time.perf_counter()
-        if deadline is not None and t0 + last[0] > deadline:
-            raise _Stop
+        if n_eval[0] >= max_eval or (deadline is not None and t0 + last[0] > deadline):
+            raise _Stop  # L-BFGS-B's own maxfun is checked between iterations only
+        n_eval[0] += 1
         z = np.clip(z, lo, hi)
         v, g = objective.value_and_grad(z[None])
         v, g = float(v[0]), np.asarray(g[0], dtype=np.float64)
