@@ -157,6 +157,28 @@ dual bound of it lose another 0.019. No single term dominates; a tangent
 in v at the centre's variance (p convex in v where z^2 < 3 for each
 term Phi(z) of the link) would address (i).
 
+Session 18 built that tangent and measured it; it does not help, so it was
+not committed (the diff is described here so it is not tried again). Each
+class: p(mu, v) >= p(mu, v1) + (k0 + k1 (mu - m)) (v - v1) - D on its
+rectangle, v1 = the enclosure's variance at the centre, the slope line a
+least-squares fit of dp/dv (., v1) over the mean range, D the proven
+one-sided integral of |dp/dv - line| (grid of 129 x 17 nodes per side of
+v1 with the G3 / G4 Lipschitz slack), p(mu, v1) quadratic in the mean as
+in ``_QuadRatio``, the bilinear (mu - m) (v - v1) term through the mean's
+and the variance's Taylor models as in ``_affine_terms``. Row 0, min P_1,
+gamma 0.05, certified min of F_t (plain / affine-slope / tangent): t =
+0.45: 0.0241 / 0.0274 / 0.0120; t = 0.47: -0.0001 / -0.0015 / -0.0114; t =
+0.49: -0.026 / -0.031 / -0.050. D is large because the variance ranges are
+wide (class 1: [2.2, 4.2]; the others 2-2.5 wide) and dp/dv varies over
+them: D = 0.009 for class 1 and 0.001-0.006 for the others (0.0075 for
+class 1 with a 257 x 65 grid). With D = 0 (not a bound; an upper limit of
+what the tangent could give) the tangent variant reaches only +0.0041 at t
+= 0.47 (crossing t ~0.473 against 0.470), against a gap of 0.029 to the
+attacked minimum 0.5011 (root bound 0.4720). So (i) measured at the
+attacked point overstates what the relaxation loses where its minimum
+lies; (iii), the Taylor model and dual bound over the 64-D box, is the
+term to work on.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds

@@ -58,6 +58,27 @@ the rounding margins, relative to k_c(x, x) (the solves' componentwise
 bound), floor the gap at ~2e-6 in variance, and the box QP of the
 remaining quadratic is loose by ~4x at 1% of gamma; standardised
 features do not have this problem.
+Session 18, that model re-measured (``RBF(length_scale=[73.9, 835, 0.166,
+322]) + DotProduct(sigma_0=0.0078) + WhiteKernel(2.1e-4)``, N = 250,
+first two test rows, one ``max_iter=1`` root bound on boxes of 1e-4 x
+gamma): the two-sided gap stays at 0.5% (row 0) and 4.6% (row 1, x_2 =
+1562) of the std however small the box, so row 1 cannot converge at
+epsilon = 1% per side. At that box the local bound's rounding margins are
+2.3e-5 each side against a variance of 9.8e-4: our solves' term 2 gam
+||a|| nLabs ||z~|| = 2.1e-5 and sklearn's 2.2e-5 (gam = 2.5e-13,
+nLabs = 1.6e4, ||z~|| = sqrt(k_c(x, x)) = 1562, ||a|| = 1.6); the
+assembly (gam scale) 1.2e-6 and the kernel values' rounding 3.6e-7 each.
+With ``time_limit`` 1 / 5 / 20 s row 0's gaps are 0.0022 / 0.0010 /
+0.00055 (epsilon 0.00024) and row 1 stays at [0, 0.030] until 20 s. Tried
+and measured, not kept: the componentwise product || |L| (|z0~| + sum_j
+h_j |ZJ~_j|) || in place of nLabs s is 25,572,515 against 25,575,910 here
+(the trend term aligns z with the top singular vector of |L|), so it
+gains nothing. What would move the floor: a smaller solve constant (gam
+= (8 (N + d) + 256) u is ~9 gamma_(N+1), module doc of
+``skgprobust._bounds._variance``, "Solve model") or, for our own solves
+only, an a-posteriori residual in extended precision; sklearn's own
+solve at the unknown x of the box keeps its backward-error term either
+way.
 
 How to run
 ----------

@@ -551,3 +551,30 @@ def test_linear_terms_exit_paths():
     for width in (0.0, 1e-6, 0.1, 2.0):
         c = np.array([3.0, -1.0]) + rng.uniform(-1, 1, 2)
         check_box(one, c - width, c + width, rng, n=500)
+
+
+def test_unscaled_trend_model_solve_margins():
+    """A trend + smooth regressor on unscaled features (Friedman #3, features
+    up to ~1700, no normalize_y; the hyperparameters of its fit): k_c(x, x)
+    ~ 2.4e6 against a variance ~1e-3, so the local bound's rounding margins
+    are its floor, and the solves' terms dominate them (module doc of
+    ``_bounds._variance``, "Solve model": gs = 2 gamma_(N+1)). Sound at
+    sampled points and local optima of small and tiny boxes; at 1e-4 of
+    gamma the certified std interval is within 2% of the std (4.6% on the
+    second row with the solves charged gam = (8 (N + d) + 256) u)."""
+    from sklearn.datasets import make_friedman3
+
+    X, y = make_friedman3(n_samples=350, noise=0.01, random_state=0)
+    k = (ConstantKernel(0.969**2) * RBF([73.9, 835.0, 0.166, 322.0]) + DotProduct(0.0078)
+         + WhiteKernel(0.000209))
+    reg = RobustGaussianProcessRegressor(k, normalize_y=False, optimizer=None).fit(X[:250], y[:250])
+    var, _ = variance_parts(reg)
+    assert var.smooth is not None and var.smooth.lin > 0
+    g = 0.02 * X[:250].std(0)
+    rng = np.random.default_rng(0)
+    for x in X[250:252]:
+        for f in (1e-2, 1e-4):
+            vb, res, s2 = check_box(reg, x - f * g, x + f * g, rng, n=500)
+            if f == 1e-4:
+                s = np.sqrt(res.max)
+                assert np.sqrt(vb.upper[0] * s2) - np.sqrt(vb.lower[0] * s2) < 0.02 * s
