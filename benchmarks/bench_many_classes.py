@@ -177,7 +177,19 @@ what the tangent could give) the tangent variant reaches only +0.0041 at t
 attacked minimum 0.5011 (root bound 0.4720). So (i) measured at the
 attacked point overstates what the relaxation loses where its minimum
 lies; (iii), the Taylor model and dual bound over the 64-D box, is the
-term to work on.
+term to work on. Within (iii) (same row and side, t = 0.47, the plain
+relaxation's weighted kernel sum Wc . r(x) before the classes' curvature
+terms): the Lagrangian dual bound of the quadratic model equals its best
+local minimum from 30 L-BFGS-B starts (-0.14360 with M, -0.14374 with the
+concave remainder form; 12, 50 and 200 ascent steps agree to 3e-5), so
+the dual loses nothing; the model itself does. Its lower bound of min Wc . r
+is 0.9446 (remainder form) / 0.9420 (M and the separate remainder
+-0.0038), against 0.9689 found by L-BFGS-B on the exact sum from 12
+starts, with the value 1.0893 at the centre: the second-order radial model
+(``kernels._radial.radial_taylor``) loses 0.024 of a 0.12 drop, through
+its per-support-point remainders (each delta_i = s_i(x) - s_i(c) at its
+own worst case over the box, up to dmax ~ 2 here in squared distance, while
+at any one x most of them are far smaller).
 
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without

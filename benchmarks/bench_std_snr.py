@@ -73,12 +73,23 @@ With ``time_limit`` 1 / 5 / 20 s row 0's gaps are 0.0022 / 0.0010 /
 and measured, not kept: the componentwise product || |L| (|z0~| + sum_j
 h_j |ZJ~_j|) || in place of nLabs s is 25,572,515 against 25,575,910 here
 (the trend term aligns z with the top singular vector of |L|), so it
-gains nothing. What would move the floor: a smaller solve constant (gam
-= (8 (N + d) + 256) u is ~9 gamma_(N+1), module doc of
-``skgprobust._bounds._variance``, "Solve model") or, for our own solves
-only, an a-posteriori residual in extended precision; sklearn's own
-solve at the unknown x of the box keeps its backward-error term either
-way.
+gains nothing. What moved the floor (61001a8): the solves' terms now use
+gs = 2 gamma_(N+1) instead of gam = (8 (N + d) + 256) u (~9 gamma_(N+1);
+module doc of ``skgprobust._bounds._variance``, "Solve model"). Root gap
+at 1e-4 x gamma 4.6% -> 1.2% of the std (row 1; row 0 0.5% -> 0.13%), at
+0.1 x gamma 24% -> 6.5% (row 0). ``--kernels rbf+dp --rows 5`` (before =
+a722ebb, one after the other, load 2-3): converged 80% -> 85%; Friedman
+#3 N = 250 normalize_y 60% -> 100% (median 2.32 -> 0.40 s), N = 1000
+normalize_y 100% both (median 1.82 -> 0.57 s), N = 250 without
+normalize_y 0% -> 20% (gap 0.95 -> 0.13; row 0 now converges in 0.7 s,
+row 1 reaches gaps of 6% of the std at 20 s: the solves' margins, which
+grow with sum_j h_j ||L^-1 J_j|| and the trend's Jacobian x_i ~ 1700,
+still dominate at every box size); N = 1000 without normalize_y 0% both:
+there the float factor's lemma gives rho = 4.2 (Cholesky's backward error
+8 gamma_(N+1) ||L||abs^2 = 1.0e-3 against the noise 2e-4), the per-point
+lemma's floor is 170% of the std at 1e-4 x gamma (16% if Cholesky were
+charged 2 gamma_(N+1) as well: not enough, not changed). The default
+kernels (rbf, matern) stay at 100%, median 0.024 -> 0.021 s per row.
 
 How to run
 ----------
