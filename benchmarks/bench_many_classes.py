@@ -176,20 +176,27 @@ what the tangent could give) the tangent variant reaches only +0.0041 at t
 = 0.47 (crossing t ~0.473 against 0.470), against a gap of 0.029 to the
 attacked minimum 0.5011 (root bound 0.4720). So (i) measured at the
 attacked point overstates what the relaxation loses where its minimum
-lies; (iii), the Taylor model and dual bound over the 64-D box, is the
-term to work on. Within (iii) (same row and side, t = 0.47, the plain
-relaxation's weighted kernel sum Wc . r(x) before the classes' curvature
-terms): the Lagrangian dual bound of the quadratic model equals its best
+lies, and (iii) was misattributed. Measured at the relaxation's own
+minimiser (same row and side, t = 0.47): the Lagrangian dual bound of the relaxation's quadratic model equals its best
 local minimum from 30 L-BFGS-B starts (-0.14360 with M, -0.14374 with the
 concave remainder form; 12, 50 and 200 ascent steps agree to 3e-5), so
-the dual loses nothing; the model itself does. Its lower bound of min Wc . r
-is 0.9446 (remainder form) / 0.9420 (M and the separate remainder
--0.0038), against 0.9689 found by L-BFGS-B on the exact sum from 12
-starts, with the value 1.0893 at the centre: the second-order radial model
-(``kernels._radial.radial_taylor``) loses 0.024 of a 0.12 drop, through
-its per-support-point remainders (each delta_i = s_i(x) - s_i(c) at its
-own worst case over the box, up to dmax ~ 2 here in squared distance, while
-at any one x most of them are far smaller).
+the dual loses nothing. Nor does the kernel's Taylor model: for the
+weighted kernel sum Wc . r(x) alone (the classes' lines, centre value
+1.0893) it proves min >= 0.9670 against 0.9689 found by L-BFGS-B on the
+exact sum (12 starts). The loss is in the classes' curvature terms
+-|coef_k| kappa_k rho_k (a_k . u)^2 added to it (with them the model's
+minimum is 0.9446): at the relaxation's minimiser they cost 0.0155 (class
+1, a . u = -1.13, kappa 0.0206) and 0.0063 (class 3), the constants
+kappa cq another 0.009 in all. kappa_1 = max(0, -G2(m) / 2 + M3 W / 6) is
+the worst curvature over class 1's whole mean range [0.52, 3.21] (W =
+1.38). Tried, measured and not kept: expanding each class about its mean
+at the relaxation's minimiser instead of the centre's (Taylor's theorem
+holds at any point; the shifted square adds a gradient term), as a third
+variant at the root box. Root gaps of row 0 (attacked vs certified): max
+P_1 0.026 -> 0.022, min P_3 0.0155 -> 0.0088, min P_2 0.0107 -> 0.0076,
+min P_1 0.029 unchanged; but the benchmark (10 rows, time_limit 10, load
+~2) did not move: gamma 0.05 columns 53% -> 52%, median worst gap 0.051
+both, rows 0% both; gamma 0.02 100% both, median 4.09 -> 5.16 s per row.
 
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
