@@ -350,3 +350,45 @@ def test_latent_slice_budget_is_per_row(monkeypatch):
     assert row() == (first, spent)
     with ThreadPoolExecutor(2) as pool:
         assert list(pool.map(lambda _: row(), range(2))) == [(first, spent)] * 2
+
+
+@pytest.mark.parametrize("link", [FiveErfLink(), ProbitLink()])
+def test_envelope_curvature_bounds_the_envelope(link):
+    """envelope_curvature's quadratic (the cubic term charged by side of the
+    expansion point) lies below the envelope G(mu) = p(mu, v) on [lo2, hi2]
+    (above it for the upper side) at dense points, and is never looser than
+    the one-sided charge sup |G3| W / 6 it replaced (by more than rounding);
+    where G3 keeps its sign on one side it is strictly tighter."""
+    rng = np.random.default_rng(3)
+    n = 400
+    lo2 = rng.normal(0.0, 3.0, n)
+    hi2 = lo2 + rng.exponential(1.5, n)
+    mm = lo2 + (hi2 - lo2) * rng.random(n)
+    vr = rng.exponential(3.0, n)
+    err_d = link.MU_DERIVATIVE_ERROR
+    tighter = 0
+    for up in (False, True):
+        G, G1, kap = O.envelope_curvature(link, mm, vr, lo2, hi2, np.full(n, up))
+        mu = lo2[:, None] + (hi2 - lo2)[:, None] * np.linspace(0.0, 1.0, 301)[None]
+        mu = np.concatenate([mu, mm[:, None] + np.linspace(-1e-3, 1e-3, 21)[None]], axis=1)
+        mu = np.clip(mu, lo2[:, None], hi2[:, None])
+        dlt = mu - mm[:, None]
+        quad = G[:, None] + G1[:, None] * dlt + (1.0 if up else -1.0) * kap[:, None] * dlt**2
+        p = link.value(mu, np.broadcast_to(vr[:, None], mu.shape))
+        slack = 2 * err_d * (1 + np.abs(dlt)) + 1e-12
+        if up:
+            assert np.all(p <= quad + slack)
+        else:
+            assert np.all(p >= quad - slack)
+        # The replaced charge (as computed before): the largest |G3| on a grid of the
+        # same size over the whole hull, widened by G4 times half its spacing, times W.
+        grid = lo2[:, None] + (hi2 - lo2)[:, None] * np.linspace(0.0, 1.0, O.N_QUAD_GRID)[None]
+        G3 = link.mu_derivatives(grid, np.broadcast_to(vr[:, None], grid.shape))[2]
+        G2 = link.mu_derivatives(mm, vr)[1]
+        W = np.maximum(hi2 - mm, mm - lo2)
+        dist = 0.5 * (hi2 - lo2) / (O.N_QUAD_GRID - 1)
+        M3 = np.abs(G3).max(-1) + link.local_sups(vr)[1] * dist + err_d
+        old = (0.5 if up else -0.5) * G2 + M3 * W / 6.0 + err_d
+        assert np.all(kap <= old + 1e-9)
+        tighter += int(np.sum(kap < old - 1e-4))
+    assert tighter > n // 4

@@ -1123,6 +1123,44 @@ VSLOPE_AFFINE = True
 AFFINE_MAX_BOXES = 1
 
 
+def envelope_curvature(link, mm, vr, lo2, hi2, up):
+    """``(G, G1, kap_raw)``: G(mm), G1(mm) and a kap_raw with
+
+        G(mu) >= G(mm) + G1(mm) (mu - mm) - kap_raw (mu - mm)^2   (``up`` False),
+        G(mu) <= G(mm) + G1(mm) (mu - mm) + kap_raw (mu - mm)^2   (``up`` True),
+
+    for every mu in [lo2, hi2] (which contains mm), G(mu) = p(mu, vr) the
+    link at the fixed variance vr, element-wise (``up`` broadcast); up to
+    the link's own error in G and G1 (``MU_DERIVATIVE_ERROR``, which
+    kap_raw does not cover: the callers add it). kap_raw may be negative
+    (the envelope's curvature helps on that side). Proof: the cubic term by
+    side of mm in :class:`_QuadRatio`'s docstring."""
+    G = link.value(mm, vr)
+    G1, G2, _ = link.mu_derivatives(mm, vr)
+    err_d = link.MU_DERIVATIVE_ERROR
+    g4 = link.local_sups(vr)[1]
+    # The certified range of G3 on [lo2, mm] and on [mm, hi2] (grids of N_QUAD_GRID points each).
+    frac = np.linspace(0.0, 1.0, N_QUAD_GRID)
+    ext = []
+    for a_, b_ in ((lo2, mm), (mm, hi2)):
+        grid = a_[..., None] + (b_ - a_)[..., None] * frac
+        grid[..., 0], grid[..., -1] = a_, b_
+        G3 = link.mu_derivatives(grid, vr[..., None])[2]
+        dist = 0.5 * (b_ - a_) / (N_QUAD_GRID - 1) + 1e-12 * (1.0 + np.abs(a_) + np.abs(b_))
+        slack = (g4 * dist + err_d) * (1 + 1e-12)
+        ext.append((G3.min(-1) - slack, G3.max(-1) + slack))
+    (g3l_lo, g3l_hi), (g3r_lo, g3r_hi) = ext
+    Wl = (mm - lo2) * (1 + 4 * _U)
+    Wr = (hi2 - mm) * (1 + 4 * _U)
+    # Lower side: G3 (mu - mm)^3 >= -max(0, -min_right G3) Wr (mu - mm)^2 for mu >= mm and
+    # >= -max(0, max_left G3) Wl (mu - mm)^2 for mu <= mm; the upper side mirrors it.
+    t3_lower = np.maximum(np.maximum(0.0, -g3r_lo) * Wr, np.maximum(0.0, g3l_hi) * Wl)
+    t3_upper = np.maximum(np.maximum(0.0, g3r_hi) * Wr, np.maximum(0.0, -g3l_lo) * Wl)
+    t3 = np.where(up, t3_upper, t3_lower) * (1 + 1e-12)
+    kap_raw = np.where(up, 0.5 * G2, -0.5 * G2) + t3 / 6.0 + err_d
+    return G, G1, kap_raw
+
+
 class _QuadRatio:
     """Second-order relaxation of F_t = sum_k coef_k p_k of
     :func:`_ratio_bound` (coef_c = +-(1 - t), coef_k = -+t for the others),
@@ -1148,14 +1186,23 @@ class _QuadRatio:
     G(mu) = G(m) + G1(m) (mu - m) + G2(m) (mu - m)^2 / 2 + G3(xi) (mu -
     m)^3 / 6 (Gn the n-th derivative) with xi between m and mu, so in [lo2,
     hi2] = the hull of [a, b] and m, and |mu - m| <= W = max(hi2 - m, m -
-    lo2); hence G(mu) >= G(m) + G1(m) (mu - m) - kappa (mu - m)^2 with kappa
-    >= max(0, -G2(m) / 2 + M3 W / 6), M3 >= sup |G3| over [lo2, hi2] (upper
-    bound: H(mu) <= H(m) + H1(m) (mu - m) + kappa (mu - m)^2, kappa >=
-    max(0, H2(m) / 2 + M3 W / 6)). M3: the largest |G3| on a grid of
-    ``N_QUAD_GRID`` points of [lo2, hi2] (every point of it within spacing /
-    2 of one, plus rounding) plus G4 times that distance, G4 >= sup |d^4 p /
-    d mu^4| = sup |E[g''''(f)]| at variance v_ref (:meth:`Link.local_sups`),
-    plus the derivatives' error (:meth:`Link.mu_derivatives`). With coef_k
+    lo2). The cubic term by side: for mu >= m, xi in [m, hi2] and G3(xi)
+    (mu - m)^3 >= -max(0, -min G3 over [m, hi2]) Wr (mu - m)^2 (Wr = hi2 -
+    m >= mu - m); for mu <= m, xi in [lo2, m] and G3(xi) (mu - m)^3 = -G3(xi)
+    |mu - m|^3 >= -max(0, max G3 over [lo2, m]) Wl (mu - m)^2 (Wl = m -
+    lo2). Hence G(mu) >= G(m) + G1(m) (mu - m) - kappa (mu - m)^2 with
+    kappa >= max(0, -G2(m) / 2 + T3 / 6), T3 the larger of the two
+    products (upper bound: H(mu) <= H(m) + H1(m) (mu - m) + kappa (mu -
+    m)^2, kappa >= max(0, H2(m) / 2 + T3 / 6), T3 = max(max(0, max G3 over
+    [m, hi2]) Wr, max(0, -min G3 over [lo2, m]) Wl)). Where G3 keeps one
+    sign on a side (the top class's mean range below the link's inflection
+    of p'', z = b mu < 1 for each term Phi(b mu)), that side costs nothing;
+    the bound before (session 18) charged sup |G3| W on both. The extremes
+    of G3 on each side: a grid of ``N_QUAD_GRID`` points (every point of
+    the side within spacing / 2 of one, plus rounding), widened by G4
+    times that distance, G4 >= sup |d^4 p / d mu^4| = sup |E[g''''(f)]| at
+    variance v_ref (:meth:`Link.local_sups`), plus the derivatives' error
+    (:meth:`Link.mu_derivatives`). With coef_k
     >= 0 where p_k is bounded below and <= 0 where it is bounded above, F_t
     >= sum_k coef_k (G_k(m_k) + G1_k(m_k) (mu~_k - m_k) + shift_k + Wv_k .
     r) - sum_k |coef_k| (kappa_k (mu~_k - m_k)^2 + errors_k).
@@ -1225,17 +1272,8 @@ class _QuadRatio:
             mm, vr = np.where(app, m, 0.0), np.where(app, v_ref, 0.0)
             lo2, hi2 = np.where(app, np.minimum(mu_lo, mm), 0.0), np.where(app, np.maximum(mu_hi, mm), 0.0)
             W = np.maximum(hi2 - mm, mm - lo2) * (1 + 4 * _U)
-            G = link.value(mm, vr)
-            G1, G2, _ = link.mu_derivatives(mm, vr)
-            frac = np.linspace(0.0, 1.0, N_QUAD_GRID)
-            grid = lo2[..., None] + (hi2 - lo2)[..., None] * frac
-            grid[..., 0], grid[..., -1] = lo2, hi2
-            G3 = link.mu_derivatives(grid, vr[..., None])[2]
-            g4 = link.local_sups(vr)[1]
-            dist = 0.5 * (hi2 - lo2) / (N_QUAD_GRID - 1) + 1e-12 * (1.0 + np.abs(lo2) + np.abs(hi2))
+            G, G1, kap_raw = envelope_curvature(link, mm, vr, lo2, hi2, up)
             err_d = link.MU_DERIVATIVE_ERROR
-            M3 = (np.abs(G3).max(-1) + g4 * dist + err_d) * (1 + 1e-12)
-            kap_raw = np.where(up, 0.5 * G2, -0.5 * G2) + M3 * W / 6.0 + err_d
             kap = np.maximum(kap_raw, 0.0) * (1 + 8 * _U)
             A = np.einsum("kbi,bi->kb", np.abs(a), h)
             rho = np.where(A > 0, (A + E) / np.where(A > 0, A, 1.0), 0.0) * (1 + 8 * _U)
@@ -1320,7 +1358,7 @@ class _QuadRatio:
 
         The curvature on the side where it helps: where the bounded
         envelope is convex (lower side) or concave (upper side) beyond the
-        third-order term, kap_raw = -+G2(m) / 2 + M3 W / 6 + err_d < 0
+        third-order term, kap_raw = -+G2(m) / 2 + T3 / 6 + err_d < 0
         (:class:`_QuadRatio`'s kappa before its clipping at 0), Taylor's
         theorem gives G(mu) >= G(m) + G1(m) (mu - m) + kn (mu - m)^2 with kn
         = -kap_raw > 0 (upper side: H(mu) <= ... - kn (mu - m)^2), rounded
