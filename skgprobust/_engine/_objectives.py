@@ -1131,8 +1131,10 @@ def envelope_curvature(link, mm, vr, lo2, hi2, up):
 
     for every mu in [lo2, hi2] (which contains mm), G(mu) = p(mu, vr) the
     link at the fixed variance vr, element-wise (``up`` broadcast); up to
-    the link's own error in G and G1 (``MU_DERIVATIVE_ERROR``, which
-    kap_raw does not cover: the callers add it). kap_raw may be negative
+    the errors of the computed G (the link's ``margin``) and G1
+    (``MU_DERIVATIVE_ERROR`` times |mu - mm|), which the callers add;
+    G2's error and the rounding of kap_raw's own sum are covered by the
+    ``MU_DERIVATIVE_ERROR`` it includes. kap_raw may be negative
     (the envelope's curvature helps on that side). Proof: the cubic term by
     side of mm in :class:`_QuadRatio`'s docstring."""
     G = link.value(mm, vr)
@@ -1194,10 +1196,13 @@ class _QuadRatio:
     kappa >= max(0, -G2(m) / 2 + T3 / 6), T3 the larger of the two
     products (upper bound: H(mu) <= H(m) + H1(m) (mu - m) + kappa (mu -
     m)^2, kappa >= max(0, H2(m) / 2 + T3 / 6), T3 = max(max(0, max G3 over
-    [m, hi2]) Wr, max(0, -min G3 over [lo2, m]) Wl)). Where G3 keeps one
-    sign on a side (the top class's mean range below the link's inflection
-    of p'', z = b mu < 1 for each term Phi(b mu)), that side costs nothing;
-    the bound before (session 18) charged sup |G3| W on both. The extremes
+    [m, hi2]) Wr, max(0, -min G3 over [lo2, m]) Wl)). A side costs nothing
+    where G3 has the favourable sign there (lower bound: G3 >= 0 above m,
+    G3 <= 0 below m; upper bound: the reverse): e.g. the lower bound of a
+    class whose mean range lies where every term Phi(b mu) has z = b mu in
+    (0, 1) (G3 < 0 there, G3 = 0 at the extremum of p'', z = 1) pays only
+    for the side above m. The bound before (session 18) charged sup |G3| W
+    on both sides. The extremes
     of G3 on each side: a grid of ``N_QUAD_GRID`` points (every point of
     the side within spacing / 2 of one, plus rounding), widened by G4
     times that distance, G4 >= sup |d^4 p / d mu^4| = sup |E[g''''(f)]| at
@@ -1362,7 +1367,8 @@ class _QuadRatio:
         (:class:`_QuadRatio`'s kappa before its clipping at 0), Taylor's
         theorem gives G(mu) >= G(m) + G1(m) (mu - m) + kn (mu - m)^2 with kn
         = -kap_raw > 0 (upper side: H(mu) <= ... - kn (mu - m)^2), rounded
-        down by 8 u. For theta in (0, 1), (a . u + e)^2 = (1 - theta) (a .
+        down by 8 u (the cancellation in kap_raw's own sum is within the
+        MU_DERIVATIVE_ERROR it includes, :func:`envelope_curvature`). For theta in (0, 1), (a . u + e)^2 = (1 - theta) (a .
         u)^2 + (1 - 1/theta) e^2 + (sqrt(theta) a . u + e / sqrt(theta))^2
         >= (1 - theta) (a . u)^2 - (1/theta - 1) E^2; with theta = E / A
         (E < A): (mu - m)^2 >= rn (a . u)^2 - cn, rn = (A - E) / A (rounded
