@@ -559,7 +559,8 @@ def test_unscaled_trend_model_solve_margins():
     ~ 2.4e6 against a variance ~1e-3, so the local bound's rounding margins
     are its floor, and the solves' terms dominate them (module doc of
     ``_bounds._variance``, "Solve model": gs = 2 gamma_(N+1)). Sound at
-    sampled points and local optima of small and tiny boxes; at 1e-4 of
+    sampled points and local optima of small, tiny and zero-width boxes
+    (also around a row rounded to float32); at 1e-4 of
     gamma the certified std interval is within 2% of the std (4.6% on the
     second row with the solves charged gam = (8 (N + d) + 256) u)."""
     from sklearn.datasets import make_friedman3
@@ -572,8 +573,8 @@ def test_unscaled_trend_model_solve_margins():
     assert var.smooth is not None and var.smooth.lin > 0
     g = 0.02 * X[:250].std(0)
     rng = np.random.default_rng(0)
-    for x in X[250:252]:
-        for f in (1e-2, 1e-4):
+    for x in np.vstack([X[250:252], X[250:251].astype(np.float32).astype(np.float64)]):
+        for f in (1e-2, 1e-4, 0.0):  # 0: the degenerate (zero-width) box
             vb, res, s2 = check_box(reg, x - f * g, x + f * g, rng, n=500)
             if f == 1e-4:
                 s = np.sqrt(res.max)
