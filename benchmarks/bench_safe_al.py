@@ -141,6 +141,14 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
     active learning has the lowest final RMSE as in the seed; RS_MOGP
     matches the seed's 1.23, while AL_MOGP and AL_indGPs stay ~0.3 above
     the seed's 0.85 / 0.93 (the test-set difference below).
+  - EngE, RS_MOGP and AL_indGPs extended to 30 repetitions (session 18,
+    the same settings; repetitions 0-9 reused, a re-run of RS rep 0 was
+    bitwise identical; load ~2): safe queries RS_MOGP 99.15 +- 0.18% (the
+    seed's 98.81 +- 0.28), AL_indGPs 98.19 +- 0.33% (98.93 +- 0.22, about
+    1.9 combined standard errors below); final RMSE 1.186 +- 0.033 / 1.209
+    +- 0.026 (AL_MOGP 1.169 +- 0.033); precision 0.997 / 0.995; 67 / 81 s
+    CPU per repetition. The three pipelines' final RMSEs are within their
+    standard errors of each other (AL_MOGP lowest, as in the seed).
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
   is 1.256 +- 0.047 and after the 59th 1.212 (samples). The RMSE is taken
   on the truly safe rows (z <= 1.0) of 1000 random rows of the test
