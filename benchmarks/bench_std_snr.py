@@ -108,6 +108,22 @@ How to run
 
     python benchmarks/bench_std_snr.py             # 20 rows per configuration (a few minutes)
     python benchmarks/bench_std_snr.py --quick     # 5 rows
+Session 19 (the column-wise weights of the local bound's margins, module
+doc of ``skgprobust._bounds._variance``, "The weights over the box";
+before = 927227f from a worktree, one run after the other, load ~2-3 with
+a helper job; ``--rows 5``): ``--kernels rbf+dp`` converged 85.0% ->
+91.7% of rows; Friedman #3 N = 250 without normalize_y 20% -> 100%
+(median 5.01 -> 0.10 s per row, max 5.01 -> 0.28 s; median relative gap
+0.12 -> 0.0092), with normalize_y 100% both (median 0.22 -> 0.10 s, max
+3.60 -> 0.13 s); Friedman #3 N = 1000 with normalize_y median 0.35 -> 0.26
+s; N = 1000 without normalize_y 0% both (gap 160 -> 1: there the
+float-factor lemma's rho = 4.2, e = 8.4e-4 against a noise of 2e-4, and
+the per-point lemma's T = e ||a||^2 = 3e-4 is the variance itself). On
+that N = 250 model the solves' margin at gamma was 1.1e-3 against a
+variance of 3.2e-4 (||a|| <= nLinv Dh = 646) and is 1.8e-6 (||a|| <= 0.8).
+Default kernels (rbf, matern): 100% both, median 0.028 -> 0.014 s per row
+(load noise; no slowdown from the extra back-solves).
+
     python benchmarks/bench_std_snr.py --rows 3 --sizes 250
 
 To compare with an older commit without touching the working tree:
