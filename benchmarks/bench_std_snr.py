@@ -123,6 +123,13 @@ that N = 250 model the solves' margin at gamma was 1.1e-3 against a
 variance of 3.2e-4 (||a|| <= nLinv Dh = 646) and is 1.8e-6 (||a|| <= 0.8).
 Default kernels (rbf, matern): 100% both, median 0.028 -> 0.014 s per row
 (load noise; no slowdown from the extra back-solves).
+Then the float-factor lemma's certificate in extended precision (module
+doc, "In extended precision"): Friedman #3 N = 1000 rbf+dp without
+normalize_y, rho 4.2 -> 0, median relative gap 1 -> 0.07 at time_limit 5,
+still 0% converged (the floor is now the solves' normwise terms 2 gs ||a||
+nLabs ||z||, 3-9% of the std; the bilinear |a|^T |L| |z| is 3-5x smaller
+at the centres, not built); first call 0.91 -> 1.61 s (the long double
+product, once per fit); with normalize_y unchanged (100%, median 0.20 s).
 
     python benchmarks/bench_std_snr.py --rows 3 --sizes 250
 

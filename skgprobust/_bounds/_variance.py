@@ -117,6 +117,22 @@ certificate (:meth:`LatentVariance._scaled_lemma_certificate`: S = diag(1
 ||L_i|| ||L_j||, so by gam_N in S . S) certifies S (L L^T - Kc) S >= 0
 there (far-inducing models: rho 0.45-8e3 -> 0; 40-digit checks in the
 tests); the smaller e' of the two forms is used.
+*In extended precision* (session 19). The float product's bound gam_N
+nLabs^2 grows with the features' scale: on unscaled trend models (Friedman
+#3, features up to ~1700, N = 1000, noise 2e-4) it is 1e-3, so neither the
+Cholesky model nor the certificate could credit the noise (rho = 4.2; the
+std bounds floored at ~100% of the std) although lambda_min(Hs) = 2.0e-4.
+Where the platform's long double is the x87 extended format and its
+arithmetic checks out (:func:`~skgprobust._fp.extended_unit_roundoff`) and
+N <= ``EXTENDED_MAX_N``, a certificate that left e' > 0 is retried on Hs =
+fl64(fl_x(L L^T) - fl(Kc)) (:func:`~skgprobust._fp.gram_minus_extended`,
+product and subtraction in long double, u_x = 2^-64): ||Delta|| <= 2
+gamma_N(u_x) nLabs^2 + ||F||_F + (u + 2 u_x)(1 + 2 u) 2 ||tril(Hs)||_F (the
+error model checked entrywise against exact rationals in the tests), and
+the smaller e' is used. On that model rho 4.2 -> 0 (e' = 0), for ~0.7 s
+once per fit; the floor of the std bounds drops to the solves' margins
+(3-9% of the std; ``bench_std_snr``). Elsewhere (no x87 long double) the
+float64 certificate alone applies, as before.
 
 *The per-point lemma* (sharper where rho > 0; :meth:`LatentVariance._local_bounds`).
 rho = e nLinv^2 charges every x the worst direction of (L L^T)^-1; the
@@ -643,6 +659,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
+from .._fp import extended_unit_roundoff, gram_minus_extended
 from .._fp import margin_rtol, nonneg_norm2_upper, psd_lower_certificate, sym_lambda_max_upper, tril_inv_norm2_upper
 from ..kernels._base import TaylorModel, box_halfwidths
 from ..kernels._base import input_rounding as _input_rounding
@@ -977,6 +994,11 @@ def _norm2_estimate(matvec, rmatvec, n, iters=30):
 #: The local bound's solve terms use gs = GS_FACTOR gamma_(N+1) (module doc,
 #: "Solve model": the model needs gamma_(N+1); the factor is headroom).
 GS_FACTOR = 2.0
+
+#: Largest N for the extended-precision certificate of the float-factor
+#: lemma (:meth:`LatentVariance._lemma_certificate`; ~N^3 / 6 long double
+#: multiply-adds once per fit: ~0.6 s at N = 1000, ~10 s at 2500 here).
+EXTENDED_MAX_N = 2500
 
 
 class LatentVariance:
@@ -1399,7 +1421,20 @@ class LatentVariance:
         certifies. The shift c of the certificate (lb ~ c) is 4 ||Delta||
         first (success with lb >= ||Delta||: e' = 0), then just below an
         estimate of lambda_min(Hs) (``eigvalsh``; only chooses c), then
-        fixed fallbacks; the first success is used."""
+        fixed fallbacks; the first success is used.
+
+        Where that leaves e' > 0 and the platform has x87 extended
+        precision (:func:`~skgprobust._fp.extended_unit_roundoff`, N <=
+        ``EXTENDED_MAX_N``), Hs is recomputed with the product and the
+        subtraction in extended precision
+        (:func:`~skgprobust._fp.gram_minus_extended`): the product's term
+        becomes 2 gamma_N(u_x) nLabs^2 (u_x = 2^-64, 2x headroom) instead of
+        gam_N nLabs^2 (~4000x smaller), the subtraction's (u + 2 u_x) (1 +
+        2 u) ||Hs||_F; the same certificate runs on it and the smaller e'
+        is used. This is what certifies unscaled trend models whose noise
+        is below gam_N nLabs^2 (module doc, "The lemma for the float
+        factor": Friedman #3, N = 1000, noise 2e-4 against gam_N nLabs^2 =
+        1e-3, rho 4.2 -> 0)."""
         N = self.n_support
         L = self.L
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1415,6 +1450,26 @@ class LatentVariance:
             )
             if not (np.isfinite(dlt) and np.all(np.isfinite(Hs))):
                 return np.inf
+            ep = self._certified_shift(Hs, dlt, nF)
+            ux = extended_unit_roundoff()
+            if ep > 0 and ux is not None and N <= EXTENDED_MAX_N:
+                Hx = gram_minus_extended(L, Kc)
+                gx = 2.0 * N * ux / (1.0 - N * ux)
+                dx = (gx * nLa * nLa + nF + (_U + 2.0 * ux) * (1.0 + 2.0 * _U)
+                      * np.float64(np.linalg.norm(np.tril(Hx))) * 2.0 * fro) * (1.0 + 1e-10)
+                if np.isfinite(dx) and np.all(np.isfinite(Hx)):
+                    ep = min(ep, self._certified_shift(Hx, dx, None))
+            return ep
+
+    def _certified_shift(self, Hs, dlt, nF):
+        """e' >= 0 with Hs + Delta >= -e' I for every symmetric Delta with
+        ||Delta||_2 <= dlt (Hs's lower triangle read), from
+        :func:`~skgprobust._fp.psd_lower_certificate` at the shifts of
+        :meth:`_lemma_certificate`; with ``nF`` (not None) also the
+        row-scaled form (:meth:`_scaled_lemma_certificate`, whose own
+        Delta bound needs Hs = fl(fl(L L^T) - fl(Kc)) in float64). ``inf``
+        when nothing certifies."""
+        with np.errstate(over="ignore", invalid="ignore"):
             dmin = float(np.min(np.diag(Hs)))
             # Shifts c for the certificate lb = c - (its rounding): the first
             # that certifies is used (descending). 4 dlt first: lb >= dlt
@@ -1428,7 +1483,7 @@ class LatentVariance:
                     return 0.0
             # The row-scaled certificate (a few huge rows of L make nLabs^2,
             # hence dlt, useless for the others).
-            ep_s = self._scaled_lemma_certificate(Hs, nF)
+            ep_s = np.inf if nF is None else self._scaled_lemma_certificate(Hs, nF)
             if ep_s == 0.0:
                 return 0.0
             try:
