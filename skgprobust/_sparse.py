@@ -330,9 +330,21 @@ def _input_contract(kernel, X, Y, W):
 
 
 def _diag_parts(kernel, X, eval_gradient=False):
-    """Per row: (k(x, x), k_c(x, x)) and, with eval_gradient, their
-    derivatives (n, n_theta). k(x, x) counts WhiteKernel parts (``diag``),
-    k_c(x, x) is the cross-covariance of x with a copy of itself."""
+    """Per row: (w(x), k_c(x, x)) with w(x) = k(x, x) - k_c(x, x), the
+    WhiteKernel parts of the prior variance (``diag`` counts them, the
+    cross-covariance of x with a copy of itself does not), and with
+    eval_gradient their derivatives (n, n_theta).
+
+    w is computed from the kernel's structure, never as the difference of
+    the two sums: Sum w = w1 + w2, Product w = c1 w2 + w1 c2 + w1 w2,
+    Exponentiation (c + w)^e - c^e (exactly 0 where w = 0), WhiteKernel w = its
+    noise level, other leaves 0 (scikit-learn's leaves have k(X) = k(X, X)
+    except WhiteKernel; a user leaf outside ``_NO_WHITE_LEAVES`` keeps the
+    difference of its two Gram entries). Taking k(x, x) - k_c(x, x) from
+    two rounded sums lost the noise below the kernel's rounding: with a
+    DotProduct term on unscaled inputs (k(x, x) ~ 3e11, one ulp ~6e-5) fit
+    refused WhiteKernel(1e-7) as "no noise" or silently used ~6e-5 in its
+    place (session 19 soundness hunt)."""
     n = len(X)
     if isinstance(kernel, (K.Sum, K.Product)):
         a = _diag_parts(kernel.k1, X, eval_gradient)
@@ -342,33 +354,39 @@ def _diag_parts(kernel, X, eval_gradient=False):
             if eval_gradient:
                 out += (np.hstack([a[2], b[2]]), np.hstack([a[3], b[3]]))
             return out
-        out = (a[0] * b[0], a[1] * b[1])
+        (wa, ca), (wb, cb) = a[:2], b[:2]
+        out = (ca * wb + wa * cb + wa * wb, ca * cb)
         if eval_gradient:
+            # d/d theta_a of (ca + wa)(cb + wb) - ca cb, and of theta_b.
             out += (
-                np.hstack([a[2] * b[0][:, None], a[0][:, None] * b[2]]),
-                np.hstack([a[3] * b[1][:, None], a[1][:, None] * b[3]]),
+                np.hstack([a[3] * wb[:, None] + a[2] * (cb + wb)[:, None],
+                           wa[:, None] * b[3] + (ca + wa)[:, None] * b[2]]),
+                np.hstack([a[3] * cb[:, None], ca[:, None] * b[3]]),
             )
         return out
     if isinstance(kernel, K.Exponentiation):
-        f, c, *g = _diag_parts(kernel.kernel, X, eval_gradient)
+        w, c, *g = _diag_parts(kernel.kernel, X, eval_gradient)
         e = kernel.exponent
-        out = (f**e, c**e)
+        f = c + w
+        # w = 0 gives f = c bitwise, so both differences are exactly 0 there.
+        out = (f**e - c**e, c**e)
         if eval_gradient:
-            out += (e * (f ** (e - 1))[:, None] * g[0], e * (c ** (e - 1))[:, None] * g[1])
+            dc = e * (c ** (e - 1))[:, None] * g[1]
+            out += (e * (f ** (e - 1))[:, None] * (g[0] + g[1]) - dc, dc)
         return out
     t = type(kernel)
     p = _n_free(kernel)
     if t is K.ConstantKernel:
         v = np.full(n, kernel.constant_value, dtype=np.float64)
         g = np.repeat(v[:, None], p, axis=1)
-        return (v, v.copy(), g, g.copy()) if eval_gradient else (v, v.copy())
-    if t is K.WhiteKernel:
+        return (np.zeros(n), v, np.zeros((n, p)), g) if eval_gradient else (np.zeros(n), v)
+    if isinstance(kernel, K.WhiteKernel):
         v = np.full(n, kernel.noise_level, dtype=np.float64)
         out = (v, np.zeros(n))
         return out + (np.repeat(v[:, None], p, axis=1), np.zeros((n, p))) if eval_gradient else out
     if t is K.RBF or t is K.Matern:
         one = np.ones(n)
-        return (one, one.copy(), np.zeros((n, p)), np.zeros((n, p))) if eval_gradient else (one, one.copy())
+        return (np.zeros(n), one, np.zeros((n, p)), np.zeros((n, p))) if eval_gradient else (np.zeros(n), one)
     # Any other kernel: sklearn on [x; x] per chunk of rows.
     f, c, gf, gc = np.empty(n), np.empty(n), np.empty((n, p)), np.empty((n, p))
     step = 256
@@ -379,7 +397,16 @@ def _diag_parts(kernel, X, eval_gradient=False):
         i = np.arange(m)
         f[s : s + m], c[s : s + m] = Kk[i, i], Kk[i, m + i]
         gf[s : s + m], gc[s : s + m] = G[i, i], G[i, m + i]
-    return (f, c, gf, gc) if eval_gradient else (f, c)
+    if isinstance(kernel, _NO_WHITE_LEAVES):
+        w, gw = np.zeros(n), np.zeros((n, p))
+    else:
+        w, gw = f - c, gf - gc
+    return (w, c, gw, gc) if eval_gradient else (w, c)
+
+
+#: scikit-learn's leaf kernels with k(X) = k(X, X) (no white part).
+_NO_WHITE_LEAVES = (K.DotProduct, K.RationalQuadratic, K.ExpSineSquared, K.PairwiseKernel, K.RBF, K.Matern,
+                    K.ConstantKernel)
 
 
 # ---------------------------------------------------------------------------
@@ -443,8 +470,8 @@ def sparse_objective(kernel, X, y, Z, approximation, alpha, eval_gradient=False,
     cache = [] if (eval_gradient and 8.0 * N * M <= _CACHE_BYTES) else None
     for sl in chunks:
         Kxz = kernel(X[sl], Z)
-        full, cov = _diag_parts(kernel, X[sl])
-        n = full - cov + alpha[sl]
+        white, cov = _diag_parts(kernel, X[sl])
+        n = white + alpha[sl]
         _noise_check(n)
         V = solve_triangular(Lz, Kxz.T, lower=True, check_finite=False)
         if cache is not None:
@@ -512,8 +539,8 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
             V = cache[k]
         else:
             V = solve_triangular(Lz, kernel(X[sl], Z).T, lower=True, check_finite=False)
-        full, cov, dfull, dcov = _diag_parts(kernel, X[sl], eval_gradient=True)
-        n = full - cov + alpha[sl]
+        white, cov, dwhite, dcov = _diag_parts(kernel, X[sl], eval_gradient=True)
+        n = white + alpha[sl]
         lam = lam_all[sl]
         a = (y[sl] - V.T @ w) / lam[:, None]  # Kxz beta = V^T Lz^T beta
         VB = V.T @ B1
@@ -535,8 +562,8 @@ def _gradient(kernel, X, y, Z, approximation, alpha, Lz, E, mu, beta, w, lam_all
         grad += _cross_contract(kernel, X[sl], Z, dF_dK)
         if wrt_z:
             gZ += _input_contract(kernel, X[sl], Z, dF_dK)
-        # n = full - cov + alpha
-        grad += dF_dn @ (dfull - dcov) + dF_dc @ dcov
+        # n = white + alpha
+        grad += dF_dn @ dwhite + dF_dc @ dcov
     if approximation == "fitc":
         G_kzz += Linv.T @ H_fitc @ Linv
     elif approximation == "vfe":
@@ -956,15 +983,15 @@ def _probit_setup(kernel, X, s, Z, approximation, eval_gradient=False):
     Lz = cholesky(Kzz, lower=True, check_finite=False)
     V = solve_triangular(Lz, kernel(X, Z).T, lower=True, check_finite=False)
     parts = _diag_parts(kernel, X, eval_gradient)
-    full, cov = parts[0], parts[1]
+    white, cov = parts[0], parts[1]
     q = np.einsum("ij,ij->j", V, V)
     t = np.maximum(cov - q, 0.0)
-    d = full - cov
+    d = white.copy()
     if approximation == "fitc":
         d = d + t
     st = {"Lz": Lz, "V": V, "c": s / np.sqrt(1.0 + d), "d": d, "t": t, "active": cov - q > 0}
     if eval_gradient:
-        st.update(dKzz=dKzz, dfull=parts[2], dcov=parts[3])
+        st.update(dKzz=dKzz, dwhite=parts[2], dcov=parts[3])
     return st
 
 
@@ -1179,7 +1206,7 @@ def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation, wrt_z=False):
     every approximation unchanged), so S = G_V V^T is symmetric and, with
     Kzz = Lz Lz^T, dF/dKzz = -1/2 Lz^-T S Lz^-1 (the Cholesky factor's
     derivative drops out); dF/dKzx = Lz^-T G_V. The diagonal terms chain
-    through d_i (full - cov, plus t_i for "fitc") and q_i = ||V_:i||^2
+    through d_i (the WhiteKernel part w_i, plus t_i for "fitc") and q_i = ||V_:i||^2
     (dq/dV = 2 V). O(N M^2 + N M n_theta) time, O(chunk M) extra memory.
     With ``wrt_z`` the gradient with respect to ``Z.ravel()`` follows
     (through k(X, Z) and both arguments of k(Z, Z); d_i's diagonal terms and
@@ -1189,7 +1216,7 @@ def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation, wrt_z=False):
     dd = G_c * (-0.5 * c / (1.0 + d))
     dq = np.zeros_like(dd)
     dcov = np.zeros_like(dd)
-    if approximation == "fitc":  # d = full - cov + (cov - q)_+
+    if approximation == "fitc":  # d = w + (cov - q)_+
         dq -= dd * active
         dcov += dd * active
     elif approximation == "vfe":  # + (-1/2 sum t / (1 + d)), t = (cov - q)_+
@@ -1209,7 +1236,7 @@ def _probit_chain(kernel, X, Z, st, G_V, G_c, approximation, wrt_z=False):
         grad += _cross_contract(kernel, X[sl], Z, dKxz[sl])
         if wrt_z:
             gZ += _input_contract(kernel, X[sl], Z, dKxz[sl])
-    grad += dd @ (st["dfull"] - st["dcov"]) + dcov @ st["dcov"]
+    grad += dd @ st["dwhite"] + dcov @ st["dcov"]
     if wrt_z:
         gZ += 2.0 * _input_contract(kernel, Z, Z, G_kzz)
         return np.concatenate([grad, gZ.ravel()])

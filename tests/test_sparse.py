@@ -142,7 +142,8 @@ GRAD_KERNELS = [
 @pytest.mark.parametrize("kernel", GRAD_KERNELS, ids=lambda k: type(k).__name__ + str(len(k.theta)))
 def test_kernel_derivatives_match_sklearn(kernel):
     """The closed-form cross-covariance derivatives (and the diagonal split
-    into k(x, x) and k_c(x, x)) equal sklearn's on the stacked inputs."""
+    into the WhiteKernel parts w(x) = k(x, x) - k_c(x, x) and k_c(x, x))
+    equal sklearn's on the stacked inputs."""
     X, _, rng = _data(20)
     Z = rng.uniform(-2, 2, (6, 2))
     K1, G1 = _cross_grad(kernel, X, Z)
@@ -155,12 +156,16 @@ def test_kernel_derivatives_match_sklearn(kernel):
         G = _stacked_cross(kernel, X + shift, Z + shift)[1]
         want = np.einsum("im,imk->k", W, G)
         np.testing.assert_allclose(_cross_contract(kernel, X + shift, Z + shift, W), want, atol=1e-9 * np.abs(want).max())
-    f, c, gf, gc = _diag_parts(kernel, X, eval_gradient=True)
+    w, c, gw, gc = _diag_parts(kernel, X, eval_gradient=True)
     Kd, Gd = kernel(np.vstack([X, X]), eval_gradient=True)
     i = np.arange(len(X))
-    np.testing.assert_allclose(f, kernel.diag(X), atol=1e-14)
+    # w = k(x, x) - k_c(x, x) (the WhiteKernel parts), computed from the
+    # kernel's structure; here no cancellation, so the difference of sklearn's
+    # two entries is accurate.
+    np.testing.assert_allclose(w + c, kernel.diag(X), atol=1e-14)
+    np.testing.assert_allclose(w, Kd[i, i] - Kd[i, len(X) + i], atol=1e-13)
     np.testing.assert_allclose(c, Kd[i, len(X) + i], atol=1e-14)
-    np.testing.assert_allclose(gf, Gd[i, i], atol=1e-13)
+    np.testing.assert_allclose(gw + gc, Gd[i, i], atol=1e-13)
     np.testing.assert_allclose(gc, Gd[i, len(X) + i], atol=1e-13)
 
 
@@ -1020,3 +1025,36 @@ def test_std_range_sound_per_point_sweep(case):
     """Random sparse models (tiny noise, offsets: sparse_cases) with rho > 0:
     std ranges attacked at zero tolerance through the per-point path."""
     _range_std(case)
+
+
+@pytest.mark.parametrize("approximation", ["fitc", "dtc", "vfe"])
+def test_dotproduct_on_unscaled_inputs_keeps_the_given_noise(approximation):
+    """Session 19 soundness hunt: with a DotProduct term on unscaled inputs
+    (k(x, x) ~ 3e12) the noise k(x, x) - k_c(x, x) + alpha was read from two
+    separately rounded Gram entries, so fit refused WhiteKernel(1e-7) with
+    "add a WhiteKernel" or silently used ~6e-5. Now k(x, x) and k_c(x, x)
+    differ by exactly the WhiteKernel part; fit accepts the kernel (as
+    sklearn does) and the std ranges contain the model's own std at sampled
+    points and local optima."""
+    from ._helpers import attack
+
+    rng = np.random.default_rng(0)
+    X = 1e6 + 0.1 * rng.uniform(-1, 1, (50, 3))
+    y = np.sin(30 * (X[:, 0] - 1e6))
+    k = ConstantKernel(1e4) * RBF(0.2) + DotProduct(sigma_0=1.0) * ConstantKernel(0.1) + WhiteKernel(1e-7)
+    white, cov = _diag_parts(k, X)
+    assert np.array_equal(white, np.full(len(X), 1e-7))
+    white_g, cov_g, dwhite, dcov = _diag_parts(k, X, eval_gradient=True)
+    assert np.array_equal(white_g, white) and np.array_equal(cov_g, cov)
+    # d w / d log theta: only the WhiteKernel's own parameter (the last) moves it.
+    assert np.array_equal(dwhite[:, -1], white) and not np.any(dwhite[:, :-1])
+    sp = SparseGaussianProcessRegressor(k, inducing_points=10, approximation=approximation, optimizer=None,
+                                        alpha=1e-10, random_state=0).fit(X, y)
+    gamma = 0.002
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetExhaustedWarning)
+        r = sp.prediction_range(X[:2], gamma, statistic="std", epsilon=1e-3, max_iter=40, random_state=0)
+    for i in range(2):
+        atk = attack(lambda P: _std(sp, P)[:, 0], X[i] - gamma, X[i] + gamma, np.random.default_rng(i),
+                     n_samples=1500)
+        assert r.min_lower[i, 0] <= atk.min and atk.max <= r.max_upper[i, 0]
