@@ -102,12 +102,6 @@ lemma's floor is 170% of the std at 1e-4 x gamma (16% if Cholesky were
 charged 2 gamma_(N+1) as well: not enough, not changed). The default
 kernels (rbf, matern) stay at 100%, median 0.024 -> 0.021 s per row.
 
-How to run
-----------
-::
-
-    python benchmarks/bench_std_snr.py             # 20 rows per configuration (a few minutes)
-    python benchmarks/bench_std_snr.py --quick     # 5 rows
 Session 19 (the column-wise weights of the local bound's margins, module
 doc of ``skgprobust._bounds._variance``, "The weights over the box";
 before = 927227f from a worktree, one run after the other, load ~2-3 with
@@ -131,6 +125,12 @@ nLabs ||z||, 3-9% of the std; the bilinear |a|^T |L| |z| is 3-5x smaller
 at the centres, not built); first call 0.91 -> 1.61 s (the long double
 product, once per fit); with normalize_y unchanged (100%, median 0.20 s).
 
+How to run
+----------
+::
+
+    python benchmarks/bench_std_snr.py             # 20 rows per configuration (a few minutes)
+    python benchmarks/bench_std_snr.py --quick     # 5 rows
     python benchmarks/bench_std_snr.py --rows 3 --sizes 250
 
 To compare with an older commit without touching the working tree:

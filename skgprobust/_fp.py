@@ -252,8 +252,6 @@ def sym_lambda_max_upper(G, guess):
     return np.inf
 
 
-_EXT_U = None
-
 
 def extended_unit_roundoff():
     """Unit roundoff of the platform's ``np.longdouble`` when it is the x87
@@ -264,22 +262,21 @@ def extended_unit_roundoff():
     2**-62 must come out of a 1 x 1 matmul exactly, and 1 + 2**-62 out of a
     two-term matmul sum (both are rounded away in double precision). Other
     long double formats (IEEE quad in software, or double) give None: quad
-    would be sound but is ~50x slower, double gains nothing."""
-    global _EXT_U
-    if _EXT_U is None:
+    would be sound but is ~50x slower, double gains nothing. Checked on
+    every call (microseconds), not cached: code loaded later could change
+    the x87 precision control (session 19 referee: with it set to 53 bits
+    after a cached check, ||Delta|| came out 8x above the charged bound)."""
+    if np.finfo(np.longdouble).nmant != 63:
+        return None
+    try:
+        one, t31, t62 = np.longdouble(1), np.longdouble(2.0) ** -31, np.longdouble(2.0) ** -62
+        a = np.array([[one + t31]], dtype=np.longdouble)
+        sq = (a @ a)[0, 0]
+        b = np.array([[one, one]], dtype=np.longdouble) @ np.array([[one], [t62]], dtype=np.longdouble)
+        ok = bool(sq - (one + 2 * t31) == t62 and b[0, 0] - one == t62)
+    except (TypeError, ValueError, AttributeError):  # pragma: no cover - exotic platforms
         ok = False
-        try:
-            fi = np.finfo(np.longdouble)
-            if fi.nmant == 63:
-                one, t31, t62 = np.longdouble(1), np.longdouble(2.0) ** -31, np.longdouble(2.0) ** -62
-                a = np.array([[one + t31]], dtype=np.longdouble)
-                sq = (a @ a)[0, 0]
-                b = np.array([[one, one]], dtype=np.longdouble) @ np.array([[one], [t62]], dtype=np.longdouble)
-                ok = bool(sq - (one + 2 * t31) == t62 and b[0, 0] - one == t62)
-        except (TypeError, ValueError, AttributeError):  # pragma: no cover - exotic platforms
-            ok = False
-        _EXT_U = 2.0**-64 if ok else 0.0
-    return _EXT_U or None
+    return 2.0**-64 if ok else None
 
 
 def gram_minus_extended(L, K, block=128):
@@ -294,7 +291,8 @@ def gram_minus_extended(L, K, block=128):
     in any order of summation (Higham Thm 3.5 / the matmul model); the
     subtraction adds u_x and the rounding to float64 u relative to the
     entry: |H - (fl_x(L L^T) - K)| <= (u + u_x + u u_x) |fl_x(L L^T) - K|
-    <= (u + 2 u_x) (1 + 2 u) |H| entrywise. Cost ~N^3 / 6 extended
+    <= (u + 2 u_x) (1 + 2 u) |H| entrywise, plus 2^-1075 where H is
+    subnormal in float64 (the caller adds N 2^-1074 to the norm bound). Cost ~N^3 / 6 extended
     multiply-adds (~0.6 s at N = 1000 on one core here)."""
     if extended_unit_roundoff() is None:
         return None

@@ -127,7 +127,8 @@ arithmetic checks out (:func:`~skgprobust._fp.extended_unit_roundoff`) and
 N <= ``EXTENDED_MAX_N``, a certificate that left e' > 0 is retried on Hs =
 fl64(fl_x(L L^T) - fl(Kc)) (:func:`~skgprobust._fp.gram_minus_extended`,
 product and subtraction in long double, u_x = 2^-64): ||Delta|| <= 2
-gamma_N(u_x) nLabs^2 + ||F||_F + (u + 2 u_x)(1 + 2 u) 2 ||tril(Hs)||_F (the
+gamma_N(u_x) nLabs^2 + ||F||_F + (u + 2 u_x)(1 + 2 u) 2 ||tril(Hs)||_F + N
+2^-1074 (subnormal entries; the float64 path adds it too) (the
 error model checked entrywise against exact rationals in the tests), and
 the smaller e' is used. On that model rho 4.2 -> 0 (e' = 0), for ~0.7 s
 once per fit; the floor of the std bounds drops to the solves' margins
@@ -420,7 +421,8 @@ factor (1 + rho)^1/2). Hence, for every x of the box,
 
 and ||(L L^T)^-1 D (r0 + J u)|| <= aR + nLinv^2 dR + aJh + nLinv^2 dGh,
 ||(L L^T)^-1 (fl(D R) + fl(D G) u)|| <= aR + aJh for every |u| <= h (the
-a_ex and a_own of the margins below). Each sum is rounded up by (1 + 8 u)
+a_ex and a_own of the margins below). Each sum is rounded up by (1 + 4 u)
+(a_own's single addition) or (1 + 8 u)
 and the norms by (1 + 4 (N + d) u). Cost: one more triangular solve per
 column of J (d per box), batched with a0's. Measured on that model: the
 margins at gamma 1.1e-3 -> 1.8e-6 (v ~ 3.2e-4), and every tested row's std
@@ -1429,7 +1431,7 @@ class LatentVariance:
         subtraction in extended precision
         (:func:`~skgprobust._fp.gram_minus_extended`): the product's term
         becomes 2 gamma_N(u_x) nLabs^2 (u_x = 2^-64, 2x headroom) instead of
-        gam_N nLabs^2 (~4000x smaller), the subtraction's (u + 2 u_x) (1 +
+        gam_N nLabs^2 (~8000x smaller), the subtraction's (u + 2 u_x) (1 +
         2 u) ||Hs||_F; the same certificate runs on it and the smaller e'
         is used. This is what certifies unscaled trend models whose noise
         is below gam_N nLabs^2 (module doc, "The lemma for the float
@@ -1445,9 +1447,9 @@ class LatentVariance:
             # bound of (i, j), so the symmetric maximum of the bounds R_j
             # (hull box, :meth:`_lemma_rho`): Frobenius <= sqrt(2 N) ||R||.
             nF = (np.sqrt(2.0 * N) * nR * (1.0 + 1e-15) + N * c_val * _U * kad) * fro
-            dlt = (margin_rtol(N, 0) * nLa * nLa + nF + _U * np.float64(np.linalg.norm(np.tril(Hs))) * 2.0 * fro) * (
-                1.0 + 1e-10
-            )
+            # N 2^-1074: Hs's subnormal entries (absolute rounding) and the norm's underflow.
+            dlt = (margin_rtol(N, 0) * nLa * nLa + nF + _U * np.float64(np.linalg.norm(np.tril(Hs))) * 2.0 * fro
+                   + N * 2.0**-1074) * (1.0 + 1e-10)
             if not (np.isfinite(dlt) and np.all(np.isfinite(Hs))):
                 return np.inf
             ep = self._certified_shift(Hs, dlt, nF)
@@ -1456,7 +1458,7 @@ class LatentVariance:
                 Hx = gram_minus_extended(L, Kc)
                 gx = 2.0 * N * ux / (1.0 - N * ux)
                 dx = (gx * nLa * nLa + nF + (_U + 2.0 * ux) * (1.0 + 2.0 * _U)
-                      * np.float64(np.linalg.norm(np.tril(Hx))) * 2.0 * fro) * (1.0 + 1e-10)
+                      * np.float64(np.linalg.norm(np.tril(Hx))) * 2.0 * fro + N * 2.0**-1074) * (1.0 + 1e-10)
                 if np.isfinite(dx) and np.all(np.isfinite(Hx)):
                     ep = min(ep, self._certified_shift(Hx, dx, None))
             return ep
@@ -2150,7 +2152,7 @@ class LatentVariance:
             # ||(fl(D G) - D J) u|| over the box (gradient rounding, and the
             # product with D: u |D G|, in the scaled space).
             nG = np.sqrt(np.einsum("bnd,bnd->bd", G, G))
-            dGh = Dmax * ((dJ + _U * nG) * h).sum(-1) * (1.0 + 4.0 * _U)
+            dGh = Dmax * ((dJ + _U * nG) * h).sum(-1) * (1.0 + (2 * d + 4) * _U)
             nz0 = np.sqrt(np.einsum("nb,nb->b", z0, z0))
             nZJ = np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ))
             na0 = np.sqrt(np.einsum("nb,nb->b", a0, a0))
