@@ -59,6 +59,11 @@ def make_kernel(kind, d):
         return RBF(1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
     if kind == "rq":
         return ConstantKernel(1.0) * RationalQuadratic(1.0, 1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rbf+dp-unscaled":
+        # Features on a scale of hundreds: the trend's k(x, x) ~ 1e6 against a
+        # small noise (the column-wise box weights, the float-factor lemma).
+        return (ConstantKernel(1.0) * RBF(200.0 * ls) + ConstantKernel(0.5) * DotProduct(1.0)
+                + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind in ("rbf+dp", "rbf+dp-far"):
         # A trend plus a smooth part: the local bound's linear terms.
         return (ConstantKernel(1.0) * RBF(ls) + ConstantKernel(0.5) * DotProduct(1.0)
@@ -70,12 +75,19 @@ def make_kernel(kind, d):
 
 def fit(kind, d, N, normalize_y, seed=0, noise=0.01):
     X, y = make_problem(seed, d, N, noise, offset=30.0 if kind == "rbf+dp-far" else 0.0)
+    if kind == "rbf+dp-unscaled":
+        X = 200.0 * X + 800.0
     alpha = 1e-6 if kind == "rbf-ard" else 1e-10
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reg = RobustGaussianProcessRegressor(make_kernel(kind, d), alpha=alpha, normalize_y=normalize_y, random_state=0)
         reg.fit(X, y)
     return reg, X
+
+
+def _scale(kind):
+    """Feature scale of a problem (box widths are relative to it)."""
+    return 200.0 if kind == "rbf+dp-unscaled" else 1.0
 
 
 def variance_parts(reg):
@@ -255,6 +267,7 @@ CASES = [
     ("rbf+dp", 3, 60, False),
     ("rbf+dp", 6, 80, True),
     ("rbf+dp-far", 2, 50, True),
+    ("rbf+dp-unscaled", 3, 60, False),
 ]
 
 
@@ -265,10 +278,11 @@ def test_fitted_boxes(kind, d, N, normalize_y):
     assert var.smooth is not None
     rng = np.random.default_rng(d)
     off = np.round(X.mean(0))  # 0, or the far problem's offset (30)
+    sc = _scale(kind)
     for width in (0.3, 0.05, 1e-3, 1e-6, 0.0):
         # Centres at training points, between them and away from them.
-        for c in (X[0], 0.5 * (X[1] + X[2]), off + rng.uniform(-2.5, 2.5, d)):
-            hw = width * rng.uniform(0.2, 1.0, d)
+        for c in (X[0], 0.5 * (X[1] + X[2]), off + sc * rng.uniform(-2.5, 2.5, d)):
+            hw = sc * width * rng.uniform(0.2, 1.0, d)
             check_box(reg, c - hw, c + hw, rng)
 
 
@@ -415,7 +429,7 @@ def test_example_1_converges():
 @st.composite
 def snr_cases(draw):
     kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5", "rq",
-                                 "rq-small-alpha", "rbf+dp", "rbf+dp-far"]))
+                                 "rq-small-alpha", "rbf+dp", "rbf+dp-far", "rbf+dp-unscaled"]))
     d = draw(st.integers(1, 8))
     N = draw(st.integers(10, 80))
     normalize_y = draw(st.booleans())
@@ -430,8 +444,10 @@ def _sweep_case(case, n_samples):
     kind, d, N, normalize_y, noise, seed, width, where = case
     reg, X = fit(kind, d, N, normalize_y, seed=seed, noise=noise)
     rng = np.random.default_rng(seed)
-    c = {"train": X[0], "between": 0.5 * (X[0] + X[-1]), "random": np.round(X.mean(0)) + rng.uniform(-2.5, 2.5, d)}[where]
-    hw = width * rng.uniform(0.1, 1.0, d)
+    sc = _scale(kind)
+    c = {"train": X[0], "between": 0.5 * (X[0] + X[-1]),
+         "random": np.round(X.mean(0)) + sc * rng.uniform(-2.5, 2.5, d)}[where]
+    hw = sc * width * rng.uniform(0.1, 1.0, d)
     check_box(reg, c - hw, c + hw, rng, n=n_samples)
 
 
