@@ -124,6 +124,19 @@ still 0% converged (the floor is now the solves' normwise terms 2 gs ||a||
 nLabs ||z||, 3-9% of the std; the bilinear |a|^T |L| |z| is 3-5x smaller
 at the centres, not built); first call 0.91 -> 1.61 s (the long double
 product, once per fit); with normalize_y unchanged (100%, median 0.20 s).
+Measured, not kept (session 19, no time to referee it): the solves'
+first-order terms as the bilinear form 2 gs |a|^T |L| |z| with
+componentwise bounds over the box (|a| <= |a0~| + sum_j h_j |aJ~_j| + a
+vector of norm <= the solves' errors, |z~| likewise, one |L| V product per
+box) instead of 2 gs ||a|| nLabs ||z||: on that N = 1000 model the floors
+at 1e-4 x gamma move 0.040 / 0.029 / 0.085 / 0.071 / 0.072 -> 0.022 /
+0.010 / 0.049 / 0.039 / 0.040 of the std (rows 0-4), still none converged.
+What is left there (row 2): the assembly's gam * scale, 5.6e-6 of a margin
+of 1.4e-5 (v = 2.9e-4), because scale holds k0 = k_c(x, x) ~ 3.1e6 and gam
+is the N-term sum's constant, while k0 = kappa0 + lin ||x0||^2 is a d-term
+sum and only q0 = ||z0~||^2 has N terms; separating the two, then the
+bilinear terms, is the next step for unscaled N = 1000 trend models (patch
+of the bilinear terms kept in the session-19 note, not in the tree).
 
 How to run
 ----------
