@@ -136,7 +136,11 @@ of 1.4e-5 (v = 2.9e-4), because scale holds k0 = k_c(x, x) ~ 3.1e6 and gam
 is the N-term sum's constant, while k0 = kappa0 + lin ||x0||^2 is a d-term
 sum and only q0 = ||z0~||^2 has N terms; separating the two, then the
 bilinear terms, is the next step for unscaled N = 1000 trend models (patch
-of the bilinear terms kept in the session-19 note, not in the tree).
+of the bilinear terms kept in the session-19 note, not in the tree). But
+the budget is small: epsilon = 1% of the std is ~5.8e-6 in variance
+there (2.9e-6 per margin), and sklearn's own N-term sum of squares alone
+errs by up to gamma_N q ~ 3.4e-7, charged 2.7e-6 with gam's 8x headroom:
+these rows sit at the rounding level of the model itself.
 
 How to run
 ----------
