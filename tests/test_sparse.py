@@ -332,7 +332,8 @@ def test_bad_input():
 def _fit_or_reject(model, X, y):
     """Random kernels include ExpSineSquared in d > 1, not positive definite
     in general: k(Z, Z) may have no Cholesky factor (a LinAlgError naming
-    the kernel). Such examples are rejected, as the dense sweeps do."""
+    the kernel), or the posterior factor may lose rank (a ValueError naming
+    it). Such examples are rejected, as the dense sweeps do."""
     from numpy.linalg import LinAlgError
 
     try:
@@ -340,6 +341,10 @@ def _fit_or_reject(model, X, y):
             warnings.simplefilter("ignore")
             model.fit(X, y)
     except LinAlgError:
+        reject()
+    except ValueError as e:  # a posterior factor that lost rank (named, not a bare LinAlgError)
+        if "factor is singular or not finite" not in str(e):
+            raise
         reject()
 
 
@@ -1058,3 +1063,24 @@ def test_dotproduct_on_unscaled_inputs_keeps_the_given_noise(approximation):
         atk = attack(lambda P: _std(sp, P)[:, 0], X[i] - gamma, X[i] + gamma, np.random.default_rng(i),
                      n_samples=1500)
         assert r.min_lower[i, 0] <= atk.min and atk.max <= r.max_upper[i, 0]
+
+
+def test_singular_posterior_factor_is_a_clear_error():
+    """Session 19 hunt: vfe with no WhiteKernel and alpha = 1e-300 on a
+    large-amplitude, unscaled problem: the posterior factor's QR lost rank
+    (a zero diagonal), fit succeeded, and predict(return_std=True) and the
+    bounds then raised a bare LinAlgError. fit now raises a ValueError that
+    names the problem; the same problem with a WhiteKernel fits."""
+    r = np.random.default_rng(1007)
+    X = r.uniform(-2, 2, (150, 2))
+    y = np.sin(X @ r.normal(size=2) * 1.5) * 3 + X.sum(1)
+    X = X * 199.2 + 1740.17
+    k = ConstantKernel(1.93e7) * RationalQuadratic(789.6, 0.7) + ConstantKernel(0.0684) * DotProduct(2.317)
+    sp = SparseGaussianProcessRegressor(k, inducing_points=40, approximation="vfe", alpha=1e-300, optimizer=None,
+                                        random_state=0)
+    with pytest.raises(ValueError, match="factor is singular or not finite"):
+        sp.fit(X, y)
+    ok = SparseGaussianProcessRegressor(k + WhiteKernel(1e-2), inducing_points=40, approximation="vfe",
+                                        optimizer=None, random_state=0).fit(X, y)
+    assert np.all(np.abs(np.diag(ok.L_)) > 0)
+    assert np.all(np.isfinite(ok.predict(X[:3], return_std=True)[1]))
