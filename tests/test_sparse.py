@@ -136,6 +136,10 @@ GRAD_KERNELS = [
     RationalQuadratic(1.0, 1.5) + WhiteKernel(0.2),  # generic (stacked) derivatives
     Exponentiation(RBF(1.0) + WhiteKernel(0.1), 2.0),
     DotProduct(1.0) * ConstantKernel(0.5) + RBF(1.2) + WhiteKernel(0.05),
+    # White parts inside products and powers (the noise w(x) by the kernel's structure).
+    ConstantKernel(2.0) * (RBF(1.0) + WhiteKernel(0.1)),
+    (RBF(0.7) + WhiteKernel(0.2)) * (DotProduct(0.5) + WhiteKernel(0.3)),
+    Exponentiation(ConstantKernel(3.0) * DotProduct(1.0) + WhiteKernel(0.1), 2.0),
 ]
 
 
