@@ -344,6 +344,19 @@ pair with the attacked minimum: row 0 vs class 2, row 11 vs 6, row 17 vs
   minimum over that box is +0.002 (row 0), -0.003 (row 17), -0.021 (row
   11), against -0.024 / -0.021 / -0.022 with each a_j at its own attacked
   extremes: it would move rows 0 and 17 to about 0, not above.
+* That common factor, certified and branched on (session 20, row 0; not
+  kept): with s = mean_j a_j and beta_j its least-squares slopes (0.91-1.08,
+  from 6000 sampled points), s and the residuals e_j = a_j - beta_j s are
+  reduced variances of their own (a_j = tr(Q_j Sigma) is linear in Q_j, so
+  :class:`_ReducedVariance` with Q_j - beta_j mean(Q) bounds e_j). Certified
+  widths: e_j 0.77-1.15 (attacked 0.53-0.86), s 2.76 (attacked 2.16), a_j
+  2.6-3.0 (attacked 2.0-2.4). Branching on s as one more latent coordinate
+  (a_j clipped to beta_j [s] + [e_j]; s cut by its node-averaged
+  sensitivity) moves the latent branch and bound after 3000 sub-boxes from
+  -0.094 to -0.071 (certified intervals) and from -0.079 to -0.061 with
+  every interval at its attacked extremes, against an attacked minimum of
+  +0.026: the latent branch and bound stays far from a proof in 19
+  coordinates with or without the coupling.
 """
 
 import numbers
