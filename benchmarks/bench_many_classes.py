@@ -198,8 +198,33 @@ min P_1 0.029 unchanged; but the benchmark (10 rows, time_limit 10, load
 ~2) did not move: gamma 0.05 columns 53% -> 52%, median worst gap 0.051
 both, rows 0% both; gamma 0.02 100% both, median 4.09 -> 5.16 s per row.
 
+Fitted per-class kernels (session 20; ``--only fitted``, not in the
+default run: the fit takes ~6 min): sklearn's one-vs-rest GPC fits each
+class's kernel, so the classes do not share one (no ``_QuadRatio``).
+``make_classification(n_samples=1540, n_features=8, n_informative=6,
+n_classes=4, n_clusters_per_class=1, random_state=0)``, standardised, the
+first ``--fitted-n`` = 1500 rows for training, ``1.0 * RBF(np.ones(8))``
+fitted (amplitudes 14^2-316^2, length scales 1.4 to 1e5), accuracy 0.875 on
+the other 40. Measured (load ~3-4 from other jobs, 1 BLAS thread):
+
+* certify, 20 rows, ``time_limit=2``: gamma 0.05: 18 robust, 2 not_robust,
+  0 unknown, median 0.015 s, max 0.2 s; gamma 0.1: 1 unknown, median 0.20 s,
+  max 2.03 s.
+* probability ranges, gamma 0.05, epsilon 0.01, ``time_limit=5``, 10 rows:
+  rows 20%, columns 38%, median 5.0 s per row. Worst root gap of the 8
+  objectives per row (6 rows) 0.037-0.087 (median 0.063); after 300 splits
+  (8-15 s CPU per row) 0.010-0.035 (median 0.018). The engine's incumbents
+  are within 0.0014 of a 13-start L-BFGS-B attack (rows 0 and 1), so the gap
+  is the lower bounds'. One split costs ~39 ms (N = 1500: the four classes'
+  variance bounds ~20 ms, the ratio search ~17 ms); the local searches took
+  3.8 s of a 200-split row without a time limit.
+* Tried and not kept: :class:`_QuadRatio` over kernel groups (each class's
+  mean model from its own kernel, one Taylor model per group, summed; the
+  affine variance slopes left to one group): root median worst gap 0.063
+  -> 0.059, after 300 splits 0.0180 -> 0.0169, ~25% more CPU per row.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
-benchmarks/bench_many_classes.py``; ``--only certify|proba|iris``. Without
+benchmarks/bench_many_classes.py``; ``--only certify|proba|iris|fitted``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds
 (``benchmarks/`` comes first on sys.path, not the checkout): the
 ``package at`` line says which.
@@ -215,9 +240,10 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from sklearn.datasets import load_digits, load_iris  # noqa: E402
+from sklearn.datasets import load_digits, load_iris, make_classification  # noqa: E402
 from sklearn.gaussian_process.kernels import RBF  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from _bench import package_state, table  # noqa: E402
 from skgprobust import BudgetExhaustedWarning, RobustGaussianProcessClassifier  # noqa: E402
@@ -230,13 +256,13 @@ def digits_model():
     return clf, X[1000:], y[1000:]
 
 
-def bench_certify(clf, X, gammas, time_limit):
+def bench_certify(clf, X, gammas, time_limit, domain=(0.0, 1.0)):
     rows, unknown_rows = [], []
     for gamma in gammas:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BudgetExhaustedWarning)
             t = time.perf_counter()
-            c = clf.certify(X, gamma, domain=(0.0, 1.0), time_limit=time_limit, random_state=0)
+            c = clf.certify(X, gamma, domain=domain, time_limit=time_limit, random_state=0)
             wall = time.perf_counter() - t
         # Re-check counterexamples with the model's own predict.
         bad = 0
@@ -285,8 +311,9 @@ def main():
     ap.add_argument("--proba-rows", type=int, default=20)
     ap.add_argument("--gammas", type=float, nargs="+", default=[0.05, 0.02])
     ap.add_argument("--proba-gammas", type=float, nargs="+", default=[0.05, 0.02, 0.01])
-    ap.add_argument("--only", choices=["certify", "proba", "iris"], nargs="+", default=None)
+    ap.add_argument("--only", choices=["certify", "proba", "iris", "fitted"], nargs="+", default=None)
     ap.add_argument("--iris-max-iter", type=int, default=None)
+    ap.add_argument("--fitted-n", type=int, default=1500, help="training rows of the fitted 4-class model")
     args = ap.parse_args()
     only = set(args.only or ["certify", "proba", "iris"])
     print(package_state())
@@ -312,6 +339,21 @@ def main():
             print(f"\nthe same with max_iter={args.iris_max_iter} instead of the time limit ('median s/row' is CPU s)")
             bench_range(clf, X[::10], 0.1 * np.ptp(X, axis=0), 0.01, None, None, "iris",
                         max_iter=args.iris_max_iter)
+    if "fitted" in only:
+        n = args.fitted_n
+        X, y = make_classification(n_samples=n + 40, n_features=8, n_informative=6, n_classes=4,
+                                   n_clusters_per_class=1, random_state=0)
+        X = StandardScaler().fit_transform(X)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = RobustGaussianProcessClassifier(1.0 * RBF(np.ones(8)), random_state=0).fit(X[:n], y[:n])
+        print(f"\nfitted per-class kernels, 4 classes, d=8, N={n} (fit {time.perf_counter() - t:.0f} s): "
+              f"accuracy {clf.score(X[n:], y[n:]):.3f}")
+        print("certify, 20 rows, time_limit=2")
+        bench_certify(clf, X[n:n + 20], [0.05, 0.1], 2.0, domain=None)
+        print("\nprobability ranges, 10 rows, gamma=0.05, epsilon=0.01, time_limit=5")
+        bench_range(clf, X[n:n + 10], 0.05, 0.01, 5.0, None, "fitted-4")
     print(package_state())
 
 
