@@ -99,11 +99,13 @@ norm : {1, 2, np.inf}, default=np.inf
     Norm over the outputs (targets).""",
     "epsilon_range": """\
 epsilon : float, default=1e-2
-    Refine until both gaps (min_upper - min_lower, max_upper -
-    max_lower) are <= epsilon for every column, or the budget is spent.""",
+    Positive and finite. Refine until both gaps (min_upper - min_lower,
+    max_upper - max_lower) are <= epsilon for every column, or the budget
+    is spent.""",
     "epsilon_explain": """\
 epsilon : float, default=1e-2
-    Precision of each of the four ranges behind an entry.""",
+    Precision (positive, finite) of each of the four ranges behind an
+    entry.""",
     "features": """\
 features : array-like of int, bool or str, default=None
     Features allowed to move; the others stay fixed. None: all.""",
@@ -113,7 +115,9 @@ features : array-like of int, bool or str, default=None
     X's columns, whatever the order given (``feature_names`` says which).""",
     "domain": """\
 domain : tuple (low, high), default=None
-    Valid input range; the box is clipped to it.""",
+    Valid input range: each end a scalar, one value per feature, or None
+    (unbounded). Every row of X must lie in it (else a ValueError naming
+    the rows); the box is clipped to it.""",
     "max_iter": """\
 max_iter : int, default=None
     Boxes split per row (5000 when both budgets are None).""",
