@@ -116,6 +116,7 @@ def _safety_model(seed, d=1, n=25, amp=1.0, noise=1e-3, matern=False, offset=0.0
 
 def _margin(model, P, t, side, delta):
     mu, sd = model.predict(P, return_std=True)
+    mu, sd = np.reshape(mu, len(P)), np.reshape(sd, len(P))  # (n, 1) of a one-output multi-output model
     zq = norm.ppf(1 - delta)
     return (t - mu - zq * sd) if side == "below" else (mu - zq * sd - t)
 
@@ -220,6 +221,31 @@ def test_certify_safe_sweep():
         _check_certificate(model, C, gamma, t, side, delta, rng, **budget)
 
     check()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_certify_safe_with_a_one_output_multi_output_safety_model(seed):
+    """A MultiOutputGaussianProcessRegressor fitted on one output has a
+    single-output bound model, so certify_safe takes it: its certificates
+    survive the same attack (on its own ``predict``), and two outputs are
+    refused as for the other regressors."""
+    from skgprobust import MultiOutputGaussianProcessRegressor
+
+    rng = np.random.RandomState(seed)
+    d = 1 + seed % 2
+    X = rng.uniform(-2, 2, (25, d))
+    z = np.exp(-0.5 * np.sum((X - 0.3) ** 2, axis=1)) + 0.03 * rng.randn(25)
+    with _quiet():
+        model = MultiOutputGaussianProcessRegressor(RBF(np.ones(d)), n_latent=1, random_state=seed).fit(X, z[:, None])
+    t = float(np.quantile(z, 0.4))
+    C = np.vstack([X[rng.choice(25, 6, replace=False)], rng.uniform(-2, 2, (4, d))])
+    res = _check_certificate(model, C, 0.05, t, "below", 0.05, rng, time_limit=1.0)
+    assert res.status.shape == (10,)
+    assert np.sum(res.status != "unknown") >= 5 and np.any(res.status == "robust")
+    with _quiet():
+        two = MultiOutputGaussianProcessRegressor(RBF(np.ones(d)), n_latent=1, random_state=seed).fit(X, np.c_[z, z])
+    with pytest.raises(UnsupportedModelError):
+        certify_safe(two, C[:2], 0.05, threshold=t)
 
 
 @pytest.mark.parametrize("seed", range(4))

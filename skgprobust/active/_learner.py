@@ -185,9 +185,9 @@ class SafeActiveLearner(BaseEstimator):
         and give ``predict(X, return_cov=True)`` with (n, P, P) covariances
         when ``observe="full"``.
     safety_model : regressor
-        A GP regressor of the safety values (cloned at :meth:`fit`); a
-        :class:`~skgprobust.RobustGaussianProcessRegressor` for
-        :meth:`certify_safe` and ``certify_gamma``.
+        A GP regressor of the safety values (cloned at :meth:`fit`); for
+        :meth:`certify_safe` and ``certify_gamma`` one of this package's
+        single-output regressors (:func:`skgprobust.active.certify_safe`).
     threshold : float, default=0.0
         The safety threshold t.
     safe_side : {"below", "above"}, default="below"

@@ -243,8 +243,12 @@ def certify_safe(model, X, gamma, *, threshold, safe_side="below", delta=0.05, f
     Parameters
     ----------
     model : RobustGaussianProcessRegressor
-        The fitted single-output safety GP (or a subclass with the same
-        single-output bound model, e.g. SparseGaussianProcessRegressor).
+        The fitted single-output safety GP: a
+        :class:`~skgprobust.RobustGaussianProcessRegressor`, a
+        :class:`~skgprobust.SparseGaussianProcessRegressor` or a
+        :class:`~skgprobust.MultiOutputGaussianProcessRegressor` fitted on one
+        output (any regressor of this package whose bound model has one
+        output; others raise ``UnsupportedModelError``).
     X : array-like of shape (n_samples, n_features)
         Centres of the boxes.
     gamma : float or array-like of shape (n_features,)
