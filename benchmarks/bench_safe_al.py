@@ -149,6 +149,13 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
     +- 0.026 (AL_MOGP 1.169 +- 0.033); precision 0.997 / 0.995; 67 / 81 s
     CPU per repetition. The three pipelines' final RMSEs are within their
     standard errors of each other (AL_MOGP lowest, as in the seed).
+  - EngE, AL_MOGP with 100 posterior samples (the seed's count; session 20,
+    ``--samples 100``, n_burn 300, n_steps 20, 100 walkers; repetitions
+    0-9, load 1-4): 97.97 +- 0.66% safe queries (per repetition 94.9-100),
+    final RMSE 1.206 +- 0.054, precision 0.995, 152 s CPU per repetition
+    (2.6 s per iteration). Against 20 samples (98.64 +- 0.27%, 1.169 +-
+    0.033 over 30) no gain: the sample count does not explain the gap to
+    the seed's 99.21 +- 0.18%.
 * EngE is nearly flat in N_sum here: AL_MOGP's RMSE after the first query
   is 1.256 +- 0.047 and after the 59th 1.212 (samples). The RMSE is taken
   on the truly safe rows (z <= 1.0) of 1000 random rows of the test
