@@ -371,8 +371,10 @@ def _diag_parts(kernel, X, eval_gradient=False):
         f = c + w
         # (c + w)^p - c^p = c^p expm1(p log1p(w / c)) without the cancellation
         # of the plain difference (w = 1e-9 next to c = 1: 8e-8 relative);
-        # exactly 0 where w = 0; the plain difference where c <= 0.
-        pos = c > 0
+        # exactly 0 where w = 0; the plain difference where c <= 0 or c + w
+        # <= 0 (a negative white part inside the power: log1p's domain, and
+        # 0 * log1p(-1) = NaN for the derivative's p = 0).
+        pos = (c > 0) & (f > 0)
         cs = np.where(pos, c, 1.0)
 
         def powdiff(p):

@@ -173,6 +173,23 @@ def test_kernel_derivatives_match_sklearn(kernel):
     np.testing.assert_allclose(gc, Gd[i, len(X) + i], atol=1e-13)
 
 
+@pytest.mark.parametrize("noise, exponent", [(-3.0, 2.0), (-1.0, 1.0), (-0.5, 3.0), (-2.0, 3.0)])
+def test_white_part_inside_a_power_with_a_negative_base(noise, exponent):
+    """(c + w)^e - c^e with c + w <= 0 (a negative white part inside an
+    Exponentiation): the log1p form is used only where c + w > 0, elsewhere
+    the plain difference, so w + c is sklearn's diagonal and nothing is NaN
+    (review of 6f76f44: (RBF + White(-3))^2 gave w = NaN instead of 3)."""
+    X = np.random.default_rng(0).uniform(-2, 2, (7, 2))
+    k = Exponentiation(RBF(1.0) + WhiteKernel(noise, noise_level_bounds="fixed"), exponent)
+    w, c, gw, gc = _diag_parts(k, X, eval_gradient=True)
+    Kd, Gd = k(np.vstack([X, X]), eval_gradient=True)
+    i = np.arange(len(X))
+    assert np.all(np.isfinite(w)) and np.all(np.isfinite(gw))
+    np.testing.assert_allclose(w + c, k.diag(X), atol=1e-14)
+    np.testing.assert_allclose(w, (1.0 + noise) ** exponent - 1.0, atol=1e-14)
+    np.testing.assert_allclose(gw + gc, Gd[i, i], atol=1e-13)
+
+
 @pytest.mark.parametrize("approximation", APPROX)
 @pytest.mark.parametrize("kernel", GRAD_KERNELS[:5], ids=lambda k: type(k).__name__ + str(len(k.theta)))
 def test_gradient_matches_finite_differences(approximation, kernel):
