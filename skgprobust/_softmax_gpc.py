@@ -134,10 +134,12 @@ Over a box T:
   ``q(kappa) = q(kappa0) + g.(kappa - kappa0) + delta^T T_j delta``,
   ``g = 2 T_j kappa0``; the linear part is bounded exactly like a mean
   (affine_lower on each class's kernel), the quadratic part, for sums of
-  RBF / Matern / RationalQuadratic kernels, by the RKHS bound ``|delta^T T_j delta| <= rho_j
-  sum_i H0_i h_i^2`` (:meth:`_ReducedVariance._rkhs_setup`: rho_j the
-  spectral radius of T_j K_c, H0 the kernel's curvature at 0, h the box
-  half-widths; independent of N and of per-point kernel intervals), else
+  RBF / Matern / RationalQuadratic kernels, by the RKHS bound ``-rho_lo_j
+  Dh^2 <= delta^T T_j delta <= rho_hi_j Dh^2``, ``Dh^2 = sum_i H0_i h_i^2``
+  (:meth:`_ReducedVariance._rkhs_setup`: rho_lo_j and rho_hi_j the most
+  negative and most positive eigenvalues of T_j K_c in absolute value, H0
+  the kernel's curvature at 0, h the box half-widths; independent of N
+  and of per-point kernel intervals), else
   by a spectral split (:meth:`_ReducedVariance._quad`), never looser than
   ``+- ||T_j||_2 ||delta||^2``, |delta_i| from the kernel's interval
   enclosure. Sound for any symmetric T_j; second order in the box width;
@@ -700,6 +702,18 @@ def _search_rule_value(mu, a):
     return np.einsum("nsc,s->nc", E, W)
 
 
+def _spectrum_ends(ev, err):
+    """(rho_lo, rho_hi) from the computed eigenvalues ``ev`` of a symmetric
+    matrix whose exact counterpart is within ``err`` in the 2-norm: by
+    Weyl's inequality every exact eigenvalue lies in [min ev - err, max ev +
+    err], so ``-rho_lo <= lambda_min`` and ``lambda_max <= rho_hi`` with
+    rho_lo = max(-min ev, 0) + err and rho_hi = max(max ev, 0) + err (both
+    >= 0; times 1 + 1e-6 for their own rounding)."""
+    lo = (max(-float(ev[0]), 0.0) + err) * (1.0 + 1e-6)
+    hi = (max(float(ev[-1]), 0.0) + err) * (1.0 + 1e-6)
+    return lo, hi
+
+
 def _affine_many(requests):
     """:func:`affine_lower` for many requests ``(adapter, W, lo, hi)`` with
     one call per adapter (rows stacked; each row's bound depends on that row
@@ -966,6 +980,21 @@ class _ReducedVariance:
         per-point kernel intervals (64-pixel digits, gamma = 0.02: 0.045
         against 3.7-9).
 
+        *One-sided* (session 21). A = Phi T_j Phi* is self-adjoint, so
+        lambda_min(A) ||g||^2 <= <g, A g> <= lambda_max(A) ||g||^2, and its
+        non-zero spectrum is that of K_c^1/2 T_j K_c^1/2 (Phi = U K_c^1/2,
+        U a partial isometry), signs included. Hence delta^T T_j delta lies
+        in [-rho_lo_j Dh^2, rho_hi_j Dh^2] with rho_lo_j >= max(-lambda_min,
+        0), rho_hi_j >= max(lambda_max, 0) (:func:`_spectrum_ends`: the
+        computed eigenvalues of the computed Kh T_j Kh, widened by the same
+        perturbation bound err as rho_j below, by Weyl's inequality, since
+        that bound is of the 2-norm of the difference of the two matrices);
+        rho_j = max(rho_lo_j, rho_hi_j) is the symmetric form. The T_j are
+        nearly PSD in practice (10-class digits, N = 500: lambda_min -0.001
+        to -0.010 against lambda_max 0.98-0.99), so the upper ends of the
+        reduced variances (which take -rho_lo_j Dh^2) lose ~1% of what the
+        symmetric form charged. ``rkhs`` = (rho, sum H0, cv, rho_lo, rho_hi).
+
         rho_j is computed as max |eig(Kh T_j Kh)|, Kh = V sqrt(max(e, 0)) V^T
         from eigh of the computed K_c, and enlarged for rounding: with
         delta_K = (1e-10 + 16 n u) ||K_c||_F (the kernel's own rounding, far
@@ -1004,18 +1033,20 @@ class _ReducedVariance:
             kmax = max(kmax, float(np.max(np.abs(e), initial=0.0)))
         normK = float(np.sqrt(sum(np.linalg.norm(Kb) ** 2 for Kb in blocks)))
         dK = (1e-10 + 16 * n * _U) * normK
-        rho = np.empty(self.m)
         if self.shared or Es is None:
             Kh = khs[0]
+            ends = np.empty((self.m, 2))
             for j in range(self.m):
                 A = Kh @ self.T[j] @ Kh
                 A = 0.5 * (A + A.T)
-                r = np.abs(np.linalg.eigvalsh(A)).max()
+                ev = np.linalg.eigvalsh(A)
                 tn = self.norm2[j]
-                r += (2.0 * np.sqrt(dK * normK) + 3.0 * dK) * tn + 8 * n * _U * np.linalg.norm(A)
-                rho[j] = r * (1.0 + 1e-6)
+                err = (2.0 * np.sqrt(dK * normK) + 3.0 * dK) * tn + 8 * n * _U * np.linalg.norm(A)
+                ends[j] = _spectrum_ends(ev, err)
         else:
-            rho = self._rkhs_rho_blocks(khs, Es, Hs, n, normK, dK, kmax)
+            ends = self._rkhs_rho_blocks(khs, Es, Hs, n, normK, dK, kmax)
+        rho_lo, rho_hi = ends[:, 0], ends[:, 1]
+        rho = np.maximum(rho_lo, rho_hi)
         H0 = np.stack([s.H0 for s in smooth])  # (classes or 1, d)
         # Per-entry rounding of the computed kernel values beyond the
         # adapter's ``rounding`` (which carries the inputs' and the distance's
@@ -1032,7 +1063,7 @@ class _ReducedVariance:
         cv = np.concatenate([
             np.full(len(Xs), s.value_rounding(ad.value_ulps(d))) for s, ad in zip(smooth, ads)
         ])
-        return rho, H0.sum(axis=0), cv
+        return rho, H0.sum(axis=0), cv, rho_lo, rho_hi
 
     def _rkhs_rho_blocks(self, khs, Es, Hs, n, normK, dK, kmax):
         """rho_j of :meth:`_rkhs_setup` for per-class kernels, from one
@@ -1067,7 +1098,7 @@ class _ReducedVariance:
         trK = sum(float(np.sum(k * k)) for k in khs) * (1.0 + 1e-6) + n * dK
         g2N = 2 * N * _U / (1.0 - 2 * N * _U)
         eB = g2N * trK * np.sqrt(normS2) * (1.0 + 1e-6) + 4 * _U * np.linalg.norm(B)
-        rho = np.empty(m)
+        ends = np.empty((m, 2))
         for j in range(m):
             Qb = np.kron(self._Q[j], np.ones((N, N)))
             A = Qb * B
@@ -1079,16 +1110,23 @@ class _ReducedVariance:
                     )
             nTp = np.linalg.norm(Tp)
             diff = (np.linalg.norm(self.T[j] - Tp) + 2 * _U * nTp) * (1.0 + 1e-6)
-            r = np.abs(np.linalg.eigvalsh(A)).max()
+            ev = np.linalg.eigvalsh(A)
             tn = self.norm2[j]
-            r += (
+            err = (
                 (2.0 * np.sqrt(dK * normK) + 3.0 * dK) * tn
                 + 8 * n * _U * np.linalg.norm(A)
                 + np.max(np.abs(self._Q[j])) * eB
                 + (np.sqrt(kmax) + np.sqrt(dK)) ** 2 * (1.0 + 1e-6) * diff
             )
-            rho[j] = r * (1.0 + 1e-6)
-        return rho
+            ends[j] = _spectrum_ends(ev, err)
+        return ends
+
+    def _rkhs_sides(self, j):
+        """(rho_lo_j, rho_hi_j) of :meth:`_rkhs_setup`; both rho_j for a
+        state built before the one-sided constants (three-field ``rkhs``)."""
+        if len(self.rkhs) > 3:
+            return self.rkhs[3][j], self.rkhs[4][j]
+        return self.rkhs[0][j], self.rkhs[0][j]
 
     def _kappa(self, X):
         if self.shared:
@@ -1241,9 +1279,12 @@ class _ReducedVariance:
                 # +-rho_j Dh^2 (exact kernel values), plus the effect of the
                 # kernel vectors' rounding e_r = ||eps - eps0||:
                 # ||T_j|| (2 ||delta|| e_r + e_r^2), ||delta||^2 <= dev2.
-                rk = self.rkhs[0][j] * dh2 + self.norm2[j] * (2.0 * np.sqrt(dev2) * e_r + e_r * e_r)
+                # one-sided (:meth:`_rkhs_setup`): rho_lo_j below, rho_hi_j above
+                rk_r = self.norm2[j] * (2.0 * np.sqrt(dev2) * e_r + e_r * e_r)
+                r_lo, r_hi = self._rkhs_sides(j)
                 full = self.norm2[j] * dev2
-                quad_lo, quad_hi = -np.minimum(rk, full), np.minimum(rk, full)
+                quad_lo = -np.minimum(r_lo * dh2 + rk_r, full)
+                quad_hi = np.minimum(r_hi * dh2 + rk_r, full)
             else:
                 quad_lo, quad_hi = self._quad(j, lo, hi, kap0, ads, N, dev2)
             q_lo = q0[:, j] + c0 + lin_lo + quad_lo

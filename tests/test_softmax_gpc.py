@@ -547,8 +547,16 @@ def test_reduced_variance_rkhs_bound_high_dimension():
         ks = [clf.kernels_[0]] if shared else clf.kernels_
         Kc = scipy.linalg.block_diag(*[k(clf.X_train_, clf.X_train_.copy()) for k in ks])
         for j in range(3):
-            radius = np.abs(scipy.linalg.eigvals(red.T[j] @ Kc)).max()
+            ev = scipy.linalg.eigvals(red.T[j] @ Kc)
+            radius = np.abs(ev).max()
             assert red.rkhs[0][j] >= radius * (1 - 1e-9)
+            # one-sided constants: the most negative and most positive
+            # eigenvalues of T_j K_c (real: similar to K^1/2 T_j K^1/2)
+            assert np.max(np.abs(ev.imag)) <= 1e-8 * radius
+            r_lo, r_hi = red._rkhs_sides(j)
+            assert r_lo >= max(-ev.real.min(), 0.0) * (1 - 1e-9)
+            assert r_hi >= max(ev.real.max(), 0.0) * (1 - 1e-9)
+            assert max(r_lo, r_hi) == red.rkhs[0][j]
         for x0 in X[::6]:
             for g in (0.02, 0.1):
                 _attack_reduced(red, x0 - g, x0 + g, rng, 2000)
