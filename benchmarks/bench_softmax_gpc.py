@@ -158,6 +158,16 @@ splits (4 s), 0.204 / 0.185 after 1000 (21 s), against alpha <= 0.239 /
 0.208: the plane's lower end 0.5653 / 0.5520 is then no better than the
 node rule's 0.5657 / 0.5384; bounding the variances' part by intervals
 instead of one combined form costs 0.018 more.
+
+Session 21 (47b700a: the one-sided RKHS bound of the reduced variances'
+quadratic part; before = 07d726a from a worktree, one run after the
+other, load ~1): ten classes, 20 rows: statuses unchanged (gamma 0.02: 0
+/ 90, gamma 0.05: 15 / 75 unknown / robust %), predicted-class range
+width 0.163 -> 0.160, range s/row 1.80 -> 1.76 (max 2.21 -> 2.13), 0%
+converged both; three classes, 40 rows: 100% converged both, width
+0.087 -> 0.086, max range s/row 0.51 -> 0.34. Joint (mean, variance)
+cuts measured for the remaining rows: module docstring of
+``skgprobust._softmax_gpc``, "Joint cuts".
 """
 
 import os

@@ -368,6 +368,46 @@ pair with the attacked minimum: row 0 vs class 2, row 11 vs 6, row 17 vs
   does not in 3000 (-0.030 / -0.016); at ``time_limit=2`` the root's
   latent deadline (0.8 of the limit) stops it first. Leaf-wise
   sensitivities instead of the root's: 2387 / 2135 sub-boxes, slower.
+* One-sided quadratic part (session 21, built): the RKHS bound of the
+  reduced variances' quadratic part now uses the two ends of the spectrum
+  of K^1/2 T_j K^1/2 (:meth:`_ReducedVariance._rkhs_setup`, "One-sided");
+  the upper ends of a_j drop by ~0.27 at gamma 0.05 (row 0, class 3: [2.72,
+  5.56] -> [2.72, 5.29], attacked [2.97, 5.17]; every a_j's certified upper
+  end within 0.12-0.15 of its L-BFGS-B maximum). The margin's minimum over
+  the latent box moves -0.034 / -0.032 / -0.028 -> -0.030 / -0.028 /
+  -0.025 (rows 0 / 11 / 17, multi-start L-BFGS-B): statuses unchanged.
+* Which latent freedom costs the proof (session 21, row 0): with the
+  reduced variances fixed at their values at the centre, the margin's
+  minimum over the certified mean-difference box is +0.012; with the mean
+  differences fixed at the centre and the variances free, +0.197; both
+  free, -0.030. So it is the *joint* worst case (variances high where the
+  means are adverse) that no x attains.
+* Joint cuts (session 21; measured, not built). For a direction L in
+  (d, a), ``L_d . d(x) + L_a . a(x) >= h`` over the input box is one
+  proven cut: the d part and the a parts' linear terms are one mean-type
+  function ``k(x)^T (sum_j L_dj (w_j - w_c) - sum_j L_aj 2 T_j kappa0)``
+  (one affine bound) and the quadratic parts are bounded one-sidedly,
+  ``-sum_j L_aj delta^T T_j delta >= -Dh^2 sum_j |L_aj| (rho_hi_j if L_aj >
+  0 else rho_lo_j)``. With L the margin's gradient at the latent box's
+  minimiser, one such cut raises the margin's minimum over (latent box
+  intersected with the half-space) from -0.034 to +0.004 (row 0); eight
+  cuts (each at the new minimiser): +0.010 (row 0), +0.013 (row 11),
+  +0.002 (row 17), against attacked minima +0.026 / +0.030 / +0.011. (A
+  cut on d alone gains nothing: -0.034 -> -0.030 after 12 cuts.) For the
+  ten-class ranges (gamma 0.02, row 1, predicted class): one cut along
+  the gradient of R_c moves the minimum of R_c over the latent region
+  from 0.5752 to 0.5951 and the maximum from 0.7346 to 0.7096, against the
+  attained 0.6023 / 0.7062, i.e. both ends within epsilon 0.02 if they
+  could be proven. What is missing is a bound over the box intersected
+  with the half-space: tightening the latent box by the cut (interval
+  propagation) changes nothing at the root (the cut is spread over 19-20
+  coordinates), and the latent branch and bound with that propagation and
+  pruning of infeasible sub-boxes moves the range row's lower end only
+  0.5679 -> 0.5734 in 513 sub-boxes (rows 0-4: +0.0004 to +0.006), as
+  it does without the cut: its per-leaf slack in ~20 coordinates, not
+  the region, is the wall. A bound of the node rule over a polytope (a
+  per-node relaxation with the cut as a Lagrangian term, or an LP over
+  per-node planes) is the open lever.
 """
 
 import numbers
