@@ -201,6 +201,10 @@ def kernel(kind, d):
         return ConstantKernel(1.0) * RationalQuadratic(1.0, 1.0) + WhiteKernel(0.1)
     if kind == "rbf+dp":
         return ConstantKernel(1.0) * RBF(np.ones(d)) + DotProduct(1.0) + WhiteKernel(0.1)
+    if kind == "rbf+dp2":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) + ConstantKernel(0.1) * DotProduct(1.0) ** 2 + WhiteKernel(0.1)
+    if kind == "rbf*dp":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) * DotProduct(1.0) + WhiteKernel(0.1)
     return ConstantKernel(1.0) * Matern(np.ones(d), nu=2.5) + WhiteKernel(0.1)
 
 
@@ -294,7 +298,7 @@ def main():
                         all_t.append(t)
                         all_c.append(c)
                         p = reg.kernel_.get_params()
-                        if kind == "rbf+dp":  # (C * RBF + DotProduct) + White
+                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp"):  # ((C * RBF) + / * DotProduct...) + White
                             snr = p["k2__noise_level"] / p["k1__k1__k1__constant_value"]
                         else:
                             snr = p["k2__noise_level"] / p["k1__k1__constant_value"]
