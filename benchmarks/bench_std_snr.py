@@ -142,6 +142,32 @@ there (2.9e-6 per margin), and sklearn's own N-term sum of squares alone
 errs by up to gamma_N q ~ 3.4e-7, charged 2.7e-6 with gam's 8x headroom:
 these rows sit at the rounding level of the model itself.
 
+``--kernels rbf+dp2`` (``C * RBF(ARD) + C * DotProduct ** 2 + White``) and
+``--kernels rbf*dp`` (``C * RBF(ARD) * DotProduct + White``): kernels the
+local bound does not cover (DotProduct powers and products with DotProduct
+are not in ``SmoothCovariance``), the baseline for that extension.
+Measured (session 21, 76921cc, ``--rows 5 --sizes 250``, load ~2 with a
+helper job): converged 45% of rows overall.
+
+| problem | kernel | normalize_y | converged | median s/row | median rel. gap |
+|---|---|---|---|---|---|
+| Friedman #3 | rbf+dp2 | True / False | 0% / 0% | 5.01 / 5.01 | 1e4 / 9.6e5 |
+| Friedman #3 | rbf*dp | True / False | 40% / 0% | 5.01 / 5.01 | 0.021 / 0.12 |
+| Friedman #1 d = 8 | rbf+dp2 | True / False | 20% / 100% | 5.01 / 0.020 | 0.013 / 0.0017 |
+| Friedman #1 d = 8 | rbf*dp | True / False | 40% / 40% | 5.01 / 5.01 | 0.010 / 0.010 |
+| Friedman #1 d = 10 | rbf+dp2 | True / False | 0% / 100% | 5.01 / 0.025 | 0.013 / 0.002 |
+| Friedman #1 d = 10 | rbf*dp | True / False | 100% / 100% | 3.19 / 3.27 | 0.010 / 0.010 |
+
+The fitted ``normalize_y`` rbf+dp2 models are the high signal-to-noise
+case (noise / amplitude ~2e-4) that the local bound fixed for ``rbf+dp``
+(session 16: 0% -> 100% on Friedman #1 d = 10); the unscaled Friedman #3
+ones (features up to ~1700, so DotProduct ** 2 values ~1e13) are far
+beyond it. Not built: the local bound needs, per DotProduct power term,
+the non-diagonal curvature c p (s0^2 + |x0|^2)^(p-1) I + c p (p - 1)
+(s0^2 + |x0|^2)^(p-2) x0 x0^T, a remainder bound from the fourth mixed
+derivative over the box, and rounding constants for the polynomial
+sections and their Jacobian.
+
 How to run
 ----------
 ::
