@@ -412,8 +412,14 @@ pair with the attacked minimum: row 0 vs class 2, row 11 vs 6, row 17 vs
   1; rows 0 and 2: +0.0001 / +0.0002) with the cut along the gradient at
   the centre (it removes the lowest 17% of L . z's range over the box):
   every node meets the cut with its own variances, so a per-node
-  relaxation cannot use it. A bound that keeps one latent point for all
-  nodes over the polytope is the open lever.
+  relaxation cannot use it. A second-order form in (d, sqrt(a)) (f_s =
+  d + sqrt(a) z_s is linear there): R(z_c) + g . delta - 1/2 sum_j c_j
+  delta_j^2 with the cut through a one-dimensional Lagrangian dual gives
+  -5.6 at row 0's root with the global Hessian constant and -0.36 with
+  curvatures estimated from finite-difference Hessians in the latent box
+  (Gershgorin row sums 0.014-0.136): the latent widths (2-3 in d at gamma
+  0.05) rule it out. A bound that keeps one latent point for all nodes
+  over the polytope is the open lever.
 """
 
 import numbers
