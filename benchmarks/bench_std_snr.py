@@ -324,7 +324,7 @@ def main():
                         all_t.append(t)
                         all_c.append(c)
                         p = reg.kernel_.get_params()
-                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp"):  # ((C * RBF) + / * DotProduct...) + White
+                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp"):  # (C * RBF {+, *} DotProduct part) + White: the RBF's C
                             snr = p["k2__noise_level"] / p["k1__k1__k1__constant_value"]
                         else:
                             snr = p["k2__noise_level"] / p["k1__k1__constant_value"]

@@ -1174,11 +1174,10 @@ class _ReducedVariance:
         return ends
 
     def _rkhs_sides(self, j):
-        """(rho_lo_j, rho_hi_j) of :meth:`_rkhs_setup`; both rho_j for a
-        state built before the one-sided constants (three-field ``rkhs``)."""
-        if len(self.rkhs) > 3:
-            return self.rkhs[3][j], self.rkhs[4][j]
-        return self.rkhs[0][j], self.rkhs[0][j]
+        """(rho_lo_j, rho_hi_j) of :meth:`_rkhs_setup`. (This state is never
+        pickled with an estimator, which drops its bound model, so ``rkhs``
+        always has the five fields of the running version.)"""
+        return self.rkhs[3][j], self.rkhs[4][j]
 
     def _kappa(self, X):
         if self.shared:
