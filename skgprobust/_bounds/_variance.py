@@ -31,7 +31,8 @@ v itself. When the cross-covariance kernel k_c (the fitted kernel without
 its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
 multiples of RBF / Matern(nu = 1.5, 2.5, inf) / RationalQuadratic (alpha
 <= 1.5e5) terms and constants, plus non-negative multiples of DotProduct
-("Linear terms" below)
+("Linear terms" below) and of its integer powers up to 8 ("Dot-product
+powers")
 (:class:`SmoothCovariance`), each box also gets a bound whose error is
 O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
@@ -243,6 +244,79 @@ every product and sum node of the tree adds u of a partial sum, so
 lin ||X_j|| (referee, session 16: the 2 u lin ||X_j|| first written was
 9.9x short on a cancelling entry, covered then only by unallocated slack).
 
+*Dot-product powers* (``SmoothCovariance.poly``; session 22). A
+non-negative multiple c DotProduct(sigma_0) ** p, p = 2 .. ``POLY_MAX_P``
+(= 8), next to the smooth part (``C * RBF + C * DotProduct ** 2 +
+White``: a quadratic trend) is the term c (s + x . y)^p, s = fl(sigma_0^2)
+as sklearn computes it (exponent 1 is the linear part above). With S = s
++ ||x0||^2, b = x0 . u and e = ||u||^2 (x = x0 + u), the reproducing
+property gives, per term (derivatives of the kernel at x = y = x0):
+||k_x0||^2 = c S^p; <k_x0, w> = c p S^(p-1) b; ||w||^2 = u^T (alpha I +
+beta x0 x0^T) u with alpha = c p S^(p-1), beta = c p (p - 1) S^(p-2) >= 0
+(so H0 becomes a per-box matrix: the diagonal of the stationary and
+linear parts plus this, and P's Hessian 2 H1 is a full matrix anyway);
+k_c(x, x) = c (S + 2 b + e)^p. ``SmoothCovariance.section`` returns these
+(summed over the terms: kc0, gco = lin + sum alpha, alpha, beta), so g
+gains 2 (1 + rho) gco x0, as for the linear part.
+
+The remainder. ||E||^2 = k(x, x) + k(x0, x0) + ||w||^2 - 2 k(x, x0) - 2
+<k_x, w> + 2 <k_x0, w>, with k(x, x0) = c (S + b)^p and <k_x, w> = c p (S +
+b)^(p-1) (b + e) (the derivative of k(x, y) in y at x0, along u, with x .
+u = b + e), is linear in the kernel, so the terms add and each power's
+share is c F_p(b, e) with F_p = (S + 2b + e)^p + S^p + p S^(p-1) e + p (p -
+1) S^(p-2) b^2 - 2 (S + b)^p - 2 p (S + b)^(p-1) (b + e) + 2 p S^(p-1) b, a
+polynomial in (S, b, e) with integer coefficients. Expanded exactly in
+integers (:func:`power_remainder_table`), every monomial S^k b^i e^j with
+i + 2 j <= 3 cancels (the expansion is of second order: b = O(h), e =
+O(h^2)), every monomial has k = p - i - j (homogeneity), and every
+coefficient gamma_ij is >= 0 (p = 2: F = e^2 exactly; p = 3: 3 S e^2 + 6
+b^2 e + 6 b e^2 + e^3). So over the box (|b| <= sum_j |x0_j| h_j, 0 <= e
+<= ||h||^2) ||E_t||^2 <= c sum gamma_ij S^(p-i-j) |b|max^i e_max^j, with
+S, |b|max, e_max rounded up (each a sum of non-negative terms) and the
+sum of non-negative float terms widened by (4 p + 40) u
+(``SmoothCovariance.remainder2``). Checked against explicit tensor
+feature maps in the tests (ratio of ||E||^2 to the bound up to 0.994,
+never above 1).
+
+What else changes. (i) ||k_x0 + w||^2 <= k_c(x, x) + u^T H0 u still
+holds (it bounds F and the input-rounding terms of the margins): per
+power, ||k_x0 + w||^2 - c S^p - c p S^(p-1) (2 b + e) = c p (p - 1)
+S^(p-2) b^2 <= u^T H0 u, and c (S + 2 b + e)^p >= c S^p + c p S^(p-1)
+(2 b + e) by convexity of t^p on t >= 0 (S + 2 b + e = s + ||x||^2 >= 0).
+(ii) sup ||w||^2 over the box <= sum_j (H0_j + alpha) h_j^2 + beta (|x0| .
+h)^2 (Dh), but the increment ||k_x - k_x0||^2 has higher-order terms, so
+the weights' bound a_x and the RKHS remainder of the other bounds use
+``SmoothCovariance.increment2``: the stationary and linear parts'
+sum_j H0_j h_j^2 plus, per power, c (p R^(p-1) ||h||)^2, R^2 = s + sum_j
+max(|lo_j|, |hi_j|)^2 (tensor-power telescoping, as
+``DotProductPowerAdapter.rkhs_increment``): wherever the sections above
+use Dh as a bound of ||k_x - k_x0|| (a_x, a_box: "The per-point lemma",
+"The weights over the box", sklearn's evaluation in the margins), the
+code uses Dh_inc = max((1 + rho)^1/2 increment2^1/2, Dh), which bounds both
+that and ||w|| (a_box must bound the weights of r0 + J u too; for the
+powers ||w||^2 = c p S^(p-2) (S e + (p - 1) b^2) <= c p^2 R^(2(p-1))
+||h||^2 anyway, as S <= R^2 and b^2 <= ||x0||^2 e). (iii) k_c(x, x) over the box
+(``kappa_range``) adds c (s + ||x||^2)^p at the ends of ||x||^2, widened
+by (4 p + 24) u for the power's rounding. (iv) Term magnitudes for the
+kernel values' rounding (``SmoothCovariance.magnitude``): c |s + x . x_i|^p
+<= c (s + ||x|| ||x_i||)^p. (v) The Jacobian's rounding
+(``jacobian_rounding``): sklearn's / the adapter's c p t~^(p-1) x_ij
+with t~ = fl(x0 . x_i + s), |t~ - t| <= e_i = (d + 2) u (|x0| . |x_i| + s)
+(+ d 2^-1074), so |t~^(p-1) - t^(p-1)| <= (p - 1) M_i^(p-2) e_i with M_i =
+|x0| . |x_i| + s + e_i >= |t|, |t~| (mean value theorem); the power (8
+ulps), the products with p, x_ij and c (3 u) and the tree's sum nodes
+relative to the parts' magnitudes ((16 + 2 (n_nodes + 2)) 2 u, as for the
+linear part) add (19 + 2 (16 + 2 (n_nodes + 2))) u c p M_i^(p-1) |x_ij|;
+column norms over i. (vi) Our own float evaluation of the powers'
+contributions to P (S^p, the gradient and Hessian coefficients) errs by
+at most p (d + 4) + 24 ulps of each contribution's magnitude to first
+order; 8 times that, ``e_poly``, is added to P's margins (the kappa-
+scaled margin would cover it too, but its budget is spent elsewhere).
+(vii) sklearn's k(x, x) of a power errs by p (d + 2) + 16 ulps
+(``diag_ulps``), inside the margins' gam = (8 (N + d) + 256) u for p <=
+8, hence ``POLY_MAX_P``. Measured (``bench_std_snr.py --kernels rbf+dp2``):
+see that script's docstring.
+
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
 gap is the true variation of v plus O(sqrt(kappa0 v) E); the old bounds stay
@@ -272,7 +346,10 @@ kappa'(0) = 0): RBF (1 - s^2) e^(-s^2/2) <= 1; Matern 2.5 with t = sqrt5 s,
 (1 + t - t^2) e^-t <= 1 (e^t >= 1 + t); Matern 1.5, (1 - t) e^-t <= 1 (checked
 in 50 digits in the tests). In :meth:`LatentVariance.bounds` this
 replaces the spectral split (2m mean-type bounds per box, within a factor ~2 of
-it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``.
+it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``. (The
+linear part adds lin ||u||^2 exactly, which H0 includes; dot-product
+powers add their own increment, ``SmoothCovariance.increment2``, module
+doc "Dot-product powers".)
 
 The first inequality, ||A dr||^2 <= (1 + rho) ||k_x - k_x0||_H^2, uses only
 P <= (1 + rho) I, so it holds for every PSD kernel (the lemma's premise).
@@ -681,11 +758,71 @@ _SPECTRAL_MIN_GAIN = 50.0
 _SPECTRAL_MAX_REST = 0.05
 
 
+def _poly_mul(P, Q):
+    R = {}
+    for (a, b, c), x in P.items():
+        for (d, e, f), y in Q.items():
+            k = (a + d, b + e, c + f)
+            R[k] = R.get(k, 0) + x * y
+    return R
+
+
+def _poly_pow(P, n):
+    R = {(0, 0, 0): 1}
+    for _ in range(n):
+        R = _poly_mul(R, P)
+    return R
+
+
+def _poly_lin(*pairs):
+    """sum of coefficient * monomial, monomials keyed (k, i, j) = S^k b^i e^j."""
+    R = {}
+    for c, P in pairs:
+        for key, v in P.items():
+            R[key] = R.get(key, 0) + c * v
+    return R
+
+
+_POWER_REMAINDERS = {}
+
+
+def power_remainder_table(p):
+    """The squared RKHS remainder of ``(S' + x . y)^p`` as a polynomial
+    (module doc, "Dot-product powers"): a dict ``(i, j) -> gamma`` with
+    ``||E||^2 = sum gamma S^(p - i - j) b^i e^j``, S = s + ||x0||^2, b = x0 .
+    u, e = ||u||^2, in exact integer arithmetic; every monomial with i + 2 j
+    <= 3 cancels (checked here: an AssertionError otherwise) and every
+    monomial has S-degree p - i - j (homogeneity)."""
+    p = int(p)
+    if p in _POWER_REMAINDERS:
+        return _POWER_REMAINDERS[p]
+    S, b, e = {(1, 0, 0): 1}, {(0, 1, 0): 1}, {(0, 0, 1): 1}
+    F = _poly_lin(
+        (1, _poly_pow(_poly_lin((1, S), (2, b), (1, e)), p)),  # k(x, x)
+        (1, _poly_pow(S, p)),  # k(x0, x0)
+        (p, _poly_mul(_poly_pow(S, p - 1), e)),  # ||w||^2: p S^(p-1) e + p (p-1) S^(p-2) b^2
+        (p * (p - 1), _poly_mul(_poly_pow(S, p - 2), _poly_pow(b, 2))),
+        (-2, _poly_pow(_poly_lin((1, S), (1, b)), p)),  # -2 k(x, x0)
+        (-2 * p, _poly_mul(_poly_pow(_poly_lin((1, S), (1, b)), p - 1), _poly_lin((1, b), (1, e)))),  # -2 <k_x, w>
+        (2 * p, _poly_mul(_poly_pow(S, p - 1), b)),  # +2 <k_x0, w>
+    )
+    out = {}
+    for (k, i, j), v in F.items():
+        if v == 0:
+            continue
+        if not (i + 2 * j >= 4 and k == p - i - j):  # pragma: no cover - an identity, checked for p <= 8
+            raise RuntimeError(f"power_remainder_table({p}): unexpected monomial S^{k} b^{i} e^{j} ({v}).")
+        out[(i, j)] = out.get((i, j), 0) + v
+    _POWER_REMAINDERS[p] = out
+    return out
+
+
 class SmoothCovariance:
     """The cross-covariance part k_c of a fitted kernel, when it is a sum of
     non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) /
     RationalQuadratic (alpha in ``RQ_ALPHA``, kind ``("rq", alpha)``) terms and
-    constants (WhiteKernel summands, also scaled, add noise only to the
+    constants (with ``linear=True`` also of DotProduct and its integer powers
+    <= ``POLY_MAX_P``, module doc "Linear terms" and "Dot-product powers") (WhiteKernel summands, also scaled, add noise only to the
     training Gram matrix and to k(x, x)): what the local RKHS bound needs
     (module doc, "High signal-to-noise").
 
@@ -720,14 +857,23 @@ class SmoothCovariance:
             return 1.0, 0.75 * (1.0 + 1.0 / alpha) * (1.0 + 4.0 * _U), 4.0
         return cls.PROFILES[kind]
 
+    #: Largest exponent of a dot-product power term (module doc, "Dot-product
+    #: powers": sklearn's diagonal rounding p (d + 2) + 16 u stays inside the
+    #: margins' gam for p <= 8).
+    POLY_MAX_P = 8
+
     def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None, lin=0.0, white=0.0,
-                 xs_norm=0.0, n_nodes=0):
+                 xs_norm=0.0, n_nodes=0, poly=()):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
         # Linear part lin x . y (DotProduct terms; their sigma_0^2 is in const):
         # k_c(x, x) = kappa0 + lin ||x||^2 (module doc, "Linear terms").
         self.lin = float(lin)
+        # Dot-product powers c (s + x . y)^p, p = 2 .. POLY_MAX_P: [(c, s, p)]
+        # (module doc, "Dot-product powers"); s = fl(sigma_0^2) as sklearn
+        # and the adapter compute it.
+        self.poly = [(float(c), float(s2), int(p)) for c, s2, p in poly]
         # The WhiteKernel parts: k(x, x) = k_c(x, x) + white.
         self.white = float(white)
         # >= max_i ||x_i|| over the support points (the term magnitudes of
@@ -761,12 +907,15 @@ class SmoothCovariance:
 
         ``linear=True`` also accepts non-negative multiples of ``DotProduct``
         (exponent 1: the linear part ``lin x . y``, its ``sigma_0^2`` a
-        constant; module doc, "Linear terms"); ``Xs`` (the support points) is
-        then required. Only :class:`LatentVariance`'s own bound handles them
+        constant; module doc, "Linear terms") and of ``DotProduct ** p``, p
+        = 2 .. ``POLY_MAX_P`` (``poly``, module doc "Dot-product powers");
+        ``Xs`` (the support points) is then required. Only :class:`LatentVariance`'s own bound handles them
         (the multi-output and softmax models' callers do not ask for them)."""
         from sklearn.gaussian_process import kernels as K
 
-        terms, const, lin, white, nodes = [], [0.0], [0.0], [0.0], [0]
+        from ..kernels.polynomial import is_dot_product_power
+
+        terms, const, lin, white, nodes, poly = [], [0.0], [0.0], [0.0], [0], []
 
         def walk(k, amp):
             t = type(k)
@@ -796,6 +945,18 @@ class SmoothCovariance:
                 const[0] += amp * s0 * s0
                 lin[0] += amp
                 return True
+            if linear and is_dot_product_power(k):
+                # sklearn: (inner + sigma_0 ** 2) ** exponent (module doc,
+                # "Dot-product powers"); exponent 1 is the linear part.
+                s0, p = float(k.kernel.sigma_0), int(float(k.exponent))
+                if not np.isfinite(s0) or p > cls.POLY_MAX_P:
+                    return False
+                if p == 1:
+                    const[0] += amp * s0 * s0
+                    lin[0] += amp
+                elif amp > 0:
+                    poly.append((float(amp), s0**2, p))
+                return True
             rq = t is K.RationalQuadratic
             if rq:
                 a_rq = float(k.alpha)
@@ -818,28 +979,104 @@ class SmoothCovariance:
 
         if not walk(kernel, 1.0) or not terms or not np.isfinite(const[0]):
             return None
-        if lin[0] > 0:
+        if lin[0] > 0 or poly:
             if Xs is None or not (np.isfinite(lin[0]) and np.isfinite(white[0])):
+                return None
+            if not all(np.isfinite(c) and np.isfinite(s2) for c, s2, _ in poly):
                 return None
             xs_norm = float(np.max(np.linalg.norm(np.asarray(Xs, dtype=np.float64), axis=1), initial=0.0))
             if not np.isfinite(xs_norm):
                 return None
             return cls(terms, const[0], d, lin=lin[0], white=white[0], xs_norm=xs_norm * (1.0 + 1e-12),
-                       n_nodes=nodes[0])
+                       n_nodes=nodes[0], poly=poly)
         return cls(terms, const[0], d)
 
     def kappa_range(self, lo, hi):
         """(B,) bounds ``(kc_lo, kc_hi)`` of k_c(x, x) = kappa0 + lin ||x||^2
-        over each box, and (B,) ``xmax`` >= max ||x|| (rounded outward: sums
-        of non-negative terms, relative error <= (d + 3) u, inside 1e-12)."""
+        + sum c (s + ||x||^2)^p over each box, and (B,) ``xmax`` >= max ||x||
+        (rounded outward: ||x||^2 is a sum of d non-negative squares, relative
+        error <= (d + 3) u, widened by that and by 1e-12 for the sums and
+        products after it)."""
         lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
         far = np.maximum(np.abs(lo), np.abs(hi))
         near = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
-        x2hi = (far * far).sum(-1) * (1.0 + 1e-12)
-        x2lo = (near * near).sum(-1) * (1.0 - 1e-12)
+        dd = lo.shape[-1]
+        x2hi = (far * far).sum(-1) * (1.0 + (dd + 3) * _U) * (1.0 + 1e-12)
+        x2lo = (near * near).sum(-1) * (1.0 - (dd + 3) * _U) * (1.0 - 1e-12)
         kc_hi = (self.kappa0 + self.lin * x2hi) * (1.0 + 1e-12)
         kc_lo = (self.kappa0 + self.lin * x2lo) * (1.0 - 1e-12)
+        if self.poly:
+            # + sum c (s + ||x||^2)^p, increasing in ||x||^2 >= 0 (s >= 0): the
+            # ends at x2lo / x2hi (already widened), each power's rounding
+            # (p-fold of the sum s + x2, plus 8 ulps) inside the factors
+            # 1 -+ (4 p + 24) u.
+            with np.errstate(over="ignore"):
+                for c, s2, p in self.poly:
+                    f = (4 * p + 24) * _U
+                    kc_hi = kc_hi + c * (s2 + x2hi) ** p * (1.0 + f) * (1.0 + 1e-12)
+                    kc_lo = kc_lo + c * (s2 + x2lo) ** p * (1.0 - f) * (1.0 - 1e-12)
         return kc_lo, kc_hi, np.sqrt(x2hi) * (1.0 + 1e-12)
+
+    @property
+    def nonstationary(self):
+        """True when k_c(x, x) varies with x (linear or dot-product power terms)."""
+        return self.lin > 0 or bool(self.poly)
+
+    def magnitude(self, xmax):
+        """(B,) bound of the term magnitudes of k_c(x, x_i) for ||x|| <= xmax:
+        kappa0 + lin xmax xs_norm + sum c (s + xmax xs_norm)^p (Cauchy-Schwarz:
+        |s + x . x_i| <= s + ||x|| ||x_i||; rounded up)."""
+        m = (self.kappa0 + self.lin * xmax * self.xs_norm) * (1.0 + 1e-12)
+        with np.errstate(over="ignore"):
+            for c, s2, p in self.poly:
+                m = m + c * (s2 + xmax * self.xs_norm * (1.0 + 1e-12)) ** p * (1.0 + (4 * p + 24) * _U)
+        return m * (1.0 + 1e-12)
+
+    def section(self, x0, h):
+        """The dot-product power terms' parts of the local expansion at the
+        box centres x0 (B, d) with half-widths h (module doc, "Dot-product
+        powers"): ``(kc0, gco, alpha, beta, err)``, all (B,):
+        kc0 = k_c(x0, x0) = kappa0 + lin ||x0||^2 + sum c S^p (S = s +
+        ||x0||^2), gco = lin + sum c p S^(p-1) (<k_x0, w> = gco x0 . u), alpha
+        = sum c p S^(p-1) and beta = sum c p (p - 1) S^(p-2) (||w||^2 = u^T
+        (H0 + alpha I + beta x0 x0^T) u), and err >= the error of our float
+        evaluation of the power terms' contributions to P over the box
+        (first order p (d + 4) + 24 ulps of each contribution's magnitude,
+        the factor 8 for the higher orders)."""
+        x2 = np.einsum("bd,bd->b", x0, x0)
+        kc0 = self.kappa0 + self.lin * x2
+        gco = np.full(len(x0), self.lin)
+        alpha, beta, err = np.zeros(len(x0)), np.zeros(len(x0)), np.zeros(len(x0))
+        d = x0.shape[1]
+        bx = (np.abs(x0) * h).sum(-1) * (1.0 + 1e-12)
+        ee = (h * h).sum(-1) * (1.0 + 1e-12)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for c, s2, p in self.poly:
+                S = s2 + x2
+                kc0 = kc0 + c * S**p
+                gco = gco + c * p * S ** (p - 1)
+                alpha = alpha + c * p * S ** (p - 1)
+                beta = beta + c * p * (p - 1) * S ** (p - 2)
+                mag = c * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee + p * (p - 1) * S ** (p - 2) * bx * bx)
+                err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
+        return kc0, gco, alpha, beta, err
+
+    def increment2(self, lo, hi, h1):
+        """(B,) upper bound of sup ||k_x - k_c||_H^2 over each box (c its float
+        centre, h1 >= |x - c| its half-widths): sum_j H0_j h1_j^2 for the
+        stationary and linear parts (module doc, "The RKHS remainder") plus,
+        per power term, c (p R^(p-1) ||h1||)^2 with R^2 = s + sum_j
+        max(|lo_j|, |hi_j|)^2 (the tensor-power telescoping of
+        :meth:`~skgprobust.kernels.polynomial.DotProductPowerAdapter.rkhs_increment`)."""
+        D = (self.H0 * h1 * h1).sum(-1)
+        if self.poly:
+            hh = (h1 * h1).sum(-1)
+            far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for c, s2, p in self.poly:
+                    R2 = (s2 + far2) * (1.0 + 1e-12)
+                    D = D + c * p * p * R2 ** (p - 1) * hh * (1.0 + (4 * p + 24) * _U)
+        return D * (1.0 + 1e-12)
 
     def value_rounding(self, c_val, scale=None):
         """Per-entry bound cv of the kernel values' own rounding (module doc,
@@ -867,16 +1104,38 @@ class SmoothCovariance:
         product c_val u value_scale one more rounding: the factor 1 + 1e-12
         covers both for T < 10^3 terms.
         """
-        if scale is None and self.lin > 0:
-            raise ValueError("value_rounding of a covariance with linear terms needs the term magnitudes' scale.")
+        if scale is None and self.nonstationary:
+            raise ValueError("value_rounding of a covariance with linear or power terms needs the term magnitudes' "
+                             "scale.")
         m = self.value_scale if scale is None else np.maximum(self.value_scale, scale)
         return float(c_val) * _U * m * (1.0 + 1e-12)
 
-    def remainder2(self, h):
+    def remainder2(self, h, x0=None):
         """(B,) upper bound of ||k_x - k_x0 - Dk_x0[x - x0]||_H^2 over the
-        box of half-widths h around x0, and (B, d) each coordinate's share."""
+        box of half-widths h around x0, and (B, d) each coordinate's share
+        (``x0`` is required with dot-product power terms: their remainder,
+        module doc "Dot-product powers", depends on it)."""
         E2 = np.zeros(len(h))
         share = np.zeros(h.shape)
+        if self.poly:
+            if x0 is None:
+                return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
+            d = h.shape[1]
+            # sup over |b| <= bx, 0 <= e <= ee of sum gamma_ij S^(p-i-j) b^i
+            # e^j, gamma_ij >= 0 (power_remainder_table), S rounded up.
+            Sx = (np.einsum("bd,bd->b", x0, x0) + 0.0) * (1.0 + (d + 3) * _U)
+            bx = (np.abs(x0) * h).sum(-1) * (1.0 + (d + 3) * _U)
+            ee = (h * h).sum(-1) * (1.0 + (d + 3) * _U)
+            hh = np.where(ee > 0, ee, 1.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for c, s2, p in self.poly:
+                    S = (s2 + Sx) * (1.0 + 2 * _U)
+                    e = np.zeros(len(h))
+                    for (i, j), gam in power_remainder_table(p).items():
+                        e = e + abs(gam) * S ** (p - i - j) * bx**i * ee**j
+                    e = c * e * (1.0 + (4 * p + 40) * _U)
+                    E2 = E2 + e
+                    share = share + e[:, None] * (h * h) / hh[:, None]
         for a, kind, ls in self.terms:
             _, C, p = self.profile(kind)
             z2 = (h / ls) ** 2
@@ -892,7 +1151,8 @@ class SmoothCovariance:
         j of k_c(x0, Xs) beyond the caller's 32 u ||G_j||: the rounding of
         the scaled distance itself (2 (d + 2) u c2 a sqrt(N) / l_j per term,
         comment in the code), the linear terms' share (module doc, "Linear
-        terms") and, caused by rounding the inputs: per term
+        terms"), the dot-product powers' (module doc, "Dot-product powers",
+        (v); ``x0`` required) and, caused by rounding the inputs: per term
         |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
         <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance.
 
@@ -963,6 +1223,29 @@ class SmoothCovariance:
             # <= |G| + 2 |G_lin| entrywise, so (16 + 2 (n_nodes + 2)) u times
             # 2 lin |x_ij| more covers them (n_nodes: the tree's nodes).
             out = out + (16.0 + 2.0 * (self.n_nodes + 2)) * 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
+        if self.poly:
+            # Dot-product powers (module doc, "Dot-product powers"): the
+            # adapter computes c p t~^(p-1) x_ij with t~ = fl(x0 . x_i + s),
+            # |t~ - t| <= e_i = (d + 1)(1 + 2^-30) u (|x0| . |x_i| + s)
+            # (DotProductPowerAdapter.rounding), so |t~^(p-1) - t^(p-1)| <=
+            # (p - 1) M_i^(p-2) e_i with M_i >= max(|t|, |t~|); the power (8
+            # ulps), the products with p, x_ij and c (3 u), and every sum
+            # node of the tree relative to the parts' magnitudes (as for
+            # the linear part: (16 + 2 (n_nodes + 2)) 2 u) add relative
+            # errors of c p M_i^(p-1) |x_ij|. Column j's 2-norm over i.
+            if x0 is None:
+                return np.full(amax.shape, np.inf)
+            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
+            X2 = Xs * Xs
+            rel = (19.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
+            with np.errstate(over="ignore", invalid="ignore"):
+                for c, s2, p in self.poly:
+                    base = (ax + s2) * (1.0 + 1e-12)
+                    e_i = (d + 2) * _U * base + d * 2.0**-1074
+                    M = base + e_i
+                    f = c * p * ((p - 1) * M ** (p - 2) * e_i + rel * M ** (p - 1))
+                    col = np.sqrt((f * f) @ X2) * (1.0 + 1e-10)
+                    out = out + np.where(np.isnan(col), np.inf, col)
         return out * (1.0 + 1e-12) if self.weights is not None else out
 
 
@@ -1249,8 +1532,9 @@ class LatentVariance:
             # c_val u kg per entry plus input rounding), D K D >= 0 and the
             # products err by 3 u |D K D|: L L^T >= (1 - t) I. kg bounds
             # every |K_ij| and term magnitude of the Gram sklearn factors:
-            # kappa0 off the diagonal (linear terms: kappa0 + lin ||x_i||
-            # ||x_j|| <= max_i k_c(x_i, x_i) <= kad), the adapter's diagonal
+            # kappa0 off the diagonal (linear and power terms: kappa0 + lin
+            # ||x_i|| ||x_j|| + sum c (s + ||x_i|| ||x_j||)^p <= max_i
+            # k_c(x_i, x_i) <= kad, each part monotone in the norms), the adapter's diagonal
             # (WhiteKernel parts included) on it, as in _lemma_rho's kad.
             Xs = self.adapter.Xs
             sm = self.smooth
@@ -1871,7 +2155,8 @@ class LatentVariance:
     def rkhs_remainder(self, lo, hi):
         """(B,) upper bound of ||A (r(x) - r(c))||^2 over each box (c the
         float centre): (1 + rho) times the smaller of sum_j H0_j h1_j^2
-        (:class:`SmoothCovariance`) and the adapter's
+        (:class:`SmoothCovariance`, plus its dot-product powers' increments:
+        :meth:`SmoothCovariance.increment2`) and the adapter's
         :meth:`~skgprobust.kernels.KernelAdapter.rkhs_increment` (any kernel
         with one: products with dot products, periodic kernels, Matern 0.5
         ...), both bounds of sup ||k_x - k_c||_H^2 (module doc, "The RKHS
@@ -1885,7 +2170,7 @@ class LatentVariance:
         with np.errstate(over="ignore", invalid="ignore"):
             D = self.adapter.rkhs_increment(lo, hi)
             if self.smooth is not None:
-                D = np.minimum(D, (self.smooth.H0 * h1 * h1).sum(-1))
+                D = np.minimum(D, self.smooth.increment2(lo, hi, h1))
             e = D * (1.0 + self.rho) * (1.0 + 1e-12)
         return np.where(np.isnan(e), np.inf, e)
 
@@ -2013,21 +2298,30 @@ class LatentVariance:
         f1 = 1.0 + self.rho
         H0 = sm.H0 * f1
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
-        lin = sm.lin > 0
+        lin = sm.nonstationary
+        poly = bool(sm.poly)
+        e_poly = 0.0
         if lin:
-            # Linear terms (module doc, "Linear terms"): ||k_x0||^2 = kappa0 +
-            # lin ||x0||^2 and <k_x0, w> = lin x0 . u; k0 bounds (1 + rho)
-            # k_c(x, x) over the box (and at x0) in the margins.
-            kc0 = sm.kappa0 + sm.lin * np.einsum("bd,bd->b", x0, x0)
+            # Linear terms and dot-product powers (module doc, "Linear
+            # terms", "Dot-product powers"): ||k_x0||^2 = k_c(x0, x0) and
+            # <k_x0, w> = gco x0 . u; k0 bounds (1 + rho) k_c(x, x) over the
+            # box (and at x0) in the margins.
+            kc0, gco, p_alpha, p_beta, e_poly = sm.section(x0, h)
             kc_lo, kc_hi, xmax = sm.kappa_range(lo, hi)
             vc0 = kc0 * f1 - q0
-            g_lin = 2.0 * sm.lin * x0
+            g_lin = 2.0 * gco[:, None] * x0
             g = g + f1 * g_lin
             k0 = kc_hi * f1
+            e_poly = e_poly * f1
         else:
             k0 = sm.kappa0 * f1
             vc0 = k0 - q0
-        H1 = np.diag(H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+        ZZ = np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+        H1 = np.diag(H0)[None] - ZZ
+        if poly:
+            # ||w||^2 = u^T (H0 + alpha I + beta x0 x0^T) u, per box.
+            Hp = p_alpha[:, None, None] * np.eye(d)[None] + p_beta[:, None, None] * x0[:, :, None] * x0[:, None, :]
+            H1 = H1 + f1 * Hp
         zeros = np.zeros((B, d))
         mag = np.zeros(B)
         # P(u) = vc0 + g.u + u^T H1 u over |u| <= h, both sides.
@@ -2038,6 +2332,10 @@ class LatentVariance:
         # input rounding of r0 and of the Jacobian J (through sqrt(lam_max)).
         nZJh = (np.sqrt(np.einsum("nbd,nbd->bd", ZJ, ZJ)) * h).sum(-1)
         H0h = (H0 * h * h).sum(-1)
+        if poly:
+            # sup over the box of u^T (alpha I + beta x0 x0^T) u (beta >= 0).
+            bx = (np.abs(x0) * h).sum(-1)
+            H0h = (H0h + f1 * (p_alpha * (h * h).sum(-1) + p_beta * bx * bx)) * (1.0 + 1e-12)
         F = k0 + H0h
         scale = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
         scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
@@ -2047,25 +2345,36 @@ class LatentVariance:
         # slopes: up to ~21 u, its value_ulps) with headroom.
         dJ = sm.jacobian_rounding(amax, self.adapter.Xs, x0) + 32.0 * _U * np.linalg.norm(G, axis=1)  # (B, d)
         din = np.sqrt(self.lam_max) * (dr0 + (dJ * h).sum(-1))
-        mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din
+        mP = self.margin(scale, d) + 2.0 * np.sqrt(F) * din + din * din + e_poly
         h1 = h  # the box lies in |x - x0| <= h (box_halfwidths)
-        Dh = np.sqrt((H0 * h1 * h1).sum(-1)) * (1.0 + 1e-12)
+        # Dh >= sup ||w||_H' (the first-order section, H0' = (1 + rho) H0);
+        # Dh_inc >= (1 + rho)^1/2 sup ||k_x - k_x0||_H (the same for the
+        # stationary and linear parts; the powers' increment has higher-order
+        # terms, module doc "Dot-product powers").
+        Dh = np.sqrt(H0h) * (1.0 + 1e-12)
+        # Dh_inc also serves where a_box must bound the weights of r0 + J u
+        # (the per-point lemma's T): sup ||w|| <= it (true for the powers,
+        # ||w||^2 = c p S^(p-2) (S e + (p - 1) b^2) <= c p^2 R^(2(p-1)) ||h||^2
+        # as S <= R^2 and b^2 <= ||x0||^2 e; the max makes it so by construction).
+        Dh_inc = np.maximum(np.sqrt(sm.increment2(lo, hi, h1) * f1) * (1.0 + 1e-12), Dh) if poly else Dh
         # The per-point lemma's path (module doc, "The per-point lemma"): P
         # without the factor (1 + rho), its own Hessian and magnitude.
         per_point = self.rho > 0 and np.isfinite(getattr(self, "lemma_e", np.inf))
         if per_point:
-            H1n = np.diag(sm.H0)[None] - np.einsum("nbj,nbk->bjk", ZJ, ZJ)
+            H1n = np.diag(sm.H0)[None] - ZZ
+            if poly:
+                H1n = H1n + Hp
             scale_n = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
             scale_n = scale_n + (np.abs(H1n) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
-        E2, E2_share = sm.remainder2(h)
+        E2, E2_share = sm.remainder2(h, x0)
         E = np.sqrt(E2 * f1) * (1.0 + 1e-12)
         own, skl, a_box, own_n = self._local_margins(
             lo, hi, x0, h1, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n if per_point else None,
-            xmax if lin else None, nAJ=nAJ, E=E,
+            xmax if lin else None, nAJ=nAJ, E=E, Dh_inc=Dh_inc,
         )
         if per_point:
-            mPn = np.minimum(self.margin(scale_n, d) + 2.0 * np.sqrt(F) * din + din * din, own_n)
-        mP = np.minimum(mP, own)
+            mPn = np.minimum(self.margin(scale_n, d) + 2.0 * np.sqrt(F) * din + din * din, own_n) + e_poly / f1
+        mP = np.minimum(mP, own + e_poly)
         p_lo = np.where(np.isfinite(p_lo), p_lo - mP, 0.0)
         p_hi = np.where(np.isfinite(p_hi), p_hi + mP, np.inf)
         s_lo = np.maximum(np.sqrt(np.maximum(p_lo, 0.0)) - E, 0.0)
@@ -2119,7 +2428,7 @@ class LatentVariance:
         return lower, upper, arg_min, arg_max, score
 
     def _local_margins(self, lo, hi, x0, h, Dh, z0, ZJ, a0, G, dJ, scale, dhi, k0, scale_n=None, xmax=None,
-                       nAJ=None, E=None):
+                       nAJ=None, E=None, Dh_inc=None):
         """The componentwise rounding margins of the local bound (module doc,
         "Rounding of the local bound"): (own, skl, a_box, own_n), bounds on
         |P~ - P| over the box (our evaluation of P) and on |v~(x) - v(x)| at
@@ -2130,8 +2439,13 @@ class LatentVariance:
         when not given). Infinite where they do not apply. ``nAJ`` (B, d):
         the norms of the computed columns fl(L^-T ZJ~_j), and ``E`` (B,) >=
         (1 + rho)^1/2 ||E||_H over the box, for the column-wise weights of
-        the box's first-order term (None: not used)."""
+        the box's first-order term (None: not used). ``Dh`` (B,) >= (1 +
+        rho)^1/2 sup ||w||_H over the box (the first-order section) and
+        ``Dh_inc`` >= (1 + rho)^1/2 sup ||k_x - k_x0||_H (None: Dh, which
+        bounds both for the stationary and linear parts)."""
         sm = self.smooth
+        if Dh_inc is None:
+            Dh_inc = Dh
         B, d = lo.shape
         N = self.n_support
         gam, nLabs, nLinv, Dmax = self._gam, self._nLabs, self._nLinv, self._Dmax
@@ -2143,8 +2457,7 @@ class LatentVariance:
             # (GPC), <= cv per entry in the scaled space.
             # Linear terms: the term magnitude A(x, x_i) <= kappa0 + lin
             # ||x|| ||x_i|| (Cauchy-Schwarz; value_ulps' contract).
-            cv = sm.value_rounding(self._value_ulps(d), None if xmax is None else
-                                   (sm.kappa0 + sm.lin * xmax * sm.xs_norm) * (1.0 + 1e-12))
+            cv = sm.value_rounding(self._value_ulps(d), None if xmax is None else sm.magnitude(xmax))
             nE0 = np.linalg.norm(self.adapter.rounding(x0, x0), axis=1)
             nEx = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
             dR = Dmax * (nE0 + np.sqrt(N) * cv) * (1.0 + 4.0 * _U)
@@ -2185,7 +2498,7 @@ class LatentVariance:
             # sklearn at any x of the box: its solve with its kernel values r~(x).
             # a_x >= ||(L L^T)^-1 D r(x)||: r(x) = r0 + J u + E_X, E the
             # remainder in H, ||(L L^T)^-1 D E_X|| <= nLinv (1 + rho)^1/2 ||E||.
-            a_x = np.minimum(aR + nL2 * dR + nLinv * Dh,
+            a_x = np.minimum(aR + nL2 * dR + nLinv * Dh_inc,
                              (aR + nL2 * dR + aJh + nL2 * dGh + E_w) * (1.0 + 8.0 * _U))
             a_sk = a_x + nL2 * dRx
             zn = np.sqrt(k0) + nLinv * dRx

@@ -24,7 +24,8 @@ g = 2 S rho:
   ||A (r - rho)||^2 <= e on the box, with e the smaller of lam_max(S) ||dr||^2
   (|r_i(x) - rho_i| <= dr_i from the kernel's interval over the box) and,
   for the kernels of :class:`~skgprobust._bounds._variance.SmoothCovariance`,
-  the RKHS bound (1 + rho) sum_j H0_j h_j^2 (the module doc of
+  the RKHS bound (1 + rho) sum_j H0_j h_j^2 (plus the increments of
+  dot-product powers, ``SmoothCovariance.increment2``; the module doc of
   :mod:`~skgprobust._bounds._variance`, "The RKHS remainder", and rho of
   "The lemma for the float factor": P <= (1 + rho) I); hence
   v(x) >= dlo - q(rho) + g . rho - e - g . r(x).
