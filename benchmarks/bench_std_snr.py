@@ -191,6 +191,26 @@ gets [0.1726, 0.1758] around sklearn's std 0.1742 (normalize_y), [0,
 unchanged (``--kernels rbf+dp rbf matern``, before / after run one after
 the other: 100% of rows both, every median gap identical).
 
+Then products with a dot product (module doc, "Products with a dot
+product": a kappa (s + x . y)^p, the feature map phi_k (x) psi).
+``--kernels 'rbf*dp' --rows 5 --sizes 250`` (load ~4; before = the table
+above, Friedman #3 before re-measured from a worktree at the same load:
+40% / 0%, gaps 0.022 / 0.13):
+
+| problem | normalize_y | converged before / after | median s/row | median rel. gap |
+|---|---|---|---|---|
+| Friedman #3 | True / False | 40% / 0% -> 100% / 100% | 5.01 / 5.01 -> 0.11 / 0.16 | 0.021 / 0.12 -> 0.0079 / 0.0086 |
+| Friedman #1 d = 8 | True / False | 40% / 40% -> 100% / 100% | 5.01 / 5.01 -> 0.016 / 0.015 | 0.010 / 0.010 -> 0.0023 / 0.0023 |
+| Friedman #1 d = 10 | True / False | 100% / 100% -> 100% / 100% | 3.19 / 3.27 -> 0.017 / 0.016 | 0.010 / 0.010 -> 0.003 / 0.003 |
+
+The split scores matter: with each coordinate's share of the remainder
+taken as h_j^2 (the first version), Friedman #3 with normalize_y fell to
+20% (gap 0.062: the bound was tighter at 50 splits, 0.065 against 0.50,
+but then stalled at ~0.06, the splits going to the unscaled features with
+the largest h instead of the one with length scale 0.185); with the
+stationary factor's parts shared by (h_j / l_j)^2 and the power's by h_j^2
+and |x0_j| h_j, its 5 rows converge in 9-18 splits.
+
 How to run
 ----------
 ::

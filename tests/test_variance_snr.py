@@ -74,6 +74,12 @@ def make_kernel(kind, d):
         p = 3 if kind == "rbf+dp3" else 2
         return (ConstantKernel(1.0) * RBF(ls) + ConstantKernel(0.1) * DotProduct(1.0) ** p
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
+    if kind == "rbf*dp":
+        # A smooth part times a trend: the local bound's products with a dot product.
+        return ConstantKernel(1.0) * RBF(ls) * DotProduct(1.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "matern*dp2":
+        return (ConstantKernel(0.3) * Matern(ls, nu=2.5) * DotProduct(1.0) ** 2 + ConstantKernel(1.0) * RBF(ls)
+                + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind == "rbf+dp2-unscaled":
         return (ConstantKernel(1.0) * RBF(200.0 * ls) + ConstantKernel(1e-4) * DotProduct(1.0) ** 2
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
@@ -232,9 +238,11 @@ def test_parse_linear_terms():
     np.testing.assert_allclose(sm.H0, 2.0 / np.array([1.0, 4.0]) + 1.5)
     kc_lo, kc_hi, xmax = sm.kappa_range(np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]]))
     assert kc_lo[0] <= sm.kappa0 + 1.5 * 4.0 and kc_hi[0] >= sm.kappa0 + 1.5 * 34.0 and xmax[0] >= np.sqrt(34.0)
-    # Not of this form: products with a dot product, an infinite sigma_0,
+    # Not of this form: products other than (RBF / Matern) x dot-product power, an infinite sigma_0,
     # powers above POLY_MAX_P, a power of a scaled dot product.
-    for bad in (RBF(1.0) * DotProduct(1.0), RBF(1.0) + DotProduct(np.inf), RBF(1.0) + DotProduct(1.0) ** 9,
+    for bad in (RationalQuadratic(1.0, 1.0) * DotProduct(1.0), RBF(1.0) * RBF(2.0) * DotProduct(1.0),
+                RBF(1.0) * DotProduct(1.0) ** 9, RBF(1.0) * ExpSineSquared(1.0, 2.0),
+                RBF(1.0) + DotProduct(np.inf), RBF(1.0) + DotProduct(1.0) ** 9,
                 RBF(1.0) + Exponentiation(ConstantKernel(2.0) * DotProduct(1.0), 2),
                 RBF(1.0) + DotProduct(np.inf) ** 2):
         assert SmoothCovariance.parse(bad, d, linear=True, Xs=Xs) is None, bad
@@ -304,7 +312,8 @@ def test_power_remainder_against_the_feature_map(p):
         sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, poly=[(c, s2, p)])
         E2 = sm.remainder2(h[None], x0[None])[0][0]
         inc = sm.increment2((x0 - h)[None], (x0 + h)[None], h[None])[0]
-        kc0, gco, al, be, _ = sm.section(x0[None], h[None])
+        kc0, gco, al, be, _, dH0 = sm.section(x0[None], h[None])
+        assert not dH0.any()
         f0, D = _tensor_map(x0, s2, p)
         assert kc0[0] == pytest.approx(c * f0 @ f0, rel=1e-12)
         for _ in range(40):
@@ -321,6 +330,117 @@ def test_power_remainder_against_the_feature_map(p):
         half = sm.remainder2(0.5 * h[None], x0[None])[0][0]
         assert half <= E2 / 16.0 * (1 + 1e-9)
     assert worst > 0.5  # the bound is attained up to a small factor at the box's corners
+
+
+def test_parse_products_with_a_dot_product():
+    """(C RBF / Matern) x (C DotProduct ** p): one (a, s, p, kind, ls) per
+    product; k_c(x, x) over a box and the term magnitudes contain the
+    kernel's values."""
+    d = 2
+    Xs = np.array([[3.0, 4.0], [1.0, 0.0]])
+    k = (ConstantKernel(2.0) * RBF([1.0, 2.0]) * DotProduct(0.5)
+         + (ConstantKernel(0.3) * Matern(1.5, nu=2.5)) * (ConstantKernel(2.0) * DotProduct(1.0) ** 2) + WhiteKernel(0.1))
+    assert SmoothCovariance.parse(k, d) is None
+    sm = SmoothCovariance.parse(k, d, linear=True, Xs=Xs)
+    assert sm.nonstationary and not sm.terms and not sm.poly and sm.lin == 0
+    got = sorted((a, s2, p, kind) for a, s2, p, kind, _ in sm.prod)
+    assert [(g[2], g[3]) for g in got] == [(2, "matern2.5"), (1, "rbf")]
+    np.testing.assert_allclose([g[:2] for g in got], [(0.6, 1.0), (2.0, 0.25)])
+    lo, hi = np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]])
+    kc_lo, kc_hi, _ = sm.kappa_range(lo, hi)
+    P = np.random.default_rng(0).uniform(lo, hi, (2000, 2))
+    kc = np.diag(k(P)) - 0.1
+    assert kc_lo[0] <= kc.min() and kc.max() <= kc_hi[0]
+    assert np.all(np.abs(k(P, Xs)) <= sm.magnitude(np.linalg.norm(P, axis=1))[:, None])
+
+
+@pytest.mark.parametrize("kind,p", [("rbf", 1), ("rbf", 2), ("matern2.5", 1), ("matern1.5", 3)])
+def test_product_expansion_against_the_kernel(kind, p):
+    """The products' local expansion against the kernel's own derivatives in
+    40-digit arithmetic (an independent computation): ||k_x0||^2 = k(x0,
+    x0), <k_x0, w> = grad_y k(x0, x0) . u = gco x0 . u, ||w||^2 = u^T
+    d_x d_y k u = u^T (dH0 + alpha I + beta x0 x0^T) u, and at points of
+    the box ||E||^2 = k(x, x) + k(x0, x0) + ||w||^2 - 2 k(x, x0) - 2 grad_y
+    k(x, x0) . u + 2 <k_x0, w> <= remainder2, ||k_x - k_x0||^2 <= increment2."""
+    import mpmath as mp
+
+    mp.mp.dps = 40
+    rng = np.random.default_rng(p)
+    a, d = 0.8, 2
+    nu = {"rbf": None, "matern2.5": 2.5, "matern1.5": 1.5}[kind]
+
+    def prof(r):
+        if nu is None:
+            return mp.e ** (-r * r / 2)
+        t = mp.sqrt(3) * r if nu == 1.5 else mp.sqrt(5) * r
+        return (1 + t) * mp.e ** (-t) if nu == 1.5 else (1 + t + t * t / 3) * mp.e ** (-t)
+
+    for _ in range(6):
+        ls = rng.uniform(0.5, 2.0, d)
+        s2 = float(rng.uniform(0, 2))
+        x0 = rng.normal(size=d)
+        h = rng.uniform(0.01, 0.3, d)
+
+        def k(x, y):
+            r = mp.sqrt(sum(((x[j] - y[j]) / mp.mpf(ls[j])) ** 2 for j in range(d)))
+            return a * prof(r) * (mp.mpf(s2) + sum(x[j] * y[j] for j in range(d))) ** p
+
+        sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, prod=[(a, s2, p, kind, ls)])
+        kc0, gco, al, be, _, dH0 = sm.section(x0[None], h[None])
+        E2 = sm.remainder2(h[None], x0[None])[0][0]
+        inc = sm.increment2((x0 - h)[None], (x0 + h)[None], h[None])[0]
+        X0 = [mp.mpf(float(v)) for v in x0]
+        assert float(k(X0, X0)) == pytest.approx(kc0[0], rel=1e-12)
+        H = np.diag(dH0[0]) + al[0] * np.eye(d) + be[0] * np.outer(x0, x0)
+        for _ in range(4):
+            u = rng.uniform(-h, h)
+            U = [mp.mpf(float(v)) for v in u]
+            X = [X0[j] + U[j] for j in range(d)]
+            # directional derivatives along u by 40-digit numerical differentiation
+            gy0 = mp.diff(lambda e: k(X0, [X0[j] + e * U[j] for j in range(d)]), 0)
+            gyx = mp.diff(lambda e: k(X, [X0[j] + e * U[j] for j in range(d)]), 0)
+            w2 = mp.diff(lambda e1, e2: k([X0[j] + e1 * U[j] for j in range(d)], [X0[j] + e2 * U[j] for j in range(d)]),
+                         (0, 0), (1, 1))
+            assert float(gy0) == pytest.approx(gco[0] * (x0 @ u), rel=1e-9, abs=1e-14)
+            assert float(w2) == pytest.approx(u @ H @ u, rel=1e-9, abs=1e-14)
+            e2 = k(X, X) + k(X0, X0) + w2 - 2 * k(X, X0) - 2 * gyx + 2 * gy0
+            assert float(e2) <= E2 * (1 + 1e-9) + 1e-30
+            assert float(k(X, X) - 2 * k(X, X0) + k(X0, X0)) <= inc * (1 + 1e-9) + 1e-30
+
+
+def test_product_jacobian_rounding():
+    """The computed Jacobian of (C RBF) x DotProduct ** p plus a stationary
+    slope, where the dot product nearly cancels, against 50-digit
+    arithmetic: within ``jacobian_rounding + 32 u |G|``."""
+    import mpmath as mp
+
+    from skgprobust.kernels import make_adapter
+
+    mp.mp.dps = 50
+    U = 2.0**-53
+    a, l, c, s0, l2 = 3.0, 0.7, 0.37, 0.5, 1.1
+    for p in (1, 2, 3):
+        k = ConstantKernel(c) * RBF(l2) * DotProduct(s0) ** p + ConstantKernel(a) * RBF(l) if p > 1 else \
+            ConstantKernel(c) * RBF(l2) * DotProduct(s0) + ConstantKernel(a) * RBF(l)
+        xi = np.array([[-1.3, 0.4]])
+        ad = make_adapter(k, xi)
+        sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
+        assert sm.prod
+        rng = np.random.default_rng(p)
+        for x in rng.uniform(-0.5, 0.5, (800, 2)) + np.array([0.1923, 0.0]):
+            x0 = x[None]
+            G = ad.value_and_grad(x0)[1][0, 0]
+            X0 = [mp.mpf(float(v)) for v in x]
+            Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
+            t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
+            d2 = (X0[0] - Xi[0]) ** 2 + (X0[1] - Xi[1]) ** 2
+            kap2 = mp.e ** (-d2 / (2 * mp.mpf(l2) ** 2))
+            for j in range(2):
+                ex = (a * (-(X0[j] - Xi[j]) / mp.mpf(l) ** 2) * mp.e ** (-d2 / (2 * mp.mpf(l) ** 2))
+                      + c * (kap2 * (-(X0[j] - Xi[j]) / mp.mpf(l2) ** 2) * t**p + kap2 * p * t ** (p - 1) * Xi[j]))
+                err = float(abs(mp.mpf(float(G[j])) - ex))
+                bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0, j] + 32 * U * abs(G[j])
+                assert err <= bound, (p, x, j, err, bound)
 
 
 def test_power_jacobian_rounding():
@@ -416,6 +536,9 @@ CASES = [
     ("rbf+dp3", 3, 60, True),
     ("rbf+dp2-far", 2, 50, True),
     ("rbf+dp2-unscaled", 2, 50, False),
+    ("rbf*dp", 1, 40, True),
+    ("rbf*dp", 3, 60, False),
+    ("matern*dp2", 2, 50, True),
 ]
 
 
@@ -432,6 +555,24 @@ def test_fitted_boxes(kind, d, N, normalize_y):
         for c in (X[0], 0.5 * (X[1] + X[2]), off + sc * rng.uniform(-2.5, 2.5, d)):
             hw = sc * width * rng.uniform(0.2, 1.0, d)
             check_box(reg, c - hw, c + hw, rng)
+
+
+@pytest.mark.parametrize("kind", ["rbf+dp", "rbf+dp2", "rbf+dp3", "rbf*dp", "matern*dp2"])
+def test_batched_boxes_equal_single_boxes(kind):
+    """Many boxes at once (as the branch and bound asks) give the same local
+    bounds as one box at a time (per-box arrays of the trend terms)."""
+    reg, X = fit(kind, 3, 40, True, seed=5)
+    var, _ = variance_parts(reg)
+    rng = np.random.default_rng(1)
+    C = X[:6] + rng.uniform(-0.5, 0.5, (6, 3))
+    H = rng.uniform(1e-4, 0.2, (6, 3))
+    lo, hi = C - H, C + H
+    dlo, dhi = var.adapter.diag_interval(lo, hi)
+    many = var._local_bounds(lo, hi, dlo, dhi)
+    for b in range(6):
+        one = var._local_bounds(lo[b:b + 1], hi[b:b + 1], dlo[b:b + 1], dhi[b:b + 1])
+        np.testing.assert_allclose(many[0][b], one[0][0], rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(many[1][b], one[1][0], rtol=1e-9, atol=1e-15)
 
 
 def test_tighter_on_high_snr():
@@ -581,7 +722,7 @@ def test_example_1_converges():
 def snr_cases(draw):
     kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5", "rq",
                                  "rq-small-alpha", "rbf+dp", "rbf+dp-far", "rbf+dp-unscaled", "rbf+dp2",
-                                 "rbf+dp3", "rbf+dp2-far", "rbf+dp2-unscaled"]))
+                                 "rbf+dp3", "rbf+dp2-far", "rbf+dp2-unscaled", "rbf*dp", "matern*dp2"]))
     d = draw(st.integers(1, 8))
     N = draw(st.integers(10, 80))
     normalize_y = draw(st.booleans())

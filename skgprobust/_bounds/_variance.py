@@ -31,8 +31,9 @@ v itself. When the cross-covariance kernel k_c (the fitted kernel without
 its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
 multiples of RBF / Matern(nu = 1.5, 2.5, inf) / RationalQuadratic (alpha
 <= 1.5e5) terms and constants, plus non-negative multiples of DotProduct
-("Linear terms" below) and of its integer powers up to 8 ("Dot-product
-powers")
+("Linear terms" below), of its integer powers up to 8 ("Dot-product
+powers") and of products of an RBF / Matern profile with such a power
+("Products with a dot product")
 (:class:`SmoothCovariance`), each box also gets a bound whose error is
 O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
@@ -316,6 +317,47 @@ scaled margin would cover it too, but its budget is spent elsewhere).
 (``diag_ulps``), inside the margins' gam = (8 (N + d) + 256) u for p <=
 8, hence ``POLY_MAX_P``. Measured (``bench_std_snr.py --kernels rbf+dp2``):
 see that script's docstring.
+
+*Products with a dot product* (``SmoothCovariance.prod``; session 22). A
+term a kappa(||(x - y) / l||) (s + x . y)^p, kappa an RBF / Matern (1.5,
+2.5, inf) profile (kappa(0) = 1), p = 1 .. 8 (``C * RBF * DotProduct``,
+constants on either side), has the feature map phi_k (x) psi with psi the
+map of (s + x . y)^p. With phi_k(x) = phi_k0 + w_k + E_k (the stationary
+expansion above, unit amplitude) and psi(x) = psi0 + w_psi + E_psi (the
+powers' expansion; for p = 1 the map (sqrt s, x) is affine: E_psi =
+0):
+
+    phi(x) = phi_k0 (x) psi0 + [w_k (x) psi0 + phi_k0 (x) w_psi]
+             + E_k (x) psi(x) + w_k (x) (psi(x) - psi0) + phi_k0 (x) E_psi
+
+(expand the right side: it sums to phi_k(x) (x) psi(x)). The bracket is
+the first-order section w, the rest is E. As <phi_k0, w_k> = 0
+(stationarity) and ||phi_k0|| = 1: ||k_x0||^2 = a S^p; <k_x0, w> = a p
+S^(p-1) b; ||w||^2 = a (u^T H0_k u) S^p + a u^T (p S^(p-1) I + p (p - 1)
+S^(p-2) x0 x0^T) u with H0_k = diag(c2 / l^2), i.e. a per-box diagonal
+dH0 = a S^p c2 / l^2 next to the powers' alpha and beta (``section``); and
+k_c(x, x) = a (s + ||x||^2)^p as for a power (``kappa_range``,
+``magnitude``: kappa <= 1). The remainder: ||E|| <= a^1/2 (||E_k|| R^p +
+||w_k|| p R^(p-1) ||u|| + ||E_psi||), with ||E_k||^2 <= C z^q (the
+profile's constant, z = ||h / l||), ||w_k||^2 <= c2 z^2, ||psi(x)|| <=
+R^p, ||psi(x) - psi0|| <= p R^(p-1) ||u|| (telescoping), ||E_psi||^2 the
+powers' polynomial (0 for p = 1), R^2 = s + ||(|x0| + h)||^2
+(``remainder2``). The increment ||k_x - k_x0||^2 <= a (||phi_k(x) -
+phi_k0|| R^p + p R^(p-1) ||h||)^2 with ||phi_k(x) - phi_k0||^2 <= u^T H0_k u
+(``increment2``). (i) of the powers holds as well: ||k_x0 + w||^2 - k_c(x,
+x) <= a (u^T H0_k u) S^p + a p (p - 1) S^(p-2) b^2 <= u^T H0 u (the tangent
+of t^p at S). The Jacobian (``jacobian_rounding``): the adapter computes
+fl(K1~ G2~ + K2~ G1~) with K1 = a kappa, G1 = a grad kappa, K2 = t^p, G2 =
+p t^(p-1) x_i (``ProductAdapter``); per entry the error is at most |G2|
+dK1 + |K1~| dG2 + |G1| dK2 + |K2~| dG1 plus the products', the sum's and
+the constants' roundings and the tree's sums relative to the magnitudes,
+with kappa <= 1, |d kappa / d x_j| <= SUP_SLOPE / l_j, |t| <= M_i; dK1 from
+the scaled distance's input rounding (the 5 u (...) of the stationary
+terms), its own rounding ((d + 2) u s / 2 times |kappa'(s)| <= 1 / s:
+s |kappa'(s)| <= 0.74 for these profiles) and the profile's 21 ulps; dG1 as
+for the stationary terms; dK2 and dG2 as for the powers. Checked against
+50-digit values in the tests, and the expansion against the kernel's own
+derivatives in 40 digits (RBF, Matern 1.5 / 2.5; p = 1, 2, 3).
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -863,7 +905,7 @@ class SmoothCovariance:
     POLY_MAX_P = 8
 
     def __init__(self, terms, const, d, value_scale=None, value_terms=0, weights=None, lin=0.0, white=0.0,
-                 xs_norm=0.0, n_nodes=0, poly=()):
+                 xs_norm=0.0, n_nodes=0, poly=(), prod=()):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
         self.kappa0 = float(const + sum(a for a, _, _ in terms))
@@ -874,6 +916,11 @@ class SmoothCovariance:
         # (module doc, "Dot-product powers"); s = fl(sigma_0^2) as sklearn
         # and the adapter compute it.
         self.poly = [(float(c), float(s2), int(p)) for c, s2, p in poly]
+        # Products a kappa(||(x - y) / l||) (s + x . y)^p of an RBF / Matern
+        # (1.5, 2.5, inf) profile and a dot-product power, p = 1 ..
+        # POLY_MAX_P: [(a, s, p, kind, ls)] (module doc, "Products with a
+        # dot product").
+        self.prod = [(float(a), float(s2), int(p), kind, np.asarray(ls, dtype=np.float64)) for a, s2, p, kind, ls in prod]
         # The WhiteKernel parts: k(x, x) = k_c(x, x) + white.
         self.white = float(white)
         # >= max_i ||x_i|| over the support points (the term magnitudes of
@@ -915,7 +962,7 @@ class SmoothCovariance:
 
         from ..kernels.polynomial import is_dot_product_power
 
-        terms, const, lin, white, nodes, poly = [], [0.0], [0.0], [0.0], [0], []
+        terms, const, lin, white, nodes, poly, prod = [], [0.0], [0.0], [0.0], [0], [], []
 
         def walk(k, amp):
             t = type(k)
@@ -927,7 +974,7 @@ class SmoothCovariance:
                     if type(a) is K.ConstantKernel:
                         c = float(a.constant_value)
                         return np.isfinite(c) and c >= 0 and walk(b, amp * c)
-                return False
+                return bool(linear) and product(k, amp)
             if t is K.ConstantKernel:
                 c = float(k.constant_value)
                 const[0] += amp * c
@@ -977,18 +1024,64 @@ class SmoothCovariance:
                 return True
             return False
 
-        if not walk(kernel, 1.0) or not terms or not np.isfinite(const[0]):
+        def peel(k):
+            """(c, k') with k = c k' (ConstantKernel factors taken out; c None if one is negative / not finite)."""
+            c = 1.0
+            while type(k) is K.Product:
+                if type(k.k1) is K.ConstantKernel:
+                    c, k = c * float(k.k1.constant_value), k.k2
+                elif type(k.k2) is K.ConstantKernel:
+                    c, k = c * float(k.k2.constant_value), k.k1
+                else:
+                    break
+            return (c if np.isfinite(c) and c >= 0 else None), k
+
+        def product(k, amp):
+            """A stationary profile (RBF / Matern 1.5, 2.5, inf) times a
+            dot-product power, constants on either side (module doc,
+            "Products with a dot product")."""
+            (c1, f1), (c2, f2) = peel(k.k1), peel(k.k2)
+            if c1 is None or c2 is None:
+                return False
+            for st, dp in ((f1, f2), (f2, f1)):
+                ts, td = type(st), type(dp)
+                if not (ts is K.RBF or (ts is K.Matern and float(st.nu) in (1.5, 2.5, np.inf))):
+                    continue
+                if td is K.DotProduct:
+                    s0, p = float(dp.sigma_0), 1
+                elif is_dot_product_power(dp):
+                    s0, p = float(dp.kernel.sigma_0), int(float(dp.exponent))
+                else:
+                    continue
+                ls = np.abs(np.squeeze(np.asarray(st.length_scale, dtype=np.float64)))
+                ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
+                if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)) or not np.isfinite(s0):
+                    return False
+                if p > cls.POLY_MAX_P:
+                    return False
+                kind = "rbf" if ts is K.RBF or float(st.nu) == np.inf else f"matern{float(st.nu)}"
+                a = amp * c1 * c2
+                if not np.isfinite(a):
+                    return False
+                if a > 0:
+                    prod.append((a, s0**2, p, kind, ls))
+                return True
+            return False
+
+        if not walk(kernel, 1.0) or not (terms or prod) or not np.isfinite(const[0]):
             return None
-        if lin[0] > 0 or poly:
+        if lin[0] > 0 or poly or prod:
             if Xs is None or not (np.isfinite(lin[0]) and np.isfinite(white[0])):
                 return None
             if not all(np.isfinite(c) and np.isfinite(s2) for c, s2, _ in poly):
+                return None
+            if not all(np.isfinite(a) and np.isfinite(s2) for a, s2, *_ in prod):
                 return None
             xs_norm = float(np.max(np.linalg.norm(np.asarray(Xs, dtype=np.float64), axis=1), initial=0.0))
             if not np.isfinite(xs_norm):
                 return None
             return cls(terms, const[0], d, lin=lin[0], white=white[0], xs_norm=xs_norm * (1.0 + 1e-12),
-                       n_nodes=nodes[0], poly=poly)
+                       n_nodes=nodes[0], poly=poly, prod=prod)
         return cls(terms, const[0], d)
 
     def kappa_range(self, lo, hi):
@@ -1005,13 +1098,13 @@ class SmoothCovariance:
         x2lo = (near * near).sum(-1) * (1.0 - (dd + 3) * _U) * (1.0 - 1e-12)
         kc_hi = (self.kappa0 + self.lin * x2hi) * (1.0 + 1e-12)
         kc_lo = (self.kappa0 + self.lin * x2lo) * (1.0 - 1e-12)
-        if self.poly:
+        if self.poly or self.prod:
             # + sum c (s + ||x||^2)^p, increasing in ||x||^2 >= 0 (s >= 0): the
             # ends at x2lo / x2hi (already widened), each power's rounding
             # (p-fold of the sum s + x2, plus 8 ulps) inside the factors
             # 1 -+ (4 p + 24) u.
             with np.errstate(over="ignore"):
-                for c, s2, p in self.poly:
+                for c, s2, p in self._powers():
                     f = (4 * p + 24) * _U
                     kc_hi = kc_hi + c * (s2 + x2hi) ** p * (1.0 + f) * (1.0 + 1e-12)
                     kc_lo = kc_lo + c * (s2 + x2lo) ** p * (1.0 - f) * (1.0 - 1e-12)
@@ -1020,7 +1113,12 @@ class SmoothCovariance:
     @property
     def nonstationary(self):
         """True when k_c(x, x) varies with x (linear or dot-product power terms)."""
-        return self.lin > 0 or bool(self.poly)
+        return self.lin > 0 or bool(self.poly) or bool(self.prod)
+
+    def _powers(self):
+        """(c, s, p) of every term whose diagonal is c (s + ||x||^2)^p: the
+        powers and the products (their profile is 1 at 0)."""
+        return list(self.poly) + [(a, s2, p) for a, s2, p, _, _ in self.prod]
 
     def magnitude(self, xmax):
         """(B,) bound of the term magnitudes of k_c(x, x_i) for ||x|| <= xmax:
@@ -1028,7 +1126,7 @@ class SmoothCovariance:
         |s + x . x_i| <= s + ||x|| ||x_i||; rounded up)."""
         m = (self.kappa0 + self.lin * xmax * self.xs_norm) * (1.0 + 1e-12)
         with np.errstate(over="ignore"):
-            for c, s2, p in self.poly:
+            for c, s2, p in self._powers():  # a product's profile is <= 1
                 m = m + c * (s2 + xmax * self.xs_norm * (1.0 + 1e-12)) ** p * (1.0 + (4 * p + 24) * _U)
         return m * (1.0 + 1e-12)
 
@@ -1042,7 +1140,10 @@ class SmoothCovariance:
         (H0 + alpha I + beta x0 x0^T) u), and err >= the error of our float
         evaluation of the power terms' contributions to P over the box
         (first order p (d + 4) + 24 ulps of each contribution's magnitude,
-        the factor 8 for the higher orders)."""
+        the factor 8 for the higher orders). Products with a dot product
+        (module doc, "Products with a dot product") add to each, and to the
+        sixth output, dH0 (B, d): the per-box diagonal a S^p c2 / l^2 of their
+        stationary factor's first-order part."""
         x2 = np.einsum("bd,bd->b", x0, x0)
         kc0 = self.kappa0 + self.lin * x2
         gco = np.full(len(x0), self.lin)
@@ -1059,7 +1160,22 @@ class SmoothCovariance:
                 beta = beta + c * p * (p - 1) * S ** (p - 2)
                 mag = c * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee + p * (p - 1) * S ** (p - 2) * bx * bx)
                 err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
-        return kc0, gco, alpha, beta, err
+            dH0 = np.zeros(x0.shape)
+            for a, s2, p, kind, ls in self.prod:
+                S = s2 + x2
+                c2 = self.profile(kind)[0]
+                kc0 = kc0 + a * S**p
+                gco = gco + a * p * S ** (p - 1)
+                alpha = alpha + a * p * S ** (p - 1)
+                if p >= 2:
+                    beta = beta + a * p * (p - 1) * S ** (p - 2)
+                dh = a * (S**p)[:, None] * c2 / ls**2
+                dH0 = dH0 + dh
+                mag = a * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee) + (dh * h * h).sum(-1)
+                if p >= 2:
+                    mag = mag + a * p * (p - 1) * S ** (p - 2) * bx * bx
+                err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
+        return kc0, gco, alpha, beta, err, dH0
 
     def increment2(self, lo, hi, h1):
         """(B,) upper bound of sup ||k_x - k_c||_H^2 over each box (c its float
@@ -1069,6 +1185,18 @@ class SmoothCovariance:
         max(|lo_j|, |hi_j|)^2 (the tensor-power telescoping of
         :meth:`~skgprobust.kernels.polynomial.DotProductPowerAdapter.rkhs_increment`)."""
         D = (self.H0 * h1 * h1).sum(-1)
+        if self.prod:
+            # a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2: the product's
+            # increment (phi_k(x) - phi_k(c)) (x) psi(x) + phi_k(c) (x) (psi(x)
+            # - psi(c)), ||phi_k(c)|| = 1 (module doc, "Products with a dot product").
+            hh = (h1 * h1).sum(-1)
+            far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for a, s2, p, kind, ls in self.prod:
+                    R2 = (s2 + far2) * (1.0 + 1e-12)
+                    Dk = (self.profile(kind)[0] * h1 * h1 / ls**2).sum(-1)
+                    t = np.sqrt(Dk * R2**p) + p * np.sqrt(R2 ** (p - 1) * hh)
+                    D = D + a * t * t * (1.0 + (4 * p + 24) * _U)
         if self.poly:
             hh = (h1 * h1).sum(-1)
             far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
@@ -1117,6 +1245,42 @@ class SmoothCovariance:
         module doc "Dot-product powers", depends on it)."""
         E2 = np.zeros(len(h))
         share = np.zeros(h.shape)
+        if (self.poly or self.prod) and x0 is None:
+            return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
+        if self.prod:
+            # ||E|| <= a^1/2 (||E_k|| R^p + ||w_k|| p R^(p-1) ||h|| + ||E_psi||)
+            # (module doc, "Products with a dot product"), R^2 = s + ||(|x0| +
+            # h)||^2 >= s + ||x||^2 over the box.
+            d = h.shape[1]
+            Sx = (np.einsum("bd,bd->b", x0, x0) + 0.0) * (1.0 + (d + 3) * _U)
+            bx = (np.abs(x0) * h).sum(-1) * (1.0 + (d + 3) * _U)
+            ee = (h * h).sum(-1) * (1.0 + (d + 3) * _U)
+            far2 = ((np.abs(x0) + h) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
+            hh = np.where(ee > 0, ee, 1.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for a, s2, p, kind, ls in self.prod:
+                    c2, C, q = self.profile(kind)
+                    z2 = ((h / ls) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
+                    R2 = (s2 + far2) * (1.0 + 2 * _U)
+                    S = (s2 + Sx) * (1.0 + 2 * _U)
+                    Fp = np.zeros(len(h))
+                    if p >= 2:
+                        for (i, j), gam in power_remainder_table(p).items():
+                            Fp = Fp + abs(gam) * S ** (p - i - j) * bx**i * ee**j
+                    tA = np.sqrt(C * z2 ** (q / 2) * R2**p)
+                    tB = np.sqrt(c2 * z2 * ee) * p * np.sqrt(R2 ** (p - 1))
+                    tC = np.sqrt(Fp)
+                    t = tA + tB + tC
+                    e = a * t * t * (1.0 + (4 * p + 40) * _U)
+                    E2 = E2 + e
+                    # Each coordinate's share (split scores only): the
+                    # stationary factor's parts by (h_j / l_j)^2, the
+                    # power's by h_j^2 and |x0_j| h_j.
+                    zs = (h / ls) ** 2 / np.where(z2 > 0, z2, 1.0)[:, None]
+                    hs = (h * h) / hh[:, None]
+                    bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
+                    w = (tA[:, None] * zs + tB[:, None] * 0.5 * (zs + hs) + tC[:, None] * 0.5 * (hs + bs))
+                    share = share + e[:, None] * w / np.where(t > 0, t, 1.0)[:, None]
         if self.poly:
             if x0 is None:
                 return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
@@ -1135,7 +1299,9 @@ class SmoothCovariance:
                         e = e + abs(gam) * S ** (p - i - j) * bx**i * ee**j
                     e = c * e * (1.0 + (4 * p + 40) * _U)
                     E2 = E2 + e
-                    share = share + e[:, None] * (h * h) / hh[:, None]
+                    # Shares (split scores only): by h_j^2 and |x0_j| h_j.
+                    bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
+                    share = share + e[:, None] * 0.5 * ((h * h) / hh[:, None] + bs)
         for a, kind, ls in self.terms:
             _, C, p = self.profile(kind)
             z2 = (h / ls) ** 2
@@ -1245,6 +1411,45 @@ class SmoothCovariance:
                     M = base + e_i
                     f = c * p * ((p - 1) * M ** (p - 2) * e_i + rel * M ** (p - 1))
                     col = np.sqrt((f * f) @ X2) * (1.0 + 1e-10)
+                    out = out + np.where(np.isnan(col), np.inf, col)
+        if self.prod:
+            # Products a kappa t^p (module doc, "Products with a dot product"):
+            # the adapter computes fl(K1~ G2~ + K2~ G1~), K1 = a kappa, G1 = a
+            # grad kappa, K2 = t^p, G2 = p t^(p-1) x_i. Per entry the error is
+            # at most |G2| dK1 + |K1~| dG2 + |G1| dK2 + |K2~| dG1 plus the
+            # products', the sum's and the constants' roundings and the
+            # tree's sum nodes relative to the magnitudes |K1| |G2| + |K2| |G1|;
+            # with kappa <= 1, |grad_j kappa| <= SUP_SLOPE / l_j, |t| <= M_i:
+            # dK1 <= a (SUP_SLOPE ds_i + (d + 2) u + 24 u) (the scaled
+            # distance's input rounding ds_i, its own rounding (d + 2) u s / 2
+            # times |kappa'(s)| <= 1 / s, the profile's 21 ulps), dG1_j <= a
+            # c2 (2 (d + 2) u + 3 ds_i) / l_j + 32 u a SUP_SLOPE / l_j (as for
+            # the stationary terms above), dK2 <= p M^(p-1) e_i + 17 u M^p, dG2
+            # <= (p (p - 1) M^(p-2) e_i + 19 u p M^(p-1)) |x_ij|.
+            if x0 is None:
+                return np.full(amax.shape, np.inf)
+            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
+            aX = np.abs(Xs)  # (N, d)
+            rel = (6.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
+            with np.errstate(over="ignore", invalid="ignore"):
+                for a, s2, p, kind, ls in self.prod:
+                    c2 = self.profile(kind)[0]
+                    ds = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
+                    base = (ax + s2) * (1.0 + 1e-12)
+                    e_i = (d + 2) * _U * base + d * 2.0**-1074
+                    M = base + e_i
+                    Mp1 = M ** (p - 1)
+                    dK1 = a * (self.SUP_SLOPE * ds + (d + 26) * _U)  # (B, N)
+                    dK2 = p * Mp1 * e_i + 17.0 * _U * M**p  # (B, N)
+                    g2c = p * Mp1  # |G2_ij| = g2c_i |x_ij|
+                    dg2c = (p * (p - 1) * M ** (p - 2) * e_i if p >= 2 else 0.0) + 19.0 * _U * p * Mp1
+                    # Entry (i, j): coefficient of |x_ij| and the part in 1 / l_j.
+                    cx = g2c * dK1 + (a + dK1) * dg2c + rel * a * g2c  # (B, N)
+                    cl = (a * self.SUP_SLOPE * dK2 + M**p * (1.0 + 32.0 * _U) * a * (c2 * (2.0 * (d + 2) * _U + 3.0 * ds)
+                          + 32.0 * _U * self.SUP_SLOPE) + rel * a * self.SUP_SLOPE * M**p)  # (B, N)
+                    # ||cx_i |x_ij| + cl_i / l_j||_i <= ||cx_i |x_ij|||_i + ||cl||_i / l_j
+                    col = np.sqrt((cx * cx) @ (aX * aX)) + np.sqrt((cl * cl).sum(-1))[:, None] / ls[None, :]
+                    col = col * (1.0 + 1e-10)
                     out = out + np.where(np.isnan(col), np.inf, col)
         return out * (1.0 + 1e-12) if self.weights is not None else out
 
@@ -2299,14 +2504,14 @@ class LatentVariance:
         H0 = sm.H0 * f1
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
         lin = sm.nonstationary
-        poly = bool(sm.poly)
+        poly = bool(sm.poly) or bool(sm.prod)
         e_poly = 0.0
         if lin:
             # Linear terms and dot-product powers (module doc, "Linear
             # terms", "Dot-product powers"): ||k_x0||^2 = k_c(x0, x0) and
             # <k_x0, w> = gco x0 . u; k0 bounds (1 + rho) k_c(x, x) over the
             # box (and at x0) in the margins.
-            kc0, gco, p_alpha, p_beta, e_poly = sm.section(x0, h)
+            kc0, gco, p_alpha, p_beta, e_poly, p_dH0 = sm.section(x0, h)
             kc_lo, kc_hi, xmax = sm.kappa_range(lo, hi)
             vc0 = kc0 * f1 - q0
             g_lin = 2.0 * gco[:, None] * x0
@@ -2321,6 +2526,7 @@ class LatentVariance:
         if poly:
             # ||w||^2 = u^T (H0 + alpha I + beta x0 x0^T) u, per box.
             Hp = p_alpha[:, None, None] * np.eye(d)[None] + p_beta[:, None, None] * x0[:, :, None] * x0[:, None, :]
+            Hp[:, np.arange(d), np.arange(d)] += p_dH0  # products' stationary factors
             H1 = H1 + f1 * Hp
         zeros = np.zeros((B, d))
         mag = np.zeros(B)
@@ -2335,7 +2541,7 @@ class LatentVariance:
         if poly:
             # sup over the box of u^T (alpha I + beta x0 x0^T) u (beta >= 0).
             bx = (np.abs(x0) * h).sum(-1)
-            H0h = (H0h + f1 * (p_alpha * (h * h).sum(-1) + p_beta * bx * bx)) * (1.0 + 1e-12)
+            H0h = (H0h + f1 * (p_alpha * (h * h).sum(-1) + p_beta * bx * bx + (p_dH0 * h * h).sum(-1))) * (1.0 + 1e-12)
         F = k0 + H0h
         scale = F + np.abs(q0) + (np.abs(g) * h).sum(-1) + H0h + nZJh**2
         scale = scale + (np.abs(H1) * h[:, :, None] * h[:, None, :]).sum(axis=(1, 2))
