@@ -408,10 +408,11 @@ def test_product_expansion_against_the_kernel(kind, p):
             assert float(k(X, X) - 2 * k(X, X0) + k(X0, X0)) <= inc * (1 + 1e-9) + 1e-30
 
 
-def test_product_jacobian_rounding():
-    """The computed Jacobian of (C RBF) x DotProduct ** p plus a stationary
-    slope, where the dot product nearly cancels, against 50-digit
-    arithmetic: within ``jacobian_rounding + 32 u |G|``."""
+@pytest.mark.parametrize("nu", [None, 1.5, 2.5])
+def test_product_jacobian_rounding(nu):
+    """The computed Jacobian of (C RBF / Matern) x DotProduct ** p plus a
+    stationary slope, where the dot product nearly cancels, against
+    50-digit arithmetic: within ``jacobian_rounding + 32 u |G|``."""
     import mpmath as mp
 
     from skgprobust.kernels import make_adapter
@@ -419,9 +420,20 @@ def test_product_jacobian_rounding():
     mp.mp.dps = 50
     U = 2.0**-53
     a, l, c, s0, l2 = 3.0, 0.7, 0.37, 0.5, 1.1
+    st = RBF(l2) if nu is None else Matern(l2, nu=nu)
+
+    def prof(d2):
+        r = mp.sqrt(d2) / mp.mpf(l2)
+        if nu is None:
+            return mp.e ** (-r * r / 2), -mp.e ** (-r * r / 2) / mp.mpf(l2) ** 2  # value, d/dx_j / (x_j - xi_j)
+        t = mp.sqrt(3) * r if nu == 1.5 else mp.sqrt(5) * r
+        if nu == 1.5:
+            return (1 + t) * mp.e ** (-t), -3 * mp.e ** (-t) / mp.mpf(l2) ** 2
+        return (1 + t + t * t / 3) * mp.e ** (-t), -(5 / mp.mpf(3)) * (1 + t) * mp.e ** (-t) / mp.mpf(l2) ** 2
+
     for p in (1, 2, 3):
-        k = ConstantKernel(c) * RBF(l2) * DotProduct(s0) ** p + ConstantKernel(a) * RBF(l) if p > 1 else \
-            ConstantKernel(c) * RBF(l2) * DotProduct(s0) + ConstantKernel(a) * RBF(l)
+        k = (ConstantKernel(c) * st * (DotProduct(s0) ** p if p > 1 else DotProduct(s0))
+             + ConstantKernel(a) * RBF(l))
         xi = np.array([[-1.3, 0.4]])
         ad = make_adapter(k, xi)
         sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
@@ -434,10 +446,10 @@ def test_product_jacobian_rounding():
             Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
             t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
             d2 = (X0[0] - Xi[0]) ** 2 + (X0[1] - Xi[1]) ** 2
-            kap2 = mp.e ** (-d2 / (2 * mp.mpf(l2) ** 2))
+            kap2, dk = prof(d2)
             for j in range(2):
                 ex = (a * (-(X0[j] - Xi[j]) / mp.mpf(l) ** 2) * mp.e ** (-d2 / (2 * mp.mpf(l) ** 2))
-                      + c * (kap2 * (-(X0[j] - Xi[j]) / mp.mpf(l2) ** 2) * t**p + kap2 * p * t ** (p - 1) * Xi[j]))
+                      + c * (dk * (X0[j] - Xi[j]) * t**p + kap2 * p * t ** (p - 1) * Xi[j]))
                 err = float(abs(mp.mpf(float(G[j])) - ex))
                 bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0, j] + 32 * U * abs(G[j])
                 assert err <= bound, (p, x, j, err, bound)

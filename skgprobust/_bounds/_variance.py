@@ -353,8 +353,10 @@ dK1 + |K1~| dG2 + |G1| dK2 + |K2~| dG1 plus the products', the sum's and
 the constants' roundings and the tree's sums relative to the magnitudes,
 with kappa <= 1, |d kappa / d x_j| <= SUP_SLOPE / l_j, |t| <= M_i; dK1 from
 the scaled distance's input rounding (the 5 u (...) of the stationary
-terms), its own rounding ((d + 2) u s / 2 times |kappa'(s)| <= 1 / s:
-s |kappa'(s)| <= 0.74 for these profiles) and the profile's 21 ulps; dG1 as
+terms), its own rounding (relative (d + 2) u / 2 for the RBF, (d / 2 + 4)
+u for Matern's sqrt(3 or 5) r, times s |kappa'(s)| <= 0.74 / 0.54 / 0.60
+for RBF / Matern 1.5 / 2.5: <= (d + 2) u + 3 u, charged (d + 26) u with the
+profile's 21 ulps) and the profile's 21 ulps; dG1 as
 for the stationary terms; dK2 and dG2 as for the powers. Checked against
 50-digit values in the tests, and the expansion against the kernel's own
 derivatives in 40 digits (RBF, Matern 1.5 / 2.5; p = 1, 2, 3).
@@ -863,8 +865,10 @@ class SmoothCovariance:
     """The cross-covariance part k_c of a fitted kernel, when it is a sum of
     non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) /
     RationalQuadratic (alpha in ``RQ_ALPHA``, kind ``("rq", alpha)``) terms and
-    constants (with ``linear=True`` also of DotProduct and its integer powers
-    <= ``POLY_MAX_P``, module doc "Linear terms" and "Dot-product powers") (WhiteKernel summands, also scaled, add noise only to the
+    constants (with ``linear=True`` also of DotProduct, its integer powers
+    <= ``POLY_MAX_P`` and products of an RBF / Matern profile with one of
+    them, module doc "Linear terms", "Dot-product powers" and "Products with
+    a dot product") (WhiteKernel summands, also scaled, add noise only to the
     training Gram matrix and to k(x, x)): what the local RKHS bound needs
     (module doc, "High signal-to-noise").
 
@@ -955,8 +959,10 @@ class SmoothCovariance:
         ``linear=True`` also accepts non-negative multiples of ``DotProduct``
         (exponent 1: the linear part ``lin x . y``, its ``sigma_0^2`` a
         constant; module doc, "Linear terms") and of ``DotProduct ** p``, p
-        = 2 .. ``POLY_MAX_P`` (``poly``, module doc "Dot-product powers");
-        ``Xs`` (the support points) is then required. Only :class:`LatentVariance`'s own bound handles them
+        = 2 .. ``POLY_MAX_P`` (``poly``, module doc "Dot-product powers") and
+        products a RBF / Matern(1.5, 2.5, inf) x DotProduct ** p, p = 1 ..
+        ``POLY_MAX_P``, constants on either side (``prod``, "Products with a
+        dot product"); ``Xs`` (the support points) is then required. Only :class:`LatentVariance`'s own bound handles them
         (the multi-output and softmax models' callers do not ask for them)."""
         from sklearn.gaussian_process import kernels as K
 
@@ -1025,7 +1031,9 @@ class SmoothCovariance:
             return False
 
         def peel(k):
-            """(c, k') with k = c k' (ConstantKernel factors taken out; c None if one is negative / not finite)."""
+            """(c, k') with k = c k' (ConstantKernel factors taken out; c None
+            if one is negative / not finite); each one is a product node
+            whose rounding the Jacobian's ``n_nodes`` counts."""
             c = 1.0
             while type(k) is K.Product:
                 if type(k.k1) is K.ConstantKernel:
@@ -1034,6 +1042,7 @@ class SmoothCovariance:
                     c, k = c * float(k.k2.constant_value), k.k1
                 else:
                     break
+                nodes[0] += 1
             return (c if np.isfinite(c) and c >= 0 else None), k
 
         def product(k, amp):
@@ -1112,7 +1121,7 @@ class SmoothCovariance:
 
     @property
     def nonstationary(self):
-        """True when k_c(x, x) varies with x (linear or dot-product power terms)."""
+        """True when k_c(x, x) varies with x (linear, dot-product power or product terms)."""
         return self.lin > 0 or bool(self.poly) or bool(self.prod)
 
     def _powers(self):
@@ -1183,7 +1192,9 @@ class SmoothCovariance:
         stationary and linear parts (module doc, "The RKHS remainder") plus,
         per power term, c (p R^(p-1) ||h1||)^2 with R^2 = s + sum_j
         max(|lo_j|, |hi_j|)^2 (the tensor-power telescoping of
-        :meth:`~skgprobust.kernels.polynomial.DotProductPowerAdapter.rkhs_increment`)."""
+        :meth:`~skgprobust.kernels.polynomial.DotProductPowerAdapter.rkhs_increment`),
+        per product a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2 (module
+        doc, "Products with a dot product")."""
         D = (self.H0 * h1 * h1).sum(-1)
         if self.prod:
             # a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2: the product's
@@ -1241,8 +1252,9 @@ class SmoothCovariance:
     def remainder2(self, h, x0=None):
         """(B,) upper bound of ||k_x - k_x0 - Dk_x0[x - x0]||_H^2 over the
         box of half-widths h around x0, and (B, d) each coordinate's share
-        (``x0`` is required with dot-product power terms: their remainder,
-        module doc "Dot-product powers", depends on it)."""
+        (``x0`` is required with dot-product power and product terms: their
+        remainders, module doc "Dot-product powers" and "Products with a dot
+        product", depend on it)."""
         E2 = np.zeros(len(h))
         share = np.zeros(h.shape)
         if (self.poly or self.prod) and x0 is None:
@@ -1317,8 +1329,9 @@ class SmoothCovariance:
         j of k_c(x0, Xs) beyond the caller's 32 u ||G_j||: the rounding of
         the scaled distance itself (2 (d + 2) u c2 a sqrt(N) / l_j per term,
         comment in the code), the linear terms' share (module doc, "Linear
-        terms"), the dot-product powers' (module doc, "Dot-product powers",
-        (v); ``x0`` required) and, caused by rounding the inputs: per term
+        terms"), the dot-product powers' and the products' (module doc,
+        "Dot-product powers" (v), "Products with a dot product"; ``x0``
+        required) and, caused by rounding the inputs: per term
         |dJ_ij| <= (sup|kappa'(s)/s| + sup s |d/ds (kappa'(s)/s)|) ds_i / l_j
         <= 3 c2 a ds_i / l_j, ds_i the error of the scaled distance.
 
@@ -1413,7 +1426,8 @@ class SmoothCovariance:
                     col = np.sqrt((f * f) @ X2) * (1.0 + 1e-10)
                     out = out + np.where(np.isnan(col), np.inf, col)
         if self.prod:
-            # Products a kappa t^p (module doc, "Products with a dot product"):
+            # Products a kappa t^p (module doc, "Products with a dot product";
+            # the constant factors' products are tree nodes, in n_nodes):
             # the adapter computes fl(K1~ G2~ + K2~ G1~), K1 = a kappa, G1 = a
             # grad kappa, K2 = t^p, G2 = p t^(p-1) x_i. Per entry the error is
             # at most |G2| dK1 + |K1~| dG2 + |G1| dK2 + |K2~| dG1 plus the
