@@ -119,6 +119,18 @@ Earlier measurements (2 shared cores at load 10-18, 10 repetitions unless stated
     GPs) now holds, about 12 observations earlier on each. Final RMSE 0.501
     +- 0.003 / 0.551 +- 0.010 / 0.536 +- 0.008; safe queries 98.40 +- 0.45 /
     99.60 +- 0.16 / 98.70 +- 0.40% (the seed's 98.80 / 99.69 / 99.19).
+  - MOGP samples, RS_MOGP and AL_indGPs extended to 30 repetitions
+    (session 22, the same settings, all 30 rerun: the per-repetition
+    cache of session 13 was gone; load 2-9 from other jobs): safe queries
+    RS_MOGP 99.67 +- 0.09% (the seed's 99.69 +- 0.13), AL_indGPs 98.63 +-
+    0.25% (99.19 +- 0.24, 1.6 combined standard errors below); final RMSE
+    0.559 +- 0.009 / 0.536 +- 0.005 (AL_MOGP 0.497 +- 0.004 over its 30);
+    N_sum to RMSE 0.6: RS_MOGP 106, AL_indGPs 99 (the seed's 101 / 115;
+    AL_MOGP 74, the seed's 83); precision 0.996 / 0.998; 94 / 100 s CPU
+    per repetition of 100 iterations (0.9-1.0 s CPU per iteration). With
+    30 repetitions multi-output active learning still reaches the target
+    first, as in the seed, but the independent GPs now come before random
+    safe selection (at 10 repetitions: RS 89, indGPs 102).
   - EngE, AL_MOGP, 30 repetitions: 98.64 +- 0.27% safe (the seed's 99.21 +-
     0.18; MAP 97.68 +- 0.32), final RMSE 1.169 +- 0.033 (MAP 1.223; the
     seed's 0.85, see below), precision 0.995; 69 s CPU per repetition of 59
