@@ -408,11 +408,12 @@ def test_product_expansion_against_the_kernel(kind, p):
             assert float(k(X, X) - 2 * k(X, X0) + k(X0, X0)) <= inc * (1 + 1e-9) + 1e-30
 
 
-@pytest.mark.parametrize("nu", [None, 1.5, 2.5])
-def test_product_jacobian_rounding(nu):
-    """The computed Jacobian of (C RBF / Matern) x DotProduct ** p plus a
-    stationary slope, where the dot product nearly cancels, against
-    50-digit arithmetic: within ``jacobian_rounding + 32 u |G|``."""
+@pytest.mark.parametrize("factor", ["power", "rbf", "matern1.5", "matern2.5"])
+def test_trend_jacobian_rounding(factor):
+    """The computed Jacobian of c (s + x . x_i)^p ("power") or of (C RBF /
+    Matern) x DotProduct ** p, plus a stationary slope, where s + x . x_i
+    nearly cancels, against 50-digit arithmetic: within ``jacobian_rounding
+    + 32 u |G|`` (the points are exact floats)."""
     import mpmath as mp
 
     from skgprobust.kernels import make_adapter
@@ -420,28 +421,36 @@ def test_product_jacobian_rounding(nu):
     mp.mp.dps = 50
     U = 2.0**-53
     a, l, c, s0, l2 = 3.0, 0.7, 0.37, 0.5, 1.1
-    st = RBF(l2) if nu is None else Matern(l2, nu=nu)
+    nu = {"power": None, "rbf": None, "matern1.5": 1.5, "matern2.5": 2.5}[factor]
 
     def prof(d2):
+        """The stationary factor's value and d/dx_j divided by (x_j - xi_j) (1, 0 for a power)."""
+        if factor == "power":
+            return mp.mpf(1), mp.mpf(0)
         r = mp.sqrt(d2) / mp.mpf(l2)
         if nu is None:
-            return mp.e ** (-r * r / 2), -mp.e ** (-r * r / 2) / mp.mpf(l2) ** 2  # value, d/dx_j / (x_j - xi_j)
+            return mp.e ** (-r * r / 2), -mp.e ** (-r * r / 2) / mp.mpf(l2) ** 2
         t = mp.sqrt(3) * r if nu == 1.5 else mp.sqrt(5) * r
         if nu == 1.5:
             return (1 + t) * mp.e ** (-t), -3 * mp.e ** (-t) / mp.mpf(l2) ** 2
         return (1 + t + t * t / 3) * mp.e ** (-t), -(5 / mp.mpf(3)) * (1 + t) * mp.e ** (-t) / mp.mpf(l2) ** 2
 
-    for p in (1, 2, 3):
-        k = (ConstantKernel(c) * st * (DotProduct(s0) ** p if p > 1 else DotProduct(s0))
-             + ConstantKernel(a) * RBF(l))
+    for p in ((2, 3) if factor == "power" else (1, 2, 3)):
+        dp = DotProduct(s0) ** p if p > 1 else DotProduct(s0)
+        if factor == "power":
+            trend = ConstantKernel(c) * dp
+        else:
+            trend = ConstantKernel(c) * (RBF(l2) if nu is None else Matern(l2, nu=nu)) * dp
+        k = ConstantKernel(a) * RBF(l) + trend
         xi = np.array([[-1.3, 0.4]])
         ad = make_adapter(k, xi)
         sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
-        assert sm.prod
+        assert bool(sm.poly) == (factor == "power") and bool(sm.prod) == (factor != "power")
         rng = np.random.default_rng(p)
         for x in rng.uniform(-0.5, 0.5, (800, 2)) + np.array([0.1923, 0.0]):
             x0 = x[None]
             G = ad.value_and_grad(x0)[1][0, 0]
+            bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0]
             X0 = [mp.mpf(float(v)) for v in x]
             Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
             t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
@@ -451,39 +460,7 @@ def test_product_jacobian_rounding(nu):
                 ex = (a * (-(X0[j] - Xi[j]) / mp.mpf(l) ** 2) * mp.e ** (-d2 / (2 * mp.mpf(l) ** 2))
                       + c * (dk * (X0[j] - Xi[j]) * t**p + kap2 * p * t ** (p - 1) * Xi[j]))
                 err = float(abs(mp.mpf(float(G[j])) - ex))
-                bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0, j] + 32 * U * abs(G[j])
-                assert err <= bound, (p, x, j, err, bound)
-
-
-def test_power_jacobian_rounding():
-    """The computed Jacobian of c (s + x . x_i)^2 plus a stationary slope,
-    where the base s + x . x_i nearly cancels, against 50-digit arithmetic:
-    within ``jacobian_rounding + 32 u |G|`` (the points are exact floats)."""
-    import mpmath as mp
-
-    from skgprobust.kernels import make_adapter
-
-    mp.mp.dps = 50
-    U = 2.0**-53
-    a, l, c, s0 = 3.0, 0.7, 0.37, 0.5
-    for p in (2, 3):
-        k = ConstantKernel(a) * RBF(l) + ConstantKernel(c) * DotProduct(s0) ** p
-        xi = np.array([[-1.3, 0.4]])
-        ad = make_adapter(k, xi)
-        sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
-        rng = np.random.default_rng(p)
-        for x in rng.uniform(-0.5, 0.5, (1500, 2)) + np.array([0.1923, 0.0]):
-            x0 = x[None]
-            G = ad.value_and_grad(x0)[1][0, 0]
-            X0 = [mp.mpf(float(v)) for v in x]
-            Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
-            t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
-            r2 = ((X0[0] - Xi[0]) ** 2 + (X0[1] - Xi[1]) ** 2) / mp.mpf(l) ** 2
-            for j in range(2):
-                ex = a * (-(X0[j] - Xi[j]) / mp.mpf(l) ** 2) * mp.e ** (-r2 / 2) + mp.mpf(c) * p * t ** (p - 1) * Xi[j]
-                err = float(abs(mp.mpf(float(G[j])) - ex))
-                bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0, j] + 32 * U * abs(G[j])
-                assert err <= bound, (p, x, j, err, bound)
+                assert err <= bound[j] + 32 * U * abs(G[j]), (p, x, j, err, bound[j])
 
 
 def test_linear_terms_tighten_the_local_bound():
@@ -846,12 +823,17 @@ def test_jacobian_rounding_with_a_cancelling_trend():
     assert worst > 1.0  # the first allowance (2 u lin |x_i| + 16 u |G|) was too small here
 
 
-def test_linear_terms_exit_paths():
-    """Every exit of a std range with the linear terms (iteration limit, an
-    exhausted time limit, converged) returns bounds that contain sklearn's
-    std at sampled points and local optima; float32 rows; one training point;
-    a degenerate (zero-width) box."""
-    reg, X = fit("rbf+dp-far", 2, 50, True, seed=3)
+@pytest.mark.parametrize("kind,trend", [
+    ("rbf+dp-far", ConstantKernel(0.7) * DotProduct(1.0)),
+    ("rbf+dp2-far", ConstantKernel(0.02) * DotProduct(1.0) ** 2),
+    ("rbf*dp", None),
+])
+def test_linear_terms_exit_paths(kind, trend):
+    """Every exit of a std range with the linear terms, dot-product powers or
+    products (iteration limit, an exhausted time limit, converged) returns
+    bounds that contain sklearn's std at sampled points and local optima;
+    float32 rows; one training point; a degenerate (zero-width) box."""
+    reg, X = fit(kind, 2, 50, True, seed=3)
     rng = np.random.default_rng(2)
     gamma = 0.05 * X.std(axis=0)
     rows = np.vstack([X[:1] + 0.01, np.round(X.mean(0)) + rng.uniform(-2, 2, (1, 2))])
@@ -866,9 +848,10 @@ def test_linear_terms_exit_paths():
             # Each exit path is the one named: the limits stop early, 5 s converges.
             assert r.converged.all() == ("time_limit" in kw and kw["time_limit"] == 5), (kw, r.converged)
     # One training point, fixed hyperparameters.
-    k = ConstantKernel(4.0) * RBF([0.5, 2.0]) + ConstantKernel(0.7) * DotProduct(1.0) + WhiteKernel(1e-6)
+    k = (ConstantKernel(4.0) * RBF([0.5, 2.0]) + trend if trend is not None
+         else ConstantKernel(4.0) * RBF([0.5, 2.0]) * DotProduct(1.0)) + WhiteKernel(1e-6)
     one = RobustGaussianProcessRegressor(k, optimizer=None).fit(np.array([[3.0, -1.0]]), np.array([0.4]))
-    assert variance_parts(one)[0].smooth.lin > 0
+    assert variance_parts(one)[0].smooth.nonstationary
     for width in (0.0, 1e-6, 0.1, 2.0):
         c = np.array([3.0, -1.0]) + rng.uniform(-1, 1, 2)
         check_box(one, c - width, c + width, rng, n=500)

@@ -830,13 +830,24 @@ def _poly_lin(*pairs):
 _POWER_REMAINDERS = {}
 
 
+def _power_remainder_sum(S, bx, ee, p):
+    """(B,) sum_ij |gamma_ij| S^(p-i-j) bx^i ee^j (:func:`power_remainder_table`):
+    the bound of F_p over |b| <= bx, 0 <= e <= ee for S, bx, ee >= 0 rounded
+    up (every term non-negative and increasing in each); 0 for p = 1."""
+    out = np.zeros(np.shape(S))
+    if p >= 2:
+        for (i, j), gam in power_remainder_table(p).items():
+            out = out + abs(gam) * S ** (p - i - j) * bx**i * ee**j
+    return out
+
+
 def power_remainder_table(p):
     """The squared RKHS remainder of ``(S' + x . y)^p`` as a polynomial
     (module doc, "Dot-product powers"): a dict ``(i, j) -> gamma`` with
     ``||E||^2 = sum gamma S^(p - i - j) b^i e^j``, S = s + ||x0||^2, b = x0 .
     u, e = ||u||^2, in exact integer arithmetic; every monomial with i + 2 j
-    <= 3 cancels (checked here: an AssertionError otherwise) and every
-    monomial has S-degree p - i - j (homogeneity)."""
+    <= 3 cancels and every monomial has S-degree p - i - j (homogeneity;
+    both checked here: a RuntimeError otherwise)."""
     p = int(p)
     if p in _POWER_REMAINDERS:
         return _POWER_REMAINDERS[p]
@@ -1259,26 +1270,29 @@ class SmoothCovariance:
         share = np.zeros(h.shape)
         if (self.poly or self.prod) and x0 is None:
             return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
+        if self.poly or self.prod:
+            # The box's moments, rounded up (sums of d non-negative terms):
+            # ||x0||^2, |b| <= |x0| . h, e <= ||h||^2, and R^2 - s = ||(|x0|
+            # + h)||^2 >= ||x||^2 over the box.
+            d = h.shape[1]
+            f = 1.0 + (d + 3) * _U
+            Sx = np.einsum("bd,bd->b", x0, x0) * f
+            bx = (np.abs(x0) * h).sum(-1) * f
+            ee = (h * h).sum(-1) * f
+            far2 = ((np.abs(x0) + h) ** 2).sum(-1) * f
+            hh = np.where(ee > 0, ee, 1.0)
+            hs = (h * h) / hh[:, None]  # shares (split scores only)
+            bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
         if self.prod:
             # ||E|| <= a^1/2 (||E_k|| R^p + ||w_k|| p R^(p-1) ||h|| + ||E_psi||)
-            # (module doc, "Products with a dot product"), R^2 = s + ||(|x0| +
-            # h)||^2 >= s + ||x||^2 over the box.
-            d = h.shape[1]
-            Sx = (np.einsum("bd,bd->b", x0, x0) + 0.0) * (1.0 + (d + 3) * _U)
-            bx = (np.abs(x0) * h).sum(-1) * (1.0 + (d + 3) * _U)
-            ee = (h * h).sum(-1) * (1.0 + (d + 3) * _U)
-            far2 = ((np.abs(x0) + h) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
-            hh = np.where(ee > 0, ee, 1.0)
+            # (module doc, "Products with a dot product").
             with np.errstate(over="ignore", invalid="ignore"):
                 for a, s2, p, kind, ls in self.prod:
                     c2, C, q = self.profile(kind)
                     z2 = ((h / ls) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
                     R2 = (s2 + far2) * (1.0 + 2 * _U)
                     S = (s2 + Sx) * (1.0 + 2 * _U)
-                    Fp = np.zeros(len(h))
-                    if p >= 2:
-                        for (i, j), gam in power_remainder_table(p).items():
-                            Fp = Fp + abs(gam) * S ** (p - i - j) * bx**i * ee**j
+                    Fp = _power_remainder_sum(S, bx, ee, p)
                     tA = np.sqrt(C * z2 ** (q / 2) * R2**p)
                     tB = np.sqrt(c2 * z2 * ee) * p * np.sqrt(R2 ** (p - 1))
                     tC = np.sqrt(Fp)
@@ -1289,31 +1303,18 @@ class SmoothCovariance:
                     # stationary factor's parts by (h_j / l_j)^2, the
                     # power's by h_j^2 and |x0_j| h_j.
                     zs = (h / ls) ** 2 / np.where(z2 > 0, z2, 1.0)[:, None]
-                    hs = (h * h) / hh[:, None]
-                    bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
                     w = (tA[:, None] * zs + tB[:, None] * 0.5 * (zs + hs) + tC[:, None] * 0.5 * (hs + bs))
                     share = share + e[:, None] * w / np.where(t > 0, t, 1.0)[:, None]
         if self.poly:
-            if x0 is None:
-                return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
-            d = h.shape[1]
             # sup over |b| <= bx, 0 <= e <= ee of sum gamma_ij S^(p-i-j) b^i
-            # e^j, gamma_ij >= 0 (power_remainder_table), S rounded up.
-            Sx = (np.einsum("bd,bd->b", x0, x0) + 0.0) * (1.0 + (d + 3) * _U)
-            bx = (np.abs(x0) * h).sum(-1) * (1.0 + (d + 3) * _U)
-            ee = (h * h).sum(-1) * (1.0 + (d + 3) * _U)
-            hh = np.where(ee > 0, ee, 1.0)
+            # e^j (module doc, "Dot-product powers"), S rounded up.
             with np.errstate(over="ignore", invalid="ignore"):
                 for c, s2, p in self.poly:
                     S = (s2 + Sx) * (1.0 + 2 * _U)
-                    e = np.zeros(len(h))
-                    for (i, j), gam in power_remainder_table(p).items():
-                        e = e + abs(gam) * S ** (p - i - j) * bx**i * ee**j
-                    e = c * e * (1.0 + (4 * p + 40) * _U)
+                    e = c * _power_remainder_sum(S, bx, ee, p) * (1.0 + (4 * p + 40) * _U)
                     E2 = E2 + e
                     # Shares (split scores only): by h_j^2 and |x0_j| h_j.
-                    bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
-                    share = share + e[:, None] * 0.5 * ((h * h) / hh[:, None] + bs)
+                    share = share + e[:, None] * 0.5 * (hs + bs)
         for a, kind, ls in self.terms:
             _, C, p = self.profile(kind)
             z2 = (h / ls) ** 2
@@ -1402,6 +1403,18 @@ class SmoothCovariance:
             # <= |G| + 2 |G_lin| entrywise, so (16 + 2 (n_nodes + 2)) u times
             # 2 lin |x_ij| more covers them (n_nodes: the tree's nodes).
             out = out + (16.0 + 2.0 * (self.n_nodes + 2)) * 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
+        if (self.poly or self.prod) and x0 is None:
+            return np.full(amax.shape, np.inf)
+        if self.poly or self.prod:
+            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
+
+            def dot_parts(s2):
+                """|t_i| <= base, |t~_i - t_i| <= e_i, M_i = base + e_i >= |t|, |t~|
+                for t_i = x0 . x_i + s2 (``DotProductPowerAdapter.rounding``)."""
+                base = (ax + s2) * (1.0 + 1e-12)
+                e_i = (d + 2) * _U * base + d * 2.0**-1074
+                return e_i, base + e_i
+
         if self.poly:
             # Dot-product powers (module doc, "Dot-product powers"): the
             # adapter computes c p t~^(p-1) x_ij with t~ = fl(x0 . x_i + s),
@@ -1412,16 +1425,11 @@ class SmoothCovariance:
             # node of the tree relative to the parts' magnitudes (as for
             # the linear part: (16 + 2 (n_nodes + 2)) 2 u) add relative
             # errors of c p M_i^(p-1) |x_ij|. Column j's 2-norm over i.
-            if x0 is None:
-                return np.full(amax.shape, np.inf)
-            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
             X2 = Xs * Xs
             rel = (19.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
             with np.errstate(over="ignore", invalid="ignore"):
                 for c, s2, p in self.poly:
-                    base = (ax + s2) * (1.0 + 1e-12)
-                    e_i = (d + 2) * _U * base + d * 2.0**-1074
-                    M = base + e_i
+                    e_i, M = dot_parts(s2)
                     f = c * p * ((p - 1) * M ** (p - 2) * e_i + rel * M ** (p - 1))
                     col = np.sqrt((f * f) @ X2) * (1.0 + 1e-10)
                     out = out + np.where(np.isnan(col), np.inf, col)
@@ -1440,18 +1448,13 @@ class SmoothCovariance:
             # c2 (2 (d + 2) u + 3 ds_i) / l_j + 32 u a SUP_SLOPE / l_j (as for
             # the stationary terms above), dK2 <= p M^(p-1) e_i + 17 u M^p, dG2
             # <= (p (p - 1) M^(p-2) e_i + 19 u p M^(p-1)) |x_ij|.
-            if x0 is None:
-                return np.full(amax.shape, np.inf)
-            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
             aX = np.abs(Xs)  # (N, d)
             rel = (6.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
             with np.errstate(over="ignore", invalid="ignore"):
                 for a, s2, p, kind, ls in self.prod:
                     c2 = self.profile(kind)[0]
                     ds = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
-                    base = (ax + s2) * (1.0 + 1e-12)
-                    e_i = (d + 2) * _U * base + d * 2.0**-1074
-                    M = base + e_i
+                    e_i, M = dot_parts(s2)
                     Mp1 = M ** (p - 1)
                     dK1 = a * (self.SUP_SLOPE * ds + (d + 26) * _U)  # (B, N)
                     dK2 = p * Mp1 * e_i + 17.0 * _U * M**p  # (B, N)
