@@ -223,6 +223,23 @@ the other 40. Measured (load ~3-4 from other jobs, 1 BLAS thread):
   affine variance slopes left to one group): root median worst gap 0.063
   -> 0.059, after 300 splits 0.0180 -> 0.0169, ~25% more CPU per row.
 
+Session 23 (per-class kernels: each kernel group's linearisation computed
+once per box and scaled for every t of the ratio search,
+``RATIO_SCALED_PARTS`` in ``skgprobust/_engine/_objectives.py``; before =
+8275cf8 from a worktree, one run after the other, load ~1):
+* the fitted 4-class model, row 0, ``max_iter=812`` (where it converges):
+  24.3 -> 18.0 CPU s, same 812 splits and final gap 0.0099 (the same bounds
+  up to rounding); ``_ratio_bound`` 10.0 -> 4.2 s of it. Left: the four
+  classes' variance bounds (7.2 s, BLAS-3 triangular solves of 2 (d + 1)
+  right-hand sides per box and class), local search 2.4 s. ``time_limit=5``,
+  10 rows (fitted model pickled once): rows 20% -> 20%, columns 38% -> 40%,
+  median worst gap 0.0171 -> 0.0165 (rows 1, 3, 8 keep gaps ~0.05: the
+  bounds, not the speed, limit them).
+* Iris (per-class fitted kernels), ``--iris-max-iter 400``: 1.329 -> 1.113
+  CPU s per row, the same 53% rows / 58% columns / gap 9.9e-3; with
+  ``time_limit=2``: rows 67% -> 73%, columns 71% -> 82%, median 1.50 ->
+  1.19 s per row.
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris|fitted``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds

@@ -687,6 +687,70 @@ def test_affine_lower_parts_is_sound_and_not_looser():
         assert _lbfgs_min(f, lo[b], hi[b], [x0[b], joint.argmin[b], Z[np.argmin(f(Z))]]) >= joint.lower[b]
 
 
+@pytest.mark.parametrize("d", [2, 9])
+def test_scaled_models_are_sound_and_match_direct(d):
+    """``Relaxation.scaled`` / ``TaylorModel.scaled`` (what the per-class-kernel
+    ratio bound uses for every t): for factors s >= 0 (zeros included, B = 10
+    boxes at once; d = 9 also scales the Taylor model's alternative) the
+    scaled models' bounds hold for s V . k(x) at 3000 sampled points and an
+    L-BFGS-B minimum per box, and agree with the bounds of linearising s V
+    directly (positively homogeneous models) to 1e-12 relative."""
+    from skgprobust._bounds._mean import affine_lower_parts
+    from skgprobust.kernels import make_adapter
+
+    rng = np.random.default_rng(d)
+    Xs = rng.normal(0, 1, (40, d))
+    kernels = [ConstantKernel(2.0) * RBF(rng.uniform(0.5, 2.0, d)), ConstantKernel(0.7) * Matern(1.3, nu=2.5)]
+    B = 10
+    x0 = rng.normal(0, 1, (B, d))
+    half = rng.choice([1e-3, 0.1, 0.5], (B, 1)) * np.ones((1, d))
+    lo, hi = x0 - half, x0 + half
+    s = np.where(np.arange(B) % 4 == 0, 0.0, rng.uniform(0.01, 3.0, B))
+    for kernel in kernels:
+        a = make_adapter(kernel, Xs)
+        V = rng.normal(0, 2, (B, len(Xs)))
+        r, tm = a.linearise(lo, hi, V)
+        h = 0.5 * (hi - lo)
+        if d >= 8:
+            assert getattr(tm, "alt", None) is not None
+        W = s[:, None] * V
+        scaled = affine_lower_parts([(a, W)], 0.0, lo, hi, linearised=[(r.scaled(s, h), tm.scaled(s, h))])
+        direct = affine_lower_parts([(a, W)], 0.0, lo, hi)
+        np.testing.assert_allclose(scaled.lower, direct.lower, rtol=1e-12, atol=1e-14)
+        assert np.all(scaled.lower[s == 0] <= 0.0)
+        for b in range(B):
+            f = lambda Z, b=b: a.values(Z) @ W[b]  # noqa: E731
+            Z = lo[b] + (hi[b] - lo[b]) * rng.random((3000, d))
+            assert np.all(f(Z) >= scaled.lower[b])
+            assert _lbfgs_min(f, lo[b], hi[b], [x0[b], scaled.argmin[b], Z[np.argmin(f(Z))]]) >= scaled.lower[b]
+
+
+def test_ratio_bound_scaled_parts_equal_recomputed(monkeypatch):
+    """Per-class kernels: the ratio bound with each kernel group linearised
+    once per box and scaled per t (RATIO_SCALED_PARTS) equals the bound
+    recomputed per t, up to rounding (1e-9), on every column and side of
+    boxes around 6 rows (B = 3 boxes per call)."""
+    from skgprobust._engine import _objectives as O
+
+    clf, X = _per_class_model()
+    probs = bound_model_of(clf).probabilities()
+    assert len(set(probs.group)) == len(clf.classes_)
+    rows = X[::20]
+    rng = np.random.default_rng(2)
+    for i in range(0, len(rows), 3):
+        x = rows[i:i + 3]
+        half = rng.choice([0.05, 0.3, 1.0], (len(x), 1))
+        lo, hi = x - half, x + half
+        for c in range(len(clf.classes_)):
+            for sign in (1.0, -1.0):
+                out = []
+                for flag in (True, False):
+                    monkeypatch.setattr(O, "RATIO_SCALED_PARTS", flag)
+                    probs._boxes = {}
+                    out.append(O.ProbaObjective(probs, c, sign).bound(lo, hi).lower)
+                np.testing.assert_allclose(out[0], out[1], rtol=0, atol=1e-9)
+
+
 def _per_class_model(n_classes=3, d=2, seed=0, n=40):
     X, y = make_blobs(n * n_classes, n_features=d, centers=n_classes, cluster_std=1.2, random_state=seed)
     clf = _fit(X, y, 1.0 * RBF(np.ones(d)), random_state=0)

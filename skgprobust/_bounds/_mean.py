@@ -344,7 +344,7 @@ def affine_lower(adapter, W, c, lo, hi, linearised=None):
     return affine_lower_parts([(adapter, W)], c, lo, hi, linearised=None if linearised is None else [linearised])
 
 
-def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None):
+def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None, roundings=None):
     """Lower bounds of ``c + sum_p sum_i W_p[b, i] k_p(x, x_pi)`` over each box
     b: a sum of affine means in *different* kernels (or supports), bounded
     jointly; :func:`affine_lower` is the one-part case.
@@ -361,7 +361,13 @@ def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None):
         fallback.
     linearised : list of tuple, default=None
         Per part, ``adapter.linearise(lo, hi, W_p)`` already computed by the
-        caller for these boxes and weights (else computed here).
+        caller for these boxes and weights (else computed here), or another
+        valid model of the same part (a :class:`Relaxation` and a
+        :class:`TaylorModel` or None whose ``mag`` covers their rounding).
+    roundings : list of ndarray, default=None
+        Per part, ``adapter.rounding(lo, hi)`` already computed by the caller
+        for these boxes (else computed here); it does not depend on the
+        weights.
 
     Proof. Every adapter's relaxation (separable parabolas, interval bound,
     Taylor model) is a valid lower bound of its own part at every x of the
@@ -400,7 +406,8 @@ def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None):
         mean_rtol = getattr(adapter, "mean_rtol", None)
         rtol = max(rtol, margin_rtol(W.shape[-1], d) if mean_rtol is None else mean_rtol(W.shape[-1], d))
         # Input rounding (large feature offsets): absolute, see KernelAdapter.rounding.
-        absolute = absolute + np.einsum("bi,bi->b", np.abs(W), adapter.rounding(lo, hi))
+        E = adapter.rounding(lo, hi) if roundings is None else roundings[k]
+        absolute = absolute + np.einsum("bi,bi->b", np.abs(W), E)
         r, t = adapter.linearise(lo, hi, W) if linearised is None else linearised[k]
         if separate and len(parts) > 1:  # this part's own best bound (before the margin)
             own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)

@@ -383,6 +383,12 @@ N_CELLS = 128
 #: Regula falsi steps of the joint bound of a normalised probability (after its two ends).
 N_RATIO = 5
 
+#: Per-class kernels in :func:`_ratio_bound`: each kernel group's
+#: linearisation computed once per box and scaled for every t tried (False:
+#: recomputed per t; the same bound up to rounding, ~25% more time per
+#: split on a fitted 4-class model, benchmarks/bench_many_classes.py).
+RATIO_SCALED_PARTS = True
+
 
 class ClassProbabilities:
     """Per-class probabilities of a binary (one latent model) or one-vs-rest
@@ -465,6 +471,29 @@ class ClassProbabilities:
             for k in idx
         ]
         return p_lo, p_hi, boxes
+
+    def p_centre(self, lo, hi):
+        """:meth:`p` (B, K) at each box's centre, remembered with the box's
+        latent bounds in :meth:`p_box`'s cache (each of a row's objectives
+        asks for it on the same boxes); boxes not in the cache are computed
+        and not stored."""
+        lo, hi = np.asarray(lo), np.asarray(hi)
+        store = self._boxes
+        keys = [lo[b].tobytes() + hi[b].tobytes() for b in range(len(lo))]
+        found = [store.get(key) for key in keys]
+        miss = [b for b, e in enumerate(found) if e is None or "centre" not in e]
+        out = np.empty((len(lo), len(self.points)))
+        if miss:
+            m = np.asarray(miss)
+            out[m] = self.p(0.5 * (lo[m] + hi[m]))
+            for b in miss:
+                if found[b] is not None:
+                    found[b]["centre"] = out[b].copy()
+        computed = set(miss)
+        for b, e in enumerate(found):
+            if b not in computed:
+                out[b] = e["centre"]
+        return out
 
     def __getstate__(self):  # the box cache stays behind (workers start empty)
         state = dict(self.__dict__)
@@ -792,7 +821,12 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     side is the same with t sum l_k - (1 - t) u_c. The t tried: the two
     ends of the search range, then ``N_RATIO`` regula falsi (Illinois)
     steps on the certified bound of F_t between the best proven t and the
-    nearest failing one; only a t that passed is returned.
+    nearest failing one; only a t that passed is returned. A group that holds
+    only class c or only other classes (per-class kernels) has weights s V
+    for one fixed V and a scalar s >= 0 per t: its relaxation and Taylor
+    model of V are computed once per box and scaled (s times a valid model
+    of V is a valid model of s V; ``TaylorModel.scaled`` takes the products'
+    rounding off), so the t tried cost no new kernel evaluations.
 
     Rounding. (i) The combined weights and sklearn's separate sums: each
     group contributes margin_rtol(N_g, d) kmax_g (|1 - t| A_g^c + |t|
@@ -844,12 +878,13 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
                 kd = probs._kd_support[g] = float(np.max(m.adapter.diag(m.X_support), initial=0.0))
             kmax = np.sqrt(np.maximum(m.adapter.diag_interval(lo, hi)[1], 0.0) * max(kd, 0.0))
             parts[g] = [m.adapter, np.zeros((B, N)), np.zeros((B, N)), np.zeros(B), np.zeros(B),
-                        margin_rtol(N, d) * kmax]
+                        margin_rtol(N, d) * kmax, [False, False], {}]
         a_k, s_k, Wv_k, nv_k = lines[k]
         m = probs.models[k]
         o_k = float(m.offset[0])
         part = parts[g]
         j = 1 if k == c else 2  # weights of the class / of the rest
+        part[6][j - 1] = True
         part[j] = part[j] + s_k[:, None] * m.weights[None, :, 0] + Wv_k
         part[j + 2] = part[j + 2] + s_k * np.abs(m.weights[:, 0]).sum() + nv_k
         if k == c:
@@ -858,6 +893,31 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
             Cr, Mr = Cr + a_k + s_k * o_k, Mr + np.abs(a_k) + np.abs(s_k * o_k)
     parts = list(parts.values())
     lo_d, hi_d = lo, hi
+    h_d = 0.5 * (hi - lo)
+
+    def linearised(part, sc, sr):
+        """The part's (relaxation, model) for the weights sc Wc + sr Wr, and
+        its rounding (``adapter.rounding``). A part that holds only the
+        class c or only other classes (each class its own kernel: sklearn's
+        one-vs-rest with fitted kernels) has weights s V with V = +-Wc or
+        +-Wr fixed and s = |sc| or |sr| >= 0: its linearisation of V is
+        computed once per sign and scaled for every t
+        (:meth:`~skgprobust.kernels._base.TaylorModel.scaled`: s times a
+        valid model is a valid model of s V, its products' rounding taken
+        off). None: computed afresh by the caller."""
+        adapter, Wc, Wr, _, _, _, (has_c, has_r), cache = part
+        if has_c == has_r or not RATIO_SCALED_PARTS:
+            return None
+        s, W = (sc, Wc) if has_c else (sr, Wr)
+        sign = 1.0 if np.all(s >= 0) else (-1.0 if np.all(s <= 0) else 0.0)
+        if sign == 0.0:
+            return None
+        if sign not in cache:
+            V = sign * W
+            cache[sign] = (adapter.linearise(lo_d, hi_d, V), adapter.rounding(lo_d, hi_d))
+        (r, tm), E = cache[sign]
+        a = np.abs(s)
+        return (r.scaled(a, h_d), None if tm is None else tm.scaled(a, h_d)), E
 
     def psi(t):
         """Certified lower bound of min over the box of F_t (B,), and the
@@ -866,11 +926,17 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         # upper: t R_low - (1 - t) u_c >= 0  =>  P_c <= t;  lower: (1 - t) l_c - t R_up >= 0  =>  P_c >= t
         C = sc * Cc + sr * Cr
         E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc + np.abs(sr) * Mr)
-        ws = []
-        for adapter, Wc, Wr, Ac, Ar, rk in parts:
+        ws, lins, rounds = [], [], []
+        for part in parts:
+            adapter, Wc, Wr, Ac, Ar, rk = part[:6]
             ws.append((adapter, sc[:, None] * Wc + sr[:, None] * Wr))
             E = E + rk * (np.abs(sc) * Ac + np.abs(sr) * Ar)
-        bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False)
+            cached = linearised(part, sc, sr)
+            if cached is None:
+                cached = adapter.linearise(lo_d, hi_d, ws[-1][1]), adapter.rounding(lo_d, hi_d)
+            lins.append(cached[0])
+            rounds.append(cached[1])
+        bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False, linearised=lins, roundings=rounds)
         with np.errstate(invalid="ignore"):
             val = bb.lower + C - E - 4 * _U * (np.abs(bb.lower) + np.abs(C) + E)  # the two additions
         val, arg = np.where(np.isnan(val), -np.inf, val), bb.argmin
@@ -1817,7 +1883,7 @@ class ProbaObjective:
                 # value at the box centre: no t beyond it can pass.
                 lo_ok, hi_ok = lo[ok], hi[ok]
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    at = _proba(probs.p(0.5 * (lo_ok + hi_ok)), c, False)
+                    at = _proba(probs.p_centre(lo_ok, hi_ok), c, False)
                 at = np.where(np.isfinite(at), at, np.nan)
                 t_lo, t_hi = low[ok], high[ok]
                 if self.sign > 0:

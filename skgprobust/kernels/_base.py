@@ -121,6 +121,41 @@ class Relaxation:
             self.score + other.score,
         )
 
+    def scaled(self, s, h):
+        """The relaxation of ``s_b`` times the modelled sum, ``s`` (B,) >= 0.
+
+        If ``f >= const + sum_j (alpha_j u_j^2 + beta_j u_j)`` and ``f >=
+        ilb`` on a box, then ``s f`` satisfies both inequalities with every
+        coefficient times s (s >= 0), whatever relaxation produced them. The
+        products add one rounding each, at most ``u (|s const| + sum_j (|s
+        alpha_j| h_j^2 + |s beta_j| h_j))`` over |u| <= h (one u more for
+        the subtraction), taken off ``const``; ``ilb`` loses ``2 u |s
+        ilb|``; ``mag`` (the callers' relative margin) is scaled and
+        widened by 4 u. ``s = 0``: the zero relaxation (exact: the sum is 0).
+
+        Parameters
+        ----------
+        s : ndarray of shape (B,)
+            Non-negative factors.
+        h : ndarray of shape (B, d)
+            Half-widths of the boxes.
+
+        Returns
+        -------
+        relaxation : Relaxation
+            The relaxation of the scaled sum.
+        """
+        s = np.asarray(s, dtype=np.float64)
+        z = s > 0
+        sv, sm = s[:, None], s
+        with np.errstate(invalid="ignore", over="ignore"):
+            const, alpha, beta, ilb = sm * self.const, sv * self.alpha, sv * self.beta, sm * self.ilb
+            err = 2.0 * _U * (np.abs(const) + (np.abs(alpha) * h * h + np.abs(beta) * h).sum(-1))
+            out = Relaxation(const - err, alpha, beta, ilb - 2.0 * _U * np.abs(ilb),
+                             sm * self.mag * (1.0 + 4.0 * _U), sv * self.score)
+        return Relaxation(*(np.where(z if a.ndim == 1 else z[:, None], a, 0.0) for a in (
+            out.const, out.alpha, out.beta, out.ilb, out.mag, out.score)))
+
 
 @dataclass
 class TaylorModel:
@@ -163,6 +198,54 @@ class TaylorModel:
             self.rem + other.rem,
             self.mag + other.mag,
         )
+
+    def scaled(self, s, h):
+        """The model of ``s_b`` times the modelled sum, ``s`` (B,) >= 0.
+
+        The model's inequality (and that of its alternative ``alt = (M_alt,
+        rem_alt, mag_alt)``, when it has one) multiplied by s >= 0 holds for
+        the scaled sum with every coefficient times s, whatever produced it.
+        The products add one rounding each, at most ``u (|s value| + sum_j
+        |s grad_j| h_j + sum_j |s diag_j| h_j^2 + 1/2 sum_jk |s M_jk| h_j
+        h_k + |s rem|)`` over |u| <= h; twice that (the subtraction's own
+        rounding inside) is taken off ``rem`` (``rem_alt`` likewise with
+        M_alt); ``mag`` is scaled and widened by 4 u. ``s = 0``: the zero
+        model (exact).
+
+        Parameters
+        ----------
+        s : ndarray of shape (B,)
+            Non-negative factors.
+        h : ndarray of shape (B, d)
+            Half-widths of the boxes.
+
+        Returns
+        -------
+        model : TaylorModel
+            The model of the scaled sum.
+        """
+        s = np.asarray(s, dtype=np.float64)
+        z = s > 0
+        sv = s[:, None]
+
+        def keep(a):
+            return np.where(z.reshape((-1,) + (1,) * (a.ndim - 1)), a, 0.0)
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            value, grad, diag = s * self.value, sv * self.grad, sv * self.diag
+            M, rem = s[:, None, None] * self.M, s * self.rem
+            hh = h[:, :, None] * h[:, None, :]
+            base = np.abs(value) + (np.abs(grad) * h).sum(-1) + (np.abs(diag) * h * h).sum(-1)
+            err = 2.0 * _U * (base + 0.5 * (np.abs(M) * hh).sum(axis=(1, 2)) + np.abs(rem))
+            out = TaylorModel(keep(value), keep(grad), keep(diag), keep(M), keep(rem - err),
+                              keep(s * self.mag * (1.0 + 4.0 * _U)))
+            alt = getattr(self, "alt", None)
+            if alt is not None:
+                M_alt, rem_alt, mag_alt = alt
+                M_alt, rem_alt = s[:, None, None] * M_alt, s * rem_alt
+                err_a = 2.0 * _U * (base + 0.5 * (np.abs(M_alt) * hh).sum(axis=(1, 2)) + np.abs(rem_alt))
+                out.alt = (keep(M_alt), keep(rem_alt - err_a), keep(s * mag_alt * (1.0 + 4.0 * _U)))
+        return out
 
 
 def box_halfwidths(lo, hi):
