@@ -382,8 +382,8 @@ N_DIRECTIONS = 4
 N_CELLS = 128
 #: Regula falsi steps of the joint bound of a normalised probability (after its two ends).
 N_RATIO = 5
-#: Fraction of the bracket kept between a regula falsi step's t and the
-#: failing end (:func:`_ratio_bound`).
+#: Fraction of the bracket kept at least between a regula falsi step's t and
+#: the failing end (:func:`_ratio_bound`).
 RATIO_AIM = 1e-3
 
 #: Per-class kernels in :func:`_ratio_bound`: each kernel group's
@@ -977,11 +977,12 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
             break
         with np.errstate(invalid="ignore", divide="ignore"):
             frac = f_pass / (f_pass - f_fail)
-        # Aim a little to the passing side of the secant's root: at the root
-        # itself the test's value is 0 up to rounding, and a failure there
-        # leaves f_fail ~ 0, so the next secant root is the same t again
-        # (soundness hunt, session 23: five identical failing steps, the
-        # bound fell back to the interval bound, 0.034 looser).
+        # Keep the step at least RATIO_AIM of the bracket short of the failing
+        # end: after a failure at the secant's root itself (where the test's
+        # value is 0 up to rounding) f_fail ~ 0 and the next secant root is
+        # that failing t again (soundness hunt, session 23: five identical
+        # failing steps, the bound fell back to the interval bound, 0.034
+        # looser).
         with np.errstate(invalid="ignore"):
             t = t_pass + np.minimum(frac, 1.0 - RATIO_AIM) * (t_fail - t_pass)
         t = np.where(live & np.isfinite(t), t, t_pass)

@@ -128,10 +128,15 @@ class Relaxation:
         ilb`` on a box, then ``s f`` satisfies both inequalities with every
         coefficient times s (s >= 0), whatever relaxation produced them. The
         products add one rounding each, at most ``u (|s const| + sum_j (|s
-        alpha_j| h_j^2 + |s beta_j| h_j))`` over |u| <= h (one u more for
-        the subtraction), taken off ``const``; ``ilb`` loses ``2 u |s
-        ilb|``; ``mag`` (the callers' relative margin) is scaled and
-        widened by 4 u. ``s = 0``: the zero relaxation (exact: the sum is 0).
+        alpha_j| h_j^2 + |s beta_j| h_j))`` over |u| <= h; twice that
+        (the subtraction's rounding and that of the error term's own sum are
+        of the next order, inside the factor 2 and ``WIDEN``), plus an
+        absolute ``SUBNORMAL (1 + sum_j h_j)^2`` per coefficient for
+        products that underflow, is taken off ``const``; ``ilb`` loses ``2 u
+        |s ilb|`` and ``SUBNORMAL``; ``mag`` (the callers' relative margin) is
+        scaled and widened by 4 u. ``s = 0``: the zero relaxation (exact: the
+        sum is 0). A negative or NaN factor gives the relaxation ``-inf``
+        (no claim).
 
         Parameters
         ----------
@@ -150,11 +155,17 @@ class Relaxation:
         sv, sm = s[:, None], s
         with np.errstate(invalid="ignore", over="ignore"):
             const, alpha, beta, ilb = sm * self.const, sv * self.alpha, sv * self.beta, sm * self.ilb
-            err = 2.0 * _U * (np.abs(const) + (np.abs(alpha) * h * h + np.abs(beta) * h).sum(-1))
-            out = Relaxation(const - err, alpha, beta, ilb - 2.0 * _U * np.abs(ilb),
+            err = 2.0 * _U * (np.abs(const) + (np.abs(alpha) * h * h + np.abs(beta) * h).sum(-1)) * WIDEN
+            err = err + _underflow_allowance(h, 1 + 2 * h.shape[1])
+            out = Relaxation(const - err, alpha, beta, ilb - 2.0 * _U * np.abs(ilb) - SUBNORMAL,
                              sm * self.mag * (1.0 + 4.0 * _U), sv * self.score)
-        return Relaxation(*(np.where(z if a.ndim == 1 else z[:, None], a, 0.0) for a in (
+        out = Relaxation(*(np.where(z if a.ndim == 1 else z[:, None], a, 0.0) for a in (
             out.const, out.alpha, out.beta, out.ilb, out.mag, out.score)))
+        bad = ~(s >= 0)
+        if bad.any():
+            out.const = np.where(bad, -np.inf, out.const)
+            out.ilb = np.where(bad, -np.inf, out.ilb)
+        return out
 
 
 @dataclass
@@ -207,10 +218,13 @@ class TaylorModel:
         the scaled sum with every coefficient times s, whatever produced it.
         The products add one rounding each, at most ``u (|s value| + sum_j
         |s grad_j| h_j + sum_j |s diag_j| h_j^2 + 1/2 sum_jk |s M_jk| h_j
-        h_k + |s rem|)`` over |u| <= h; twice that (the subtraction's own
-        rounding inside) is taken off ``rem`` (``rem_alt`` likewise with
-        M_alt); ``mag`` is scaled and widened by 4 u. ``s = 0``: the zero
-        model (exact).
+        h_k + |s rem|)`` over |u| <= h; twice that (the subtraction's
+        rounding and that of the error term's own sum are of the next order,
+        inside the factor 2 and ``WIDEN``), plus an absolute ``SUBNORMAL (1 +
+        sum_j h_j)^2`` per coefficient for products that underflow, is taken
+        off ``rem`` (``rem_alt`` likewise with M_alt); ``mag`` is scaled and
+        widened by 4 u. ``s = 0``: the zero model (exact). A negative or NaN
+        factor gives ``rem = -inf`` (no claim).
 
         Parameters
         ----------
@@ -236,16 +250,31 @@ class TaylorModel:
             M, rem = s[:, None, None] * self.M, s * self.rem
             hh = h[:, :, None] * h[:, None, :]
             base = np.abs(value) + (np.abs(grad) * h).sum(-1) + (np.abs(diag) * h * h).sum(-1)
-            err = 2.0 * _U * (base + 0.5 * (np.abs(M) * hh).sum(axis=(1, 2)) + np.abs(rem))
+            tiny = _underflow_allowance(h, 2 + 2 * h.shape[1] + h.shape[1] ** 2)
+            err = 2.0 * _U * (base + 0.5 * (np.abs(M) * hh).sum(axis=(1, 2)) + np.abs(rem)) * WIDEN + tiny
             out = TaylorModel(keep(value), keep(grad), keep(diag), keep(M), keep(rem - err),
                               keep(s * self.mag * (1.0 + 4.0 * _U)))
             alt = getattr(self, "alt", None)
             if alt is not None:
                 M_alt, rem_alt, mag_alt = alt
                 M_alt, rem_alt = s[:, None, None] * M_alt, s * rem_alt
-                err_a = 2.0 * _U * (base + 0.5 * (np.abs(M_alt) * hh).sum(axis=(1, 2)) + np.abs(rem_alt))
+                err_a = 2.0 * _U * (base + 0.5 * (np.abs(M_alt) * hh).sum(axis=(1, 2)) + np.abs(rem_alt)) * WIDEN + tiny
                 out.alt = (keep(M_alt), keep(rem_alt - err_a), keep(s * mag_alt * (1.0 + 4.0 * _U)))
+        bad = ~(s >= 0)
+        if bad.any():
+            out.rem = np.where(bad, -np.inf, out.rem)
+            if getattr(out, "alt", None) is not None:
+                out.alt = (out.alt[0], np.where(bad, -np.inf, out.alt[1]), out.alt[2])
         return out
+
+
+def _underflow_allowance(h, n_coef):
+    """``n_coef SUBNORMAL (1 + sum_j h_j)^2`` (B,): a product s c that
+    underflows errs by at most half the smallest subnormal (<< SUBNORMAL),
+    and its monomial in u over |u| <= h (1, u_j, u_j^2 or u_j u_k) is at most
+    (1 + sum_j h_j)^2 (``Relaxation.scaled``, ``TaylorModel.scaled``)."""
+    with np.errstate(over="ignore"):
+        return n_coef * SUBNORMAL * (1.0 + h.sum(-1)) ** 2
 
 
 def box_halfwidths(lo, hi):
