@@ -813,6 +813,43 @@ def _per_class_model(n_classes=3, d=2, seed=0, n=40):
     return clf, X
 
 
+def test_per_class_kernel_ranges_exit_paths():
+    """Probability ranges of a one-vs-rest model with fitted per-class kernels
+    (the scaled ratio search) on every exit: iteration limit, an exhausted
+    time limit and converged, on float64 and float32 rows (4 boxes at
+    once), degenerate (zero-width) boxes and one training point per class:
+    each contains predict_proba at 1000 sampled points and the corners."""
+    clf, X = _per_class_model(n_classes=4, d=3)
+    assert len(set(bound_model_of(clf).probabilities().group)) == 4
+    rng = np.random.default_rng(5)
+    rows = X[::40] + rng.normal(0, 0.3, (len(X[::40]), 3))
+
+    def check(model, Xq, gamma, r):
+        for i, x in enumerate(np.asarray(Xq, dtype=np.float64)):
+            lo, hi = x - gamma, x + gamma
+            corners = np.array(np.meshgrid(*zip(lo, hi))).reshape(len(x), -1).T
+            P = model.predict_proba(np.vstack([lo + (hi - lo) * rng.random((1000, len(x))), corners, x]))
+            assert np.all(P >= r.min_lower[i]) and np.all(P <= r.max_upper[i])
+
+    for kw in ({"max_iter": 1}, {"time_limit": 1e-3}, {"epsilon": 0.05, "time_limit": 30}):
+        for Xq in (rows, rows.astype(np.float32)):
+            opts = {"epsilon": 1e-6, **kw}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = clf.prediction_range(Xq, 0.4, random_state=0, **opts)
+            check(clf, Xq, 0.4, r)
+            assert r.converged.all() == ("epsilon" in kw), (kw, r.converged)
+    r = clf.prediction_range(rows, 0.0, epsilon=1e-6, max_iter=5, random_state=0)
+    np.testing.assert_allclose(r.min_lower, clf.predict_proba(rows), atol=1e-6)
+    check(clf, rows, 0.0, r)
+    # One training point per class: kernels fitted on four points.
+    X1 = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0]])
+    one = _fit(X1, np.arange(4), 1.0 * RBF(np.ones(2)), random_state=0)
+    for gamma in (0.0, 0.1, 1.0):
+        r = one.prediction_range(X1 + 0.3, gamma, epsilon=0.01, max_iter=20, random_state=0)
+        check(one, X1 + 0.3, gamma, r)
+
+
 def test_normalised_proba_joint_bound_across_kernels_is_sound_and_not_looser():
     """Per-class fitted kernels (Iris-like): the joint bound of predict_proba's
     columns, now one sum of affine means over the classes' own kernels,
