@@ -80,6 +80,19 @@ def make_kernel(kind, d):
     if kind == "matern*dp2":
         return (ConstantKernel(0.3) * Matern(ls, nu=2.5) * DotProduct(1.0) ** 2 + ConstantKernel(1.0) * RBF(ls)
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
+    if kind in ("rbf*rbf", "rbf*rbf-far"):
+        # A product of stationary factors (module doc of _variance,
+        # "Products of several factors").
+        return ConstantKernel(1.0) * RBF(ls) * RBF(2.0) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rbf*matern1.5":
+        return ConstantKernel(1.0) * RBF(ls) * Matern(2.0 * ls, nu=1.5) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rbf*matern*dp2":
+        return ((ConstantKernel(0.3) * RBF(ls)) * (Matern(2.0 * ls, nu=2.5) * DotProduct(1.0) ** 2)
+                + ConstantKernel(1.0) * RBF(ls) + WhiteKernel(1e-3, (1e-9, 1.0)))
+    if kind == "rbf*dp*dp":
+        # Two DotProduct factors of one sigma_0 (tied): one power p = 2.
+        return (ConstantKernel(0.3) * RBF(ls) * DotProduct(1.0, "fixed") * DotProduct(1.0, "fixed")
+                + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind == "rbf+dp2-unscaled":
         return (ConstantKernel(1.0) * RBF(200.0 * ls) + ConstantKernel(1e-4) * DotProduct(1.0) ** 2
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
@@ -238,10 +251,12 @@ def test_parse_linear_terms():
     np.testing.assert_allclose(sm.H0, 2.0 / np.array([1.0, 4.0]) + 1.5)
     kc_lo, kc_hi, xmax = sm.kappa_range(np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]]))
     assert kc_lo[0] <= sm.kappa0 + 1.5 * 4.0 and kc_hi[0] >= sm.kappa0 + 1.5 * 34.0 and xmax[0] >= np.sqrt(34.0)
-    # Not of this form: products other than (RBF / Matern) x dot-product power, an infinite sigma_0,
-    # powers above POLY_MAX_P, a power of a scaled dot product.
-    for bad in (RationalQuadratic(1.0, 1.0) * DotProduct(1.0), RBF(1.0) * RBF(2.0) * DotProduct(1.0),
+    # Not of this form: products other than (RBF / Matern)s x dot-product power, an infinite sigma_0,
+    # powers above POLY_MAX_P (also as a product), two sigma_0s, a power of a scaled dot product.
+    for bad in (RationalQuadratic(1.0, 1.0) * DotProduct(1.0), RBF(1.0) * RationalQuadratic(1.0, 1.0),
                 RBF(1.0) * DotProduct(1.0) ** 9, RBF(1.0) * ExpSineSquared(1.0, 2.0),
+                RBF(1.0) * DotProduct(1.0) ** 5 * DotProduct(1.0) ** 4, RBF(1.0) * DotProduct(1.0) * DotProduct(2.0),
+                RBF(1.0) * Matern(1.0, nu=0.5), DotProduct(1.0) * DotProduct(1.0) * RBF(np.inf),
                 RBF(1.0) + DotProduct(np.inf), RBF(1.0) + DotProduct(1.0) ** 9,
                 RBF(1.0) + Exponentiation(ConstantKernel(2.0) * DotProduct(1.0), 2),
                 RBF(1.0) + DotProduct(np.inf) ** 2):
@@ -343,7 +358,8 @@ def test_parse_products_with_a_dot_product():
     assert SmoothCovariance.parse(k, d) is None
     sm = SmoothCovariance.parse(k, d, linear=True, Xs=Xs)
     assert sm.nonstationary and not sm.terms and not sm.poly and sm.lin == 0
-    got = sorted((a, s2, p, kind) for a, s2, p, kind, _ in sm.prod)
+    got = sorted((a, s2, p, stat[0][0]) for a, s2, p, stat, _, _ in sm.prod)
+    assert all(len(stat) == 1 for _, _, _, stat, _, _ in sm.prod)
     assert [(g[2], g[3]) for g in got] == [(2, "matern2.5"), (1, "rbf")]
     np.testing.assert_allclose([g[:2] for g in got], [(0.6, 1.0), (2.0, 0.25)])
     lo, hi = np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]])
@@ -354,42 +370,55 @@ def test_parse_products_with_a_dot_product():
     assert np.all(np.abs(k(P, Xs)) <= sm.magnitude(np.linalg.norm(P, axis=1))[:, None])
 
 
-@pytest.mark.parametrize("kind,p", [("rbf", 1), ("rbf", 2), ("matern2.5", 1), ("matern1.5", 3)])
-def test_product_expansion_against_the_kernel(kind, p):
+@pytest.mark.parametrize("kinds,p", [(("rbf",), 1), (("rbf",), 2), (("matern2.5",), 1), (("matern1.5",), 3),
+                                     (("rbf", "matern2.5"), 0), (("matern1.5", "matern1.5"), 0),
+                                     (("rbf", "rbf"), 2), (("matern1.5", "rbf", "matern2.5"), 1)])
+def test_product_expansion_against_the_kernel(kinds, p):
     """The products' local expansion against the kernel's own derivatives in
     40-digit arithmetic (an independent computation): ||k_x0||^2 = k(x0,
     x0), <k_x0, w> = grad_y k(x0, x0) . u = gco x0 . u, ||w||^2 = u^T
     d_x d_y k u = u^T (dH0 + alpha I + beta x0 x0^T) u, and at points of
     the box ||E||^2 = k(x, x) + k(x0, x0) + ||w||^2 - 2 k(x, x0) - 2 grad_y
-    k(x, x0) . u + 2 <k_x0, w> <= remainder2, ||k_x - k_x0||^2 <= increment2."""
+    k(x, x0) . u + 2 <k_x0, w> <= remainder2, ||k_x - k_x0||^2 <= increment2.
+    Products of several profiles (module doc, "Products of several
+    factors"), with a dot-product power or without (p = 0: a stationary
+    kernel, its first-order part in H0)."""
     import mpmath as mp
 
     mp.mp.dps = 40
-    rng = np.random.default_rng(p)
+    rng = np.random.default_rng(p + 10 * len(kinds))
     a, d = 0.8, 2
-    nu = {"rbf": None, "matern2.5": 2.5, "matern1.5": 1.5}[kind]
 
-    def prof(r):
+    def prof(kind, r):
+        nu = {"rbf": None, "matern2.5": 2.5, "matern1.5": 1.5}[kind]
         if nu is None:
             return mp.e ** (-r * r / 2)
         t = mp.sqrt(3) * r if nu == 1.5 else mp.sqrt(5) * r
         return (1 + t) * mp.e ** (-t) if nu == 1.5 else (1 + t + t * t / 3) * mp.e ** (-t)
 
+    worst = 0.0
     for _ in range(6):
-        ls = rng.uniform(0.5, 2.0, d)
+        lss = [rng.uniform(0.5, 2.0, d) for _ in kinds]
         s2 = float(rng.uniform(0, 2))
         x0 = rng.normal(size=d)
         h = rng.uniform(0.01, 0.3, d)
 
         def k(x, y):
-            r = mp.sqrt(sum(((x[j] - y[j]) / mp.mpf(ls[j])) ** 2 for j in range(d)))
-            return a * prof(r) * (mp.mpf(s2) + sum(x[j] * y[j] for j in range(d))) ** p
+            out = mp.mpf(a) * (mp.mpf(s2) + sum(x[j] * y[j] for j in range(d))) ** p
+            for kind, ls in zip(kinds, lss):
+                out *= prof(kind, mp.sqrt(sum(((x[j] - y[j]) / mp.mpf(ls[j])) ** 2 for j in range(d))))
+            return out
 
-        sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, prod=[(a, s2, p, kind, ls)])
+        stat = tuple(zip(kinds, lss))
+        sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, prod=[(a, s2, p, stat, (p,) if p else (), 3)])
+        assert sm.nonstationary == (p > 0)
         kc0, gco, al, be, _, dH0 = sm.section(x0[None], h[None])
-        E2 = sm.remainder2(h[None], x0[None])[0][0]
+        E2 = sm.remainder2(h[None], x0[None] if p else None)[0][0]
         inc = sm.increment2((x0 - h)[None], (x0 + h)[None], h[None])[0]
         X0 = [mp.mpf(float(v)) for v in x0]
+        if p == 0:  # constant diagonal kappa0, first-order part in H0
+            assert sm.kappa0 == pytest.approx(a, rel=1e-15) and not dH0.any() and kc0[0] == sm.kappa0
+            dH0 = sm.H0[None]
         assert float(k(X0, X0)) == pytest.approx(kc0[0], rel=1e-12)
         H = np.diag(dH0[0]) + al[0] * np.eye(d) + be[0] * np.outer(x0, x0)
         for _ in range(4):
@@ -406,6 +435,8 @@ def test_product_expansion_against_the_kernel(kind, p):
             e2 = k(X, X) + k(X0, X0) + w2 - 2 * k(X, X0) - 2 * gyx + 2 * gy0
             assert float(e2) <= E2 * (1 + 1e-9) + 1e-30
             assert float(k(X, X) - 2 * k(X, X0) + k(X0, X0)) <= inc * (1 + 1e-9) + 1e-30
+            worst = max(worst, float(e2) / E2)
+    assert worst > 0.01  # not vacuous: within two orders of the true remainder
 
 
 @pytest.mark.parametrize("factor", ["power", "rbf", "matern1.5", "matern2.5"])
@@ -461,6 +492,87 @@ def test_trend_jacobian_rounding(factor):
                       + c * (dk * (X0[j] - Xi[j]) * t**p + kap2 * p * t ** (p - 1) * Xi[j]))
                 err = float(abs(mp.mpf(float(G[j])) - ex))
                 assert err <= bound[j] + 32 * U * abs(G[j]), (p, x, j, err, bound[j])
+
+
+@pytest.mark.parametrize("case", ["rbf*rbf", "rbf*matern1.5*dp", "matern2.5*rbf*dp2", "rbf*dp*dp"])
+def test_product_jacobian_rounding(case):
+    """The computed Jacobian of a product of several factors (module doc of
+    _variance, "Products of several factors"), next to a stationary slope,
+    where s + x . x_i nearly cancels, against 50-digit arithmetic (the
+    product rule on exact factors): within ``jacobian_rounding + 32 u |G|``
+    (the points are exact floats)."""
+    import mpmath as mp
+
+    from skgprobust.kernels import make_adapter
+
+    mp.mp.dps = 50
+    U = 2.0**-53
+    a, l, c, s0 = 3.0, 0.7, 0.37, 0.5
+    xi = np.array([[-1.3, 0.4]])
+    Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
+    # Factors: ("rbf" / "matern1.5" / "matern2.5", length scale) or ("dp", exponent).
+    facs = {"rbf*rbf": [("rbf", 1.1), ("rbf", 0.6)],
+            "rbf*matern1.5*dp": [("rbf", 1.1), ("matern1.5", 0.9), ("dp", 1)],
+            "matern2.5*rbf*dp2": [("matern2.5", 0.8), ("rbf", 1.3), ("dp", 2)],
+            "rbf*dp*dp": [("rbf", 1.1), ("dp", 1), ("dp", 1)]}[case]
+
+    def sk(f):
+        kind, v = f
+        if kind == "dp":
+            return DotProduct(s0) ** v if v > 1 else DotProduct(s0)
+        return RBF(v) if kind == "rbf" else Matern(v, nu=float(kind[-3:]))
+
+    trend = ConstantKernel(c) * sk(facs[0])
+    for f in facs[1:]:
+        trend = trend * sk(f)
+    k = ConstantKernel(a) * RBF(l) + trend
+    ad = make_adapter(k, xi)
+    sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
+    assert len(sm.prod) == 1 and len(sm.prod[0][3]) == sum(f[0] != "dp" for f in facs)
+
+    def exact(X0, j):
+        """Value and d/dx_j of each factor at X0 (50 digits)."""
+        out = []
+        for kind, v in facs:
+            if kind == "dp":
+                t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
+                out.append((t**v, v * t ** (v - 1) * Xi[j]))
+                continue
+            L = mp.mpf(v)
+            r = mp.sqrt((X0[0] - Xi[0]) ** 2 + (X0[1] - Xi[1]) ** 2) / L
+            dj = (X0[j] - Xi[j]) / L**2
+            if kind == "rbf":
+                out.append((mp.e ** (-r * r / 2), -mp.e ** (-r * r / 2) * dj))
+            elif kind == "matern1.5":
+                t = mp.sqrt(3) * r
+                out.append(((1 + t) * mp.e ** (-t), -3 * mp.e ** (-t) * dj))
+            else:
+                t = mp.sqrt(5) * r
+                out.append(((1 + t + t * t / 3) * mp.e ** (-t), -(mp.mpf(5) / 3) * (1 + t) * mp.e ** (-t) * dj))
+        return out
+
+    rng = np.random.default_rng(len(case))
+    worst = 0.0
+    for x in rng.uniform(-0.5, 0.5, (400, 2)) + np.array([0.1923, 0.0]):
+        x0 = x[None]
+        G = ad.value_and_grad(x0)[1][0, 0]
+        bound = sm.jacobian_rounding(np.abs(x0), xi, x0)[0]
+        X0 = [mp.mpf(float(v)) for v in x]
+        d2 = (X0[0] - Xi[0]) ** 2 + (X0[1] - Xi[1]) ** 2
+        for j in range(2):
+            parts = exact(X0, j)
+            prod_rule = mp.mpf(0)
+            for f in range(len(parts)):
+                term = parts[f][1]
+                for g in range(len(parts)):
+                    if g != f:
+                        term *= parts[g][0]
+                prod_rule += term
+            ex = a * (-(X0[j] - Xi[j]) / mp.mpf(l) ** 2) * mp.e ** (-d2 / (2 * mp.mpf(l) ** 2)) + c * prod_rule
+            err = float(abs(mp.mpf(float(G[j])) - ex))
+            assert err <= bound[j] + 32 * U * abs(G[j]), (x, j, err, bound[j])
+            worst = max(worst, err / (bound[j] + 32 * U * abs(G[j])))
+    assert worst > 0.0
 
 
 def test_linear_terms_tighten_the_local_bound():
@@ -528,6 +640,12 @@ CASES = [
     ("rbf*dp", 1, 40, True),
     ("rbf*dp", 3, 60, False),
     ("matern*dp2", 2, 50, True),
+    ("rbf*rbf", 1, 40, True),
+    ("rbf*rbf", 3, 60, False),
+    ("rbf*rbf-far", 2, 50, True),
+    ("rbf*matern1.5", 2, 50, True),
+    ("rbf*matern*dp2", 2, 50, True),
+    ("rbf*dp*dp", 3, 60, False),
 ]
 
 
@@ -546,7 +664,8 @@ def test_fitted_boxes(kind, d, N, normalize_y):
             check_box(reg, c - hw, c + hw, rng)
 
 
-@pytest.mark.parametrize("kind", ["rbf+dp", "rbf+dp2", "rbf+dp3", "rbf*dp", "matern*dp2"])
+@pytest.mark.parametrize("kind", ["rbf+dp", "rbf+dp2", "rbf+dp3", "rbf*dp", "matern*dp2", "rbf*rbf",
+                                  "rbf*matern*dp2"])
 def test_batched_boxes_equal_single_boxes(kind):
     """Many boxes at once (as the branch and bound asks) give the same local
     bounds as one box at a time (per-box arrays of the trend terms)."""

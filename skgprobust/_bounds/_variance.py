@@ -32,8 +32,9 @@ its WhiteKernel parts: what ``k(x, Xs)`` returns) is a sum of non-negative
 multiples of RBF / Matern(nu = 1.5, 2.5, inf) / RationalQuadratic (alpha
 <= 1.5e5) terms and constants, plus non-negative multiples of DotProduct
 ("Linear terms" below), of its integer powers up to 8 ("Dot-product
-powers") and of products of an RBF / Matern profile with such a power
-("Products with a dot product")
+powers"), of products of an RBF / Matern profile with such a power
+("Products with a dot product") and of products of several RBF / Matern
+profiles, with such a power or without ("Products of several factors")
 (:class:`SmoothCovariance`), each box also gets a bound whose error is
 O(sqrt(kappa0 v) h^2/l^2) (Matern 1.5: h^1.5), i.e. relative to v it shrinks
 as the noise does not matter. Real arithmetic first.
@@ -360,6 +361,55 @@ profile's 21 ulps) and the profile's 21 ulps; dG1 as
 for the stationary terms; dK2 and dG2 as for the powers. Checked against
 50-digit values in the tests, and the expansion against the kernel's own
 derivatives in 40 digits (RBF, Matern 1.5 / 2.5; p = 1, 2, 3).
+
+*Products of several factors* (``SmoothCovariance.prod``; session 24). A
+term a prod_f kappa_f(||(x - y) / l_f||) (s + x . y)^p with m >= 1 RBF /
+Matern (1.5, 2.5, inf) profiles and p = 0 .. 8 (``C * RBF * Matern``, ``C
+* RBF(l1) * RBF(l2)``, ``C * RBF * Matern * DotProduct ** 2``; constants
+anywhere in the product tree; DotProduct factors of one sigma_0 multiply
+into one power, sum of their exponents <= 8; p = 0 needs m >= 2, one
+profile alone being a term). The profiles' block is the stationary kernel
+Phi = (x)_f phi_f with phi_f(x) = phi_f0 + w_f + E_f (each profile's
+expansion above, unit amplitude). Its first-order section W = sum_f w_f (x)
+(x)_(g != f) phi_g0 has ||W||^2 = sum_f ||w_f||^2 = sum_f u^T H_f u, H_f =
+diag(c2_f / l_f^2) (the cross terms are <w_f, phi_f0> <phi_g0, w_g> = 0 by
+stationarity), and by telescoping over the factors
+
+    Phi(x) - Phi0 - W = sum_f [(x)_(g<f) phi_g(x)] (x) E_f (x) [(x)_(g>f) phi_g0]
+                      + sum_f [(x)_(g<f) phi_g(x) - (x)_(g<f) phi_g0] (x) w_f (x) [(x)_(g>f) phi_g0]
+
+(the sum over f of [(x)_(g<f) phi_g(x)] (x) (phi_f(x) - phi_f0) (x)
+[(x)_(g>f) phi_g0] is Phi(x) - Phi0, and phi_f(x) - phi_f0 = w_f + E_f).
+All ||phi_g|| = 1, and ||(x)_(g<f) phi_g(x) - (x)_(g<f) phi_g0||^2 = 2 - 2
+prod_(g<f) kappa_g <= sum_(g<f) 2 (1 - kappa_g) <= sum_(g<f) c2_g z_g^2 (1 -
+prod a_g <= sum (1 - a_g) for a_g in [0, 1], by induction: (1 - a)(1 - b)
+>= 0; the profiles are in (0, 1]; 2 (1 - kappa(s)) <= c2 s^2 as in "The
+RKHS remainder"), z_g = ||h / l_g||. So ||E_Phi|| <= sum_f C_f^1/2
+z_f^(q_f / 2) + sum_f (sum_(g<f) c2_g z_g^2)^1/2 c2_f^1/2 z_f, and
+||W||^2, ||Phi(x) - Phi0||^2 <= sum_f c2_f z_f^2. Everything in "Products
+with a dot product" then holds with E_k -> E_Phi, ||w_k||^2 <= c2 z^2 ->
+sum_f c2_f z_f^2 and dH0 = a S^p sum_f c2_f / l_f^2 (``section``,
+``increment2``, ``remainder2``). p = 0 (no dot product): k(x, x) = a is
+constant, the term joins kappa0 (value scale, diagonal) and a sum_f c2_f /
+l_f^2 joins H0 (so the increment bound is H0's), ||E|| <= a^1/2 ||E_Phi||;
+the term is stationary and uses the stationary code paths. Checked
+against the kernel's own derivatives in 40 digits in the tests (two and
+three profiles, p = 0, 1, 2).
+
+The Jacobian's rounding (``_product_jacobian_rounding``, general in the
+tree's shape): the adapter's Product node computes fl(K1~ G2~ + K2~ G1~),
+so by induction over a product tree of m leaves (constants included, their
+G = 0) the computed gradient is sum_f G~_f prod_(g != f) K~_g (1 +
+theta_f), |theta_f| <= gamma_(3 (m - 1)); with the leaves' bounds |K_g| <=
+MK_g, |K~_g - K_g| <= dK_g, |G_f| <= MG_f, |G~_f - G_f| <= dG_f (those of
+the two factors of "Products with a dot product", per leaf) the error is
+at most sum_f [dG_f prod_g (MK_g + dK_g) + MG_f (prod_g (MK_g + dK_g) -
+prod_g MK_g) + gamma (MG_f + dG_f) prod_g (MK_g + dK_g)] per entry, plus
+the tree's sums relative to the term's magnitude a sum_f MG_f prod_(g !=
+f) MK_g, as for the linear part. Checked against 50-digit values in the
+tests. Not covered (the old bounds serve): RationalQuadratic, Matern 0.5
+or ExpSineSquared factors, DotProduct factors with different sigma_0,
+products inside powers.
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -830,6 +880,15 @@ def _poly_lin(*pairs):
 _POWER_REMAINDERS = {}
 
 
+def _dot_parts(ax, s2, d):
+    """``(e_i, M_i)``, (B, N): |t~_i - t_i| <= e_i and M_i >= |t_i|, |t~_i|
+    for t_i = x0 . x_i + s2, ``ax`` = |x0| . |x_i| (the rounding of
+    ``DotProductPowerAdapter.rounding``: a sum of d products and s2)."""
+    base = (ax + s2) * (1.0 + 1e-12)
+    e_i = (d + 2) * _U * base + d * 2.0**-1074
+    return e_i, base + e_i
+
+
 def _power_remainder_sum(S, bx, ee, p):
     """(B,) sum_ij |gamma_ij| S^(p-i-j) bx^i ee^j (:func:`power_remainder_table`):
     the bound of F_p over |b| <= bx, 0 <= e <= ee for S, bx, ee >= 0 rounded
@@ -877,9 +936,9 @@ class SmoothCovariance:
     non-negative multiples of RBF / Matern(nu = 1.5, 2.5, inf) /
     RationalQuadratic (alpha in ``RQ_ALPHA``, kind ``("rq", alpha)``) terms and
     constants (with ``linear=True`` also of DotProduct, its integer powers
-    <= ``POLY_MAX_P`` and products of an RBF / Matern profile with one of
-    them, module doc "Linear terms", "Dot-product powers" and "Products with
-    a dot product") (WhiteKernel summands, also scaled, add noise only to the
+    <= ``POLY_MAX_P`` and products of RBF / Matern profiles with one of
+    them or with each other, module doc "Linear terms", "Dot-product powers",
+    "Products with a dot product" and "Products of several factors") (WhiteKernel summands, also scaled, add noise only to the
     training Gram matrix and to k(x, x)): what the local RKHS bound needs
     (module doc, "High signal-to-noise").
 
@@ -923,7 +982,9 @@ class SmoothCovariance:
                  xs_norm=0.0, n_nodes=0, poly=(), prod=()):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
-        self.kappa0 = float(const + sum(a for a, _, _ in terms))
+        # Stationary products (p = 0) have the constant diagonal a.
+        self.kappa0 = float(const + sum(a for a, _, _ in terms)
+                            + sum(float(a) for a, _, p, *_ in prod if int(p) == 0))
         # Linear part lin x . y (DotProduct terms; their sigma_0^2 is in const):
         # k_c(x, x) = kappa0 + lin ||x||^2 (module doc, "Linear terms").
         self.lin = float(lin)
@@ -931,11 +992,16 @@ class SmoothCovariance:
         # (module doc, "Dot-product powers"); s = fl(sigma_0^2) as sklearn
         # and the adapter compute it.
         self.poly = [(float(c), float(s2), int(p)) for c, s2, p in poly]
-        # Products a kappa(||(x - y) / l||) (s + x . y)^p of an RBF / Matern
-        # (1.5, 2.5, inf) profile and a dot-product power, p = 1 ..
-        # POLY_MAX_P: [(a, s, p, kind, ls)] (module doc, "Products with a
-        # dot product").
-        self.prod = [(float(a), float(s2), int(p), kind, np.asarray(ls, dtype=np.float64)) for a, s2, p, kind, ls in prod]
+        # Products a prod_f kappa_f(||(x - y) / l_f||) (s + x . y)^p of RBF /
+        # Matern (1.5, 2.5, inf) profiles and a dot-product power, p = 0 ..
+        # POLY_MAX_P (p = 0: no dot-product factor, then >= 2 profiles):
+        # [(a, s, p, ((kind, ls), ...), dp_leaves, n_leaves)] with dp_leaves
+        # the exponents of the DotProduct factors as sklearn multiplies them
+        # (their sum is p) and n_leaves the product tree's leaves, constants
+        # included (module doc, "Products with a dot product" and "Products
+        # of several factors").
+        self.prod = [(float(a), float(s2), int(p), tuple((kind, np.asarray(ls, dtype=np.float64)) for kind, ls in stat),
+                      tuple(int(q) for q in dpl), int(nl)) for a, s2, p, stat, dpl, nl in prod]
         # The WhiteKernel parts: k(x, x) = k_c(x, x) + white.
         self.white = float(white)
         # >= max_i ||x_i|| over the support points (the term magnitudes of
@@ -947,6 +1013,10 @@ class SmoothCovariance:
         self.H0 = np.zeros(d)
         for a, kind, ls in terms:
             self.H0 += a * self.profile(kind)[0] / ls**2
+        for a, _, p, stat, _, _ in self.prod:
+            if p == 0:
+                # ||w||^2 = a sum_f u^T H_f u (module doc, "Products of several factors").
+                self.H0 += a * self._stat_c2l2(stat)
         self.H0 += self.lin
         # Rounding of the computed kernel values (module doc, "Rounding of the
         # local bound"): each entry errs, beyond the adapter's rounding(), by
@@ -971,9 +1041,10 @@ class SmoothCovariance:
         (exponent 1: the linear part ``lin x . y``, its ``sigma_0^2`` a
         constant; module doc, "Linear terms") and of ``DotProduct ** p``, p
         = 2 .. ``POLY_MAX_P`` (``poly``, module doc "Dot-product powers") and
-        products a RBF / Matern(1.5, 2.5, inf) x DotProduct ** p, p = 1 ..
-        ``POLY_MAX_P``, constants on either side (``prod``, "Products with a
-        dot product"); ``Xs`` (the support points) is then required. Only :class:`LatentVariance`'s own bound handles them
+        products a prod_f (RBF / Matern(1.5, 2.5, inf))_f x DotProduct ** p, p
+        = 0 .. ``POLY_MAX_P``, constants anywhere in the product (``prod``,
+        "Products with a dot product", "Products of several factors");
+        ``Xs`` (the support points) is then required. Only :class:`LatentVariance`'s own bound handles them
         (the multi-output and softmax models' callers do not ask for them)."""
         from sklearn.gaussian_process import kernels as K
 
@@ -1041,52 +1112,57 @@ class SmoothCovariance:
                 return True
             return False
 
-        def peel(k):
-            """(c, k') with k = c k' (ConstantKernel factors taken out; c None
-            if one is negative / not finite); each one is a product node
-            whose rounding the Jacobian's ``n_nodes`` counts."""
-            c = 1.0
-            while type(k) is K.Product:
-                if type(k.k1) is K.ConstantKernel:
-                    c, k = c * float(k.k1.constant_value), k.k2
-                elif type(k.k2) is K.ConstantKernel:
-                    c, k = c * float(k.k2.constant_value), k.k1
-                else:
-                    break
-                nodes[0] += 1
-            return (c if np.isfinite(c) and c >= 0 else None), k
-
         def product(k, amp):
-            """A stationary profile (RBF / Matern 1.5, 2.5, inf) times a
-            dot-product power, constants on either side (module doc,
-            "Products with a dot product")."""
-            (c1, f1), (c2, f2) = peel(k.k1), peel(k.k2)
-            if c1 is None or c2 is None:
+            """A product of stationary profiles (RBF / Matern 1.5, 2.5, inf)
+            and at most one dot-product power (DotProduct factors of one
+            sigma_0 multiply into one power), constants anywhere in the
+            product tree (module doc, "Products with a dot product" and
+            "Products of several factors")."""
+            a, stat, dps, leaves = amp, [], [], [0]
+
+            def flat(f):
+                nonlocal a
+                tf = type(f)
+                leaves[0] += 1
+                if tf is K.Product:
+                    nodes[0] += 1
+                    leaves[0] -= 1
+                    return flat(f.k1) and flat(f.k2)
+                if tf is K.ConstantKernel:
+                    c = float(f.constant_value)
+                    a = a * c
+                    return bool(np.isfinite(c) and c >= 0)
+                if tf is K.DotProduct:
+                    dps.append((float(f.sigma_0), 1))
+                    return True
+                if is_dot_product_power(f):
+                    dps.append((float(f.kernel.sigma_0), int(float(f.exponent))))
+                    return True
+                if tf is K.RBF or (tf is K.Matern and float(f.nu) in (1.5, 2.5, np.inf)):
+                    ls = np.abs(np.squeeze(np.asarray(f.length_scale, dtype=np.float64)))
+                    ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
+                    if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
+                        return False
+                    stat.append(("rbf" if tf is K.RBF or float(f.nu) == np.inf else f"matern{float(f.nu)}", ls))
+                    return True
                 return False
-            for st, dp in ((f1, f2), (f2, f1)):
-                ts, td = type(st), type(dp)
-                if not (ts is K.RBF or (ts is K.Matern and float(st.nu) in (1.5, 2.5, np.inf))):
-                    continue
-                if td is K.DotProduct:
-                    s0, p = float(dp.sigma_0), 1
-                elif is_dot_product_power(dp):
-                    s0, p = float(dp.kernel.sigma_0), int(float(dp.exponent))
-                else:
-                    continue
-                ls = np.abs(np.squeeze(np.asarray(st.length_scale, dtype=np.float64)))
-                ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
-                if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)) or not np.isfinite(s0):
+
+            if not flat(k) or not stat or not np.isfinite(a):
+                return False
+            if dps:
+                s0 = dps[0][0]
+                p = sum(q for _, q in dps)
+                # One sigma_0 (a product of powers of one DotProduct is a power).
+                if not np.isfinite(s0) or any(s != s0 for s, _ in dps) or p > cls.POLY_MAX_P:
                     return False
-                if p > cls.POLY_MAX_P:
+                dp_leaves = tuple(q for _, q in dps)
+            else:
+                if len(stat) < 2:  # C * k alone is a term (walk's constant branch)
                     return False
-                kind = "rbf" if ts is K.RBF or float(st.nu) == np.inf else f"matern{float(st.nu)}"
-                a = amp * c1 * c2
-                if not np.isfinite(a):
-                    return False
-                if a > 0:
-                    prod.append((a, s0**2, p, kind, ls))
-                return True
-            return False
+                s0, p, dp_leaves = 0.0, 0, ()
+            if a > 0:
+                prod.append((a, s0**2, p, tuple(stat), dp_leaves, leaves[0]))
+            return True
 
         if not walk(kernel, 1.0) or not (terms or prod) or not np.isfinite(const[0]):
             return None
@@ -1132,13 +1208,25 @@ class SmoothCovariance:
 
     @property
     def nonstationary(self):
-        """True when k_c(x, x) varies with x (linear, dot-product power or product terms)."""
-        return self.lin > 0 or bool(self.poly) or bool(self.prod)
+        """True when k_c(x, x) varies with x (linear, dot-product power or
+        product terms with a dot-product factor)."""
+        return self.lin > 0 or bool(self.poly) or bool(self._dprod())
 
     def _powers(self):
         """(c, s, p) of every term whose diagonal is c (s + ||x||^2)^p: the
-        powers and the products (their profile is 1 at 0)."""
-        return list(self.poly) + [(a, s2, p) for a, s2, p, _, _ in self.prod]
+        powers and the products with a dot-product factor (their profiles
+        are 1 at 0)."""
+        return list(self.poly) + [(a, s2, p) for a, s2, p, *_ in self._dprod()]
+
+    def _dprod(self):
+        """The products with a dot-product factor (p >= 1)."""
+        return [t for t in self.prod if t[2] >= 1]
+
+    def _stat_c2l2(self, stat):
+        """(d,) sum_f c2_f / l_f^2 over a product's profiles: the diagonal of
+        its stationary block's first-order part (module doc, "Products of
+        several factors")."""
+        return sum(self.profile(kind)[0] / ls**2 for kind, ls in stat)
 
     def magnitude(self, xmax):
         """(B,) bound of the term magnitudes of k_c(x, x_i) for ||x|| <= xmax:
@@ -1181,15 +1269,14 @@ class SmoothCovariance:
                 mag = c * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee + p * (p - 1) * S ** (p - 2) * bx * bx)
                 err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
             dH0 = np.zeros(x0.shape)
-            for a, s2, p, kind, ls in self.prod:
+            for a, s2, p, stat, _, _ in self._dprod():
                 S = s2 + x2
-                c2 = self.profile(kind)[0]
                 kc0 = kc0 + a * S**p
                 gco = gco + a * p * S ** (p - 1)
                 alpha = alpha + a * p * S ** (p - 1)
                 if p >= 2:
                     beta = beta + a * p * (p - 1) * S ** (p - 2)
-                dh = a * (S**p)[:, None] * c2 / ls**2
+                dh = a * (S**p)[:, None] * self._stat_c2l2(stat)
                 dH0 = dH0 + dh
                 mag = a * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee) + (dh * h * h).sum(-1)
                 if p >= 2:
@@ -1204,19 +1291,21 @@ class SmoothCovariance:
         per power term, c (p R^(p-1) ||h1||)^2 with R^2 = s + sum_j
         max(|lo_j|, |hi_j|)^2 (the tensor-power telescoping of
         :meth:`~skgprobust.kernels.polynomial.DotProductPowerAdapter.rkhs_increment`),
-        per product a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2 (module
-        doc, "Products with a dot product")."""
+        per product with a dot-product factor a (||k_x - k_c||_Phi R^p + p
+        R^(p-1) ||h1||)^2 with ||k_x - k_c||_Phi^2 <= sum_f c2_f z_f^2 over
+        its profiles (module doc, "Products with a dot product", "Products of
+        several factors"; a product without one is in H0)."""
         D = (self.H0 * h1 * h1).sum(-1)
-        if self.prod:
+        if self._dprod():
             # a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2: the product's
             # increment (phi_k(x) - phi_k(c)) (x) psi(x) + phi_k(c) (x) (psi(x)
             # - psi(c)), ||phi_k(c)|| = 1 (module doc, "Products with a dot product").
             hh = (h1 * h1).sum(-1)
             far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
             with np.errstate(over="ignore", invalid="ignore"):
-                for a, s2, p, kind, ls in self.prod:
+                for a, s2, p, stat, _, _ in self._dprod():
                     R2 = (s2 + far2) * (1.0 + 1e-12)
-                    Dk = (self.profile(kind)[0] * h1 * h1 / ls**2).sum(-1)
+                    Dk = (self._stat_c2l2(stat) * h1 * h1).sum(-1)
                     t = np.sqrt(Dk * R2**p) + p * np.sqrt(R2 ** (p - 1) * hh)
                     D = D + a * t * t * (1.0 + (4 * p + 24) * _U)
         if self.poly:
@@ -1268,13 +1357,13 @@ class SmoothCovariance:
         product", depend on it)."""
         E2 = np.zeros(len(h))
         share = np.zeros(h.shape)
-        if (self.poly or self.prod) and x0 is None:
+        if (self.poly or self._dprod()) and x0 is None:
             return np.full(len(h), np.inf), np.full(h.shape, 1.0 / max(h.shape[1], 1))
-        if self.poly or self.prod:
+        d = h.shape[1]
+        if self.poly or self._dprod():
             # The box's moments, rounded up (sums of d non-negative terms):
             # ||x0||^2, |b| <= |x0| . h, e <= ||h||^2, and R^2 - s = ||(|x0|
             # + h)||^2 >= ||x||^2 over the box.
-            d = h.shape[1]
             f = 1.0 + (d + 3) * _U
             Sx = np.einsum("bd,bd->b", x0, x0) * f
             bx = (np.abs(x0) * h).sum(-1) * f
@@ -1284,26 +1373,42 @@ class SmoothCovariance:
             hs = (h * h) / hh[:, None]  # shares (split scores only)
             bs = np.abs(x0) * h / np.where(bx > 0, bx, 1.0)[:, None]
         if self.prod:
-            # ||E|| <= a^1/2 (||E_k|| R^p + ||w_k|| p R^(p-1) ||h|| + ||E_psi||)
-            # (module doc, "Products with a dot product").
+            # ||E|| <= a^1/2 (||E_Phi|| R^p + ||W|| p R^(p-1) ||h|| + ||E_psi||)
+            # with ||E_Phi|| <= sum_f ||E_f|| + sum_f (sum_(g<f) c2_g
+            # z_g^2)^1/2 ||w_f|| and ||W||^2 <= sum_f c2_f z_f^2 (module doc,
+            # "Products with a dot product", "Products of several factors");
+            # p = 0: ||E|| <= a^1/2 ||E_Phi||.
             with np.errstate(over="ignore", invalid="ignore"):
-                for a, s2, p, kind, ls in self.prod:
-                    c2, C, q = self.profile(kind)
-                    z2 = ((h / ls) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
-                    R2 = (s2 + far2) * (1.0 + 2 * _U)
-                    S = (s2 + Sx) * (1.0 + 2 * _U)
-                    Fp = _power_remainder_sum(S, bx, ee, p)
-                    tA = np.sqrt(C * z2 ** (q / 2) * R2**p)
-                    tB = np.sqrt(c2 * z2 * ee) * p * np.sqrt(R2 ** (p - 1))
-                    tC = np.sqrt(Fp)
+                for a, s2, p, stat, _, _ in self.prod:
+                    tA = np.zeros(len(h))
+                    zc = np.zeros(len(h))  # sum_(g<f) c2_g z_g^2, then the total
+                    zsh = np.zeros(h.shape)
+                    for kind, ls in stat:
+                        c2, C, q = self.profile(kind)
+                        z2 = ((h / ls) ** 2).sum(-1) * (1.0 + (d + 3) * _U)
+                        tA = tA + np.sqrt(C * z2 ** (q / 2)) + np.sqrt(zc * c2 * z2)
+                        zc = (zc + c2 * z2) * (1.0 + 2 * _U)
+                        zsh = zsh + c2 * (h / ls) ** 2
+                    zs = zsh / np.where(zc > 0, zc, 1.0)[:, None]
+                    tA = tA * (1.0 + 4 * len(stat) * _U)
+                    if p >= 1:
+                        R2 = (s2 + far2) * (1.0 + 2 * _U)
+                        S = (s2 + Sx) * (1.0 + 2 * _U)
+                        tA = tA * np.sqrt(R2**p)
+                        tB = np.sqrt(zc * ee) * p * np.sqrt(R2 ** (p - 1))
+                        tC = np.sqrt(_power_remainder_sum(S, bx, ee, p))
+                    else:
+                        tB = tC = np.zeros(len(h))
                     t = tA + tB + tC
                     e = a * t * t * (1.0 + (4 * p + 40) * _U)
                     E2 = E2 + e
                     # Each coordinate's share (split scores only): the
-                    # stationary factor's parts by (h_j / l_j)^2, the
+                    # stationary factors' parts by c2 (h_j / l_j)^2, the
                     # power's by h_j^2 and |x0_j| h_j.
-                    zs = (h / ls) ** 2 / np.where(z2 > 0, z2, 1.0)[:, None]
-                    w = (tA[:, None] * zs + tB[:, None] * 0.5 * (zs + hs) + tC[:, None] * 0.5 * (hs + bs))
+                    if p >= 1:
+                        w = (tA[:, None] * zs + tB[:, None] * 0.5 * (zs + hs) + tC[:, None] * 0.5 * (hs + bs))
+                    else:
+                        w = tA[:, None] * zs
                     share = share + e[:, None] * w / np.where(t > 0, t, 1.0)[:, None]
         if self.poly:
             # sup over |b| <= bx, 0 <= e <= ee of sum gamma_ij S^(p-i-j) b^i
@@ -1403,19 +1508,10 @@ class SmoothCovariance:
             # <= |G| + 2 |G_lin| entrywise, so (16 + 2 (n_nodes + 2)) u times
             # 2 lin |x_ij| more covers them (n_nodes: the tree's nodes).
             out = out + (16.0 + 2.0 * (self.n_nodes + 2)) * 2.0 * _U * self.lin * np.linalg.norm(Xs, axis=0)[None, :]
-        if (self.poly or self.prod) and x0 is None:
+        if (self.poly or self._dprod()) and x0 is None:
             return np.full(amax.shape, np.inf)
-        if self.poly or self.prod:
-            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
-
-            def dot_parts(s2):
-                """|t_i| <= base, |t~_i - t_i| <= e_i, M_i = base + e_i >= |t|, |t~|
-                for t_i = x0 . x_i + s2 (``DotProductPowerAdapter.rounding``)."""
-                base = (ax + s2) * (1.0 + 1e-12)
-                e_i = (d + 2) * _U * base + d * 2.0**-1074
-                return e_i, base + e_i
-
         if self.poly:
+            ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
             # Dot-product powers (module doc, "Dot-product powers"): the
             # adapter computes c p t~^(p-1) x_ij with t~ = fl(x0 . x_i + s),
             # |t~ - t| <= e_i = (d + 1)(1 + 2^-30) u (|x0| . |x_i| + s)
@@ -1429,46 +1525,96 @@ class SmoothCovariance:
             rel = (19.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
             with np.errstate(over="ignore", invalid="ignore"):
                 for c, s2, p in self.poly:
-                    e_i, M = dot_parts(s2)
+                    e_i, M = _dot_parts(ax, s2, d)
                     f = c * p * ((p - 1) * M ** (p - 2) * e_i + rel * M ** (p - 1))
                     col = np.sqrt((f * f) @ X2) * (1.0 + 1e-10)
                     out = out + np.where(np.isnan(col), np.inf, col)
         if self.prod:
-            # Products a kappa t^p (module doc, "Products with a dot product";
-            # the constant factors' products are tree nodes, in n_nodes):
-            # the adapter computes fl(K1~ G2~ + K2~ G1~), K1 = a kappa, G1 = a
-            # grad kappa, K2 = t^p, G2 = p t^(p-1) x_i. Per entry the error is
-            # at most |G2| dK1 + |K1~| dG2 + |G1| dK2 + |K2~| dG1 plus the
-            # products', the sum's and the constants' roundings and the
-            # tree's sum nodes relative to the magnitudes |K1| |G2| + |K2| |G1|;
-            # with kappa <= 1, |grad_j kappa| <= SUP_SLOPE / l_j, |t| <= M_i:
-            # dK1 <= a (SUP_SLOPE ds_i + (d + 2) u + 24 u) (the scaled
-            # distance's input rounding ds_i, its own rounding (d + 2) u s / 2
-            # times |kappa'(s)| <= 1 / s, the profile's 21 ulps), dG1_j <= a
-            # c2 (2 (d + 2) u + 3 ds_i) / l_j + 32 u a SUP_SLOPE / l_j (as for
-            # the stationary terms above), dK2 <= p M^(p-1) e_i + 17 u M^p, dG2
-            # <= (p (p - 1) M^(p-2) e_i + 19 u p M^(p-1)) |x_ij|.
-            aX = np.abs(Xs)  # (N, d)
-            rel = (6.0 + 2.0 * (16.0 + 2.0 * (self.n_nodes + 2))) * _U
-            with np.errstate(over="ignore", invalid="ignore"):
-                for a, s2, p, kind, ls in self.prod:
+            out = out + self._product_jacobian_rounding(amax, Xs, x0)
+        return out * (1.0 + 1e-12) if self.weights is not None else out
+
+
+    def _product_jacobian_rounding(self, amax, Xs, x0):
+        """(B, d) bound on ||dJ_j|| for the product terms (module doc,
+        "Products of several factors", the Jacobian): sklearn's / the
+        adapter's Product node computes fl(K1~ G2~ + K2~ G1~) and fl(K1~
+        K2~), so by induction over any product tree of m leaves the computed
+        gradient is sum_f G~_f prod_(g != f) K~_g (1 + theta_f), |theta_f| <=
+        gamma_(3 (m - 1)) (per leaf f, along its path to the root: two
+        roundings per node, plus the m - 1 - depth products inside the
+        siblings' values); constants are leaves with G = 0 (their terms
+        vanish exactly). Against the exact sum_f G_f prod_(g != f) K_g the
+        error is at most, per entry, sum_f [dG_f prod_g (MK_g + dK_g) + MG_f
+        (prod_g (MK_g + dK_g) - prod_g MK_g) + gamma (MG_f + dG_f) prod_g (MK_g
+        + dK_g)] with |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f,j| <= MG_f,j,
+        |G~_f,j - G_f,j| <= dG_f,j, the leaves' bounds (unit amplitude; the
+        amplitude a, a product of the constants, is exact up to the
+        roundings counted in gamma and in n_nodes):
+
+        * RBF / Matern (1.5, 2.5, inf) profile: MK = 1, dK = SUP_SLOPE ds_i
+          + (d + 26) u (the scaled distance's input rounding ds_i, its own
+          rounding (d + 2) u s / 2 times |kappa'(s)| <= 1 / s, the
+          profile's 21 ulps), MG_j = SUP_SLOPE / l_j, dG_j = (c2 (2 (d + 2)
+          u + 3 ds_i) + 32 u SUP_SLOPE) / l_j (as for the stationary terms);
+        * DotProduct ** q (q >= 1; t = x0 . x_i + s, |t~ - t| <= e_i, M_i
+          >= |t|, |t~|, ``DotProductPowerAdapter.rounding``): MK = M^q, dK =
+          q M^(q-1) e_i + 17 u M^q, MG_j = q M^(q-1) |x_ij|, dG_j = (q (q -
+          1) M^(q-2) e_i + 19 u q M^(q-1)) |x_ij| (mean value theorem, the
+          power's 8 ulps and the products with q and x_ij).
+
+        The product then sits in the kernel tree's sums, whose roundings
+        are relative to the parts' magnitudes (the caller's 32 u ||G_j|| is
+        relative to the computed total, which may cancel): (16 + 2 (n_nodes
+        + 2)) 2 u times a sum_f MG_f prod_(g != f) MK_g, as for the linear
+        part. Column j's 2-norm over i."""
+        B, d = amax.shape
+        N = Xs.shape[0]
+        out = np.zeros((B, d))
+        aX = np.abs(Xs)[None, :, :]  # (1, N, d)
+        rel_tree = 2.0 * (16.0 + 2.0 * (self.n_nodes + 2)) * _U
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self._dprod():
+                ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
+            for a, s2, p, stat, dp_leaves, n_leaves in self.prod:
+                leaves = []  # (MK (B, N), dK (B, N), MG (B, N, d), dG (B, N, d))
+                for kind, ls in stat:
                     c2 = self.profile(kind)[0]
                     ds = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
-                    e_i, M = dot_parts(s2)
-                    Mp1 = M ** (p - 1)
-                    dK1 = a * (self.SUP_SLOPE * ds + (d + 26) * _U)  # (B, N)
-                    dK2 = p * Mp1 * e_i + 17.0 * _U * M**p  # (B, N)
-                    g2c = p * Mp1  # |G2_ij| = g2c_i |x_ij|
-                    dg2c = (p * (p - 1) * M ** (p - 2) * e_i if p >= 2 else 0.0) + 19.0 * _U * p * Mp1
-                    # Entry (i, j): coefficient of |x_ij| and the part in 1 / l_j.
-                    cx = g2c * dK1 + (a + dK1) * dg2c + rel * a * g2c  # (B, N)
-                    cl = (a * self.SUP_SLOPE * dK2 + M**p * (1.0 + 32.0 * _U) * a * (c2 * (2.0 * (d + 2) * _U + 3.0 * ds)
-                          + 32.0 * _U * self.SUP_SLOPE) + rel * a * self.SUP_SLOPE * M**p)  # (B, N)
-                    # ||cx_i |x_ij| + cl_i / l_j||_i <= ||cx_i |x_ij|||_i + ||cl||_i / l_j
-                    col = np.sqrt((cx * cx) @ (aX * aX)) + np.sqrt((cl * cl).sum(-1))[:, None] / ls[None, :]
-                    col = col * (1.0 + 1e-10)
-                    out = out + np.where(np.isnan(col), np.inf, col)
-        return out * (1.0 + 1e-12) if self.weights is not None else out
+                    MK = np.ones((B, N))
+                    dK = self.SUP_SLOPE * ds + (d + 26) * _U
+                    MG = np.broadcast_to(self.SUP_SLOPE / ls, (B, N, d))
+                    dG = (c2 * (2.0 * (d + 2) * _U + 3.0 * ds)[:, :, None] + 32.0 * _U * self.SUP_SLOPE) / ls
+                    leaves.append((MK, dK, MG, dG))
+                if dp_leaves:
+                    e_i, M = _dot_parts(ax, s2, d)
+                    for q in dp_leaves:
+                        Mq1 = M ** (q - 1)
+                        MK = M**q
+                        dK = q * Mq1 * e_i + 17.0 * _U * MK
+                        MG = (q * Mq1)[:, :, None] * aX
+                        dg = 19.0 * _U * q * Mq1
+                        if q >= 2:
+                            dg = dg + q * (q - 1) * M ** (q - 2) * e_i
+                        dG = dg[:, :, None] * aX
+                        leaves.append((MK, dK, MG, dG))
+                gam = 3.0 * max(n_leaves - 1, 1) * _U * 1.01
+                err = np.zeros((B, N, d))
+                mag = np.zeros((B, N, d))
+                for f, (_, _, MG_f, dG_f) in enumerate(leaves):
+                    up = np.ones((B, N))  # prod_(g != f) (MK_g + dK_g)
+                    ex = np.ones((B, N))  # prod_(g != f) MK_g
+                    for g_, (MK_g, dK_g, _, _) in enumerate(leaves):
+                        if g_ != f:
+                            up = up * (MK_g + dK_g)
+                            ex = ex * MK_g
+                    up = up * (1.0 + 1e-12)
+                    err = err + dG_f * up[:, :, None] + MG_f * (up - ex)[:, :, None]
+                    err = err + gam * (MG_f + dG_f) * up[:, :, None]
+                    mag = mag + MG_f * ex[:, :, None]
+                err = a * (err + rel_tree * mag) * (1.0 + 1e-10)
+                col = np.sqrt((err * err).sum(1)) * (1.0 + 1e-10)
+                out = out + np.where(np.isnan(col), np.inf, col)
+        return out
 
 
 @dataclass
@@ -2521,7 +2667,7 @@ class LatentVariance:
         H0 = sm.H0 * f1
         g = -2.0 * np.einsum("nb,nbd->bd", z0, ZJ)
         lin = sm.nonstationary
-        poly = bool(sm.poly) or bool(sm.prod)
+        poly = bool(sm.poly) or bool(sm._dprod())
         e_poly = 0.0
         if lin:
             # Linear terms and dot-product powers (module doc, "Linear
