@@ -274,6 +274,12 @@ def kernel(kind, d):
         return ConstantKernel(1.0) * RBF(np.ones(d)) + ConstantKernel(0.1) * DotProduct(1.0) ** 2 + WhiteKernel(0.1)
     if kind == "rbf*dp":
         return ConstantKernel(1.0) * RBF(np.ones(d)) * DotProduct(1.0) + WhiteKernel(0.1)
+    if kind == "rbf*rbf":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) * RBF(3.0 * np.ones(d)) + WhiteKernel(0.1)
+    if kind == "rbf*matern":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) * Matern(1.0, nu=2.5) + WhiteKernel(0.1)
+    if kind == "rbf*matern*dp2":
+        return ConstantKernel(1.0) * RBF(np.ones(d)) * Matern(1.0, nu=2.5) * DotProduct(1.0) ** 2 + WhiteKernel(0.1)
     return ConstantKernel(1.0) * Matern(np.ones(d), nu=2.5) + WhiteKernel(0.1)
 
 
@@ -367,8 +373,11 @@ def main():
                         all_t.append(t)
                         all_c.append(c)
                         p = reg.kernel_.get_params()
-                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp"):  # (C * RBF {+, *} DotProduct part) + White: the RBF's C
+                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp", "rbf*rbf", "rbf*matern"):
+                            # (C * RBF {+, *} second part) + White: the RBF's C
                             snr = p["k2__noise_level"] / p["k1__k1__k1__constant_value"]
+                        elif kind == "rbf*matern*dp2":
+                            snr = p["k2__noise_level"] / p["k1__k1__k1__k1__constant_value"]
                         else:
                             snr = p["k2__noise_level"] / p["k1__k1__constant_value"]
                         print(

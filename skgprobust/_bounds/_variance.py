@@ -400,16 +400,22 @@ The Jacobian's rounding (``_product_jacobian_rounding``, general in the
 tree's shape): the adapter's Product node computes fl(K1~ G2~ + K2~ G1~),
 so by induction over a product tree of m leaves (constants included, their
 G = 0) the computed gradient is sum_f G~_f prod_(g != f) K~_g (1 +
-theta_f), |theta_f| <= gamma_(3 (m - 1)); with the leaves' bounds |K_g| <=
-MK_g, |K~_g - K_g| <= dK_g, |G_f| <= MG_f, |G~_f - G_f| <= dG_f (those of
-the two factors of "Products with a dot product", per leaf) the error is
-at most sum_f [dG_f prod_g (MK_g + dK_g) + MG_f (prod_g (MK_g + dK_g) -
-prod_g MK_g) + gamma (MG_f + dG_f) prod_g (MK_g + dK_g)] per entry, plus
+theta_f), |theta_f| <= gamma_(2 (m - 1)) (leaf f at depth D: two
+roundings per node of its path, and m - 1 - D products inside the
+siblings' values; the code charges gamma_(3 (m - 1))); with the leaves'
+bounds |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f| <= MG_f, |G~_f - G_f| <=
+dG_f (those of the two factors of "Products with a dot product", per leaf)
+the error is at most sum_f [dG_f prod_(g != f) (MK_g + dK_g) + MG_f
+(prod_(g != f) (MK_g + dK_g) - prod_(g != f) MK_g) + gamma (MG_f + dG_f)
+prod_(g != f) (MK_g + dK_g)] per entry (constants peeled off above the
+product node are roundings of the whole term, counted in n_nodes), plus
 the tree's sums relative to the term's magnitude a sum_f MG_f prod_(g !=
 f) MK_g, as for the linear part. Checked against 50-digit values in the
 tests. Not covered (the old bounds serve): RationalQuadratic, Matern 0.5
-or ExpSineSquared factors, DotProduct factors with different sigma_0,
-products inside powers.
+or ExpSineSquared factors, DotProduct factors whose sigma_0 differ (even
+by one ulp: two free DotProduct hyperparameters of a fitted kernel
+usually do), products inside powers, and one profile times constants
+that the sum's walk cannot peel (``(C * C) * RBF``).
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -1297,9 +1303,10 @@ class SmoothCovariance:
         several factors"; a product without one is in H0)."""
         D = (self.H0 * h1 * h1).sum(-1)
         if self._dprod():
-            # a (||k_x - k_c||_kappa R^p + p R^(p-1) ||h1||)^2: the product's
-            # increment (phi_k(x) - phi_k(c)) (x) psi(x) + phi_k(c) (x) (psi(x)
-            # - psi(c)), ||phi_k(c)|| = 1 (module doc, "Products with a dot product").
+            # a (||Phi(x) - Phi(c)|| R^p + p R^(p-1) ||h1||)^2: the product's
+            # increment (Phi(x) - Phi(c)) (x) psi(x) + Phi(c) (x) (psi(x) -
+            # psi(c)), ||Phi(c)|| = 1, Phi the profiles' block (module doc,
+            # "Products with a dot product", "Products of several factors").
             hh = (h1 * h1).sum(-1)
             far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
             with np.errstate(over="ignore", invalid="ignore"):
@@ -1540,13 +1547,14 @@ class SmoothCovariance:
         adapter's Product node computes fl(K1~ G2~ + K2~ G1~) and fl(K1~
         K2~), so by induction over any product tree of m leaves the computed
         gradient is sum_f G~_f prod_(g != f) K~_g (1 + theta_f), |theta_f| <=
-        gamma_(3 (m - 1)) (per leaf f, along its path to the root: two
-        roundings per node, plus the m - 1 - depth products inside the
-        siblings' values); constants are leaves with G = 0 (their terms
-        vanish exactly). Against the exact sum_f G_f prod_(g != f) K_g the
-        error is at most, per entry, sum_f [dG_f prod_g (MK_g + dK_g) + MG_f
-        (prod_g (MK_g + dK_g) - prod_g MK_g) + gamma (MG_f + dG_f) prod_g (MK_g
-        + dK_g)] with |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f,j| <= MG_f,j,
+        gamma_(2 (m - 1)) (per leaf f at depth D, along its path to the
+        root: two roundings per node, plus the m - 1 - D products inside the
+        siblings' values; charged gamma_(3 (m - 1))); constants are leaves
+        with G = 0 (their terms vanish exactly). Against the exact sum_f G_f
+        prod_(g != f) K_g the error is at most, per entry, sum_f [dG_f
+        prod_(g != f) (MK_g + dK_g) + MG_f (prod_(g != f) (MK_g + dK_g) -
+        prod_(g != f) MK_g) + gamma (MG_f + dG_f) prod_(g != f) (MK_g + dK_g)]
+        with |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f,j| <= MG_f,j,
         |G~_f,j - G_f,j| <= dG_f,j, the leaves' bounds (unit amplitude; the
         amplitude a, a product of the constants, is exact up to the
         roundings counted in gamma and in n_nodes):
