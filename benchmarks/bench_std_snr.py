@@ -211,6 +211,38 @@ the largest h instead of the one with length scale 0.185); with the
 stationary factor's parts shared by (h_j / l_j)^2 and the power's by h_j^2
 and |x0_j| h_j, its 5 rows converge in 9-18 splits.
 
+Session 24: products of several factors (module doc of
+``skgprobust._bounds._variance``, "Products of several factors": RBF /
+Matern profiles times each other, with a dot-product power or without).
+``--kernels 'rbf*rbf' 'rbf*matern' 'rbf*matern*dp2' --rows 5 --sizes 250``
+(``C * RBF(ARD) * RBF(3, ARD)``, ``C * RBF(ARD) * Matern(1, 2.5)``, ``C *
+RBF(ARD) * Matern(1, 2.5) * DotProduct ** 2``, each + White); before =
+a241146 from a worktree, then after, one after the other, load ~2 (a
+helper ran):
+
+| problem | kernel | normalize_y | converged before -> after | median s/row before -> after | median rel. gap after |
+|---|---|---|---|---|---|
+| Friedman #3 | rbf*rbf | True / False | 80% / 80% -> 100% / 100% | 1.37 / 2.80 -> 0.073 / 0.076 | 0.0087 / 0.0091 |
+| Friedman #3 | rbf*matern | True / False | 100% / 80% -> 100% / 100% | 0.006 / 2.18 -> 0.010 / 0.073 | 3.6e-12 / 0.0092 |
+| Friedman #3 | rbf*matern*dp2 | True / False | 0% / 0% -> 100% / 60% | 5.02 / 5.01 -> 1.09 / 3.52 | 0.0094 / 0.0098 |
+| Friedman #1 d = 8 | rbf*rbf | True / False | 80% / 100% -> 100% / 100% | 4.45 / 0.005 -> 0.009 / 0.010 | 0.0033 / 2.6e-13 |
+| Friedman #1 d = 8 | rbf*matern | True / False | 80% / 100% -> 100% / 100% | 3.16 / 0.005 -> 0.010 / 0.010 | 0.0023 / 1.3e-9 |
+| Friedman #1 d = 8 | rbf*matern*dp2 | True / False | 0% / 0% -> 100% / 100% | 5.01 / 5.03 -> 0.025 / 0.025 | 0.0041 / 0.0023 |
+| Friedman #1 d = 10 | rbf*rbf | True / False | 20% / 100% -> 100% / 100% | 5.01 / 0.005 -> 0.009 / 0.010 | 0.0047 / 2.6e-13 |
+| Friedman #1 d = 10 | rbf*matern | True / False | 100% / 100% -> 100% / 100% | 1.96 / 0.005 -> 0.009 / 0.010 | 0.003 / 1.2e-9 |
+| Friedman #1 d = 10 | rbf*matern*dp2 | True / False | 0% / 100% -> 100% / 100% | 5.01 / 0.031 -> 0.033 / 0.038 | 0.0029 / 0.0045 |
+| all 90 rows | | | 62.2% -> 97.8% | 2.29 -> 0.013 | |
+
+(The rows whose noise / amplitude is large, e.g. rbf*rbf on Friedman #1
+without normalize_y, converged before at the root and still do, in 0.005
+-> 0.010 s: the extra Jacobian-rounding work per box.) The single cases
+(example 1, the 1-D RBF + White rows) are unchanged. Not covered: the
+fitted ``C * RBF * DotProduct * DotProduct`` (two free sigma_0 that differ
+in the 8th digit: 0% converged, gap 0.13, whereas the same model written
+``C * RBF * DotProduct ** 2`` converges in 0.03-0.11 s per row);
+RationalQuadratic factors (``C * RBF * RQ``, Friedman #1 d = 8: 100% at
+1.08 s per row, through the old bounds).
+
 How to run
 ----------
 ::
