@@ -89,6 +89,11 @@ def make_kernel(kind, d):
     if kind == "rbf*matern*dp2":
         return ((ConstantKernel(0.3) * RBF(ls)) * (Matern(2.0 * ls, nu=2.5) * DotProduct(1.0) ** 2)
                 + ConstantKernel(1.0) * RBF(ls) + WhiteKernel(1e-3, (1e-9, 1.0)))
+    if kind == "rbf*rq":
+        return ConstantKernel(1.0) * RBF(ls) * RationalQuadratic(2.0, 1.5) + WhiteKernel(1e-3, (1e-9, 1.0))
+    if kind == "rq*dp":
+        return (ConstantKernel(0.3) * RationalQuadratic(1.0, 1.0) * DotProduct(1.0) + ConstantKernel(1.0) * RBF(ls)
+                + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind == "rbf*dp*dp":
         # Two DotProduct factors of one sigma_0 (tied): one power p = 2.
         return (ConstantKernel(0.3) * RBF(ls) * DotProduct(1.0, "fixed") * DotProduct(1.0, "fixed")
@@ -253,7 +258,7 @@ def test_parse_linear_terms():
     assert kc_lo[0] <= sm.kappa0 + 1.5 * 4.0 and kc_hi[0] >= sm.kappa0 + 1.5 * 34.0 and xmax[0] >= np.sqrt(34.0)
     # Not of this form: products other than (RBF / Matern)s x dot-product power, an infinite sigma_0,
     # powers above POLY_MAX_P (also as a product), two sigma_0s, a power of a scaled dot product.
-    for bad in (RationalQuadratic(1.0, 1.0) * DotProduct(1.0), RBF(1.0) * RationalQuadratic(1.0, 1.0),
+    for bad in (RationalQuadratic(1.0, 1e-200) * DotProduct(1.0), RBF(1.0) * RationalQuadratic(1.0, 1e6),
                 RBF(1.0) * DotProduct(1.0) ** 9, RBF(1.0) * ExpSineSquared(1.0, 2.0),
                 RBF(1.0) * DotProduct(1.0) ** 5 * DotProduct(1.0) ** 4, RBF(1.0) * DotProduct(1.0) * DotProduct(2.0),
                 RBF(1.0) * Matern(1.0, nu=0.5), DotProduct(1.0) * DotProduct(1.0) * RBF(np.inf),
@@ -372,7 +377,8 @@ def test_parse_products_with_a_dot_product():
 
 @pytest.mark.parametrize("kinds,p", [(("rbf",), 1), (("rbf",), 2), (("matern2.5",), 1), (("matern1.5",), 3),
                                      (("rbf", "matern2.5"), 0), (("matern1.5", "matern1.5"), 0),
-                                     (("rbf", "rbf"), 2), (("matern1.5", "rbf", "matern2.5"), 1)])
+                                     (("rbf", "rbf"), 2), (("matern1.5", "rbf", "matern2.5"), 1),
+                                     ((("rq", 0.7), "rbf"), 0), ((("rq", 3.0),), 2)])
 def test_product_expansion_against_the_kernel(kinds, p):
     """The products' local expansion against the kernel's own derivatives in
     40-digit arithmetic (an independent computation): ||k_x0||^2 = k(x0,
@@ -390,6 +396,9 @@ def test_product_expansion_against_the_kernel(kinds, p):
     a, d = 0.8, 2
 
     def prof(kind, r):
+        if isinstance(kind, tuple):  # RationalQuadratic
+            al = mp.mpf(kind[1])
+            return (1 + r * r / (2 * al)) ** (-al)
         nu = {"rbf": None, "matern2.5": 2.5, "matern1.5": 1.5}[kind]
         if nu is None:
             return mp.e ** (-r * r / 2)
@@ -494,7 +503,8 @@ def test_trend_jacobian_rounding(factor):
                 assert err <= bound[j] + 32 * U * abs(G[j]), (p, x, j, err, bound[j])
 
 
-@pytest.mark.parametrize("case", ["rbf*rbf", "rbf*matern1.5*dp", "matern2.5*rbf*dp2", "rbf*dp*dp"])
+@pytest.mark.parametrize("case", ["rbf*rbf", "rbf*matern1.5*dp", "matern2.5*rbf*dp2", "rbf*dp*dp", "rbf*rq",
+                                  "rq*dp2", "rq1e5*rbf"])
 def test_product_jacobian_rounding(case):
     """The computed Jacobian of a product of several factors (module doc of
     _variance, "Products of several factors"), next to a stationary slope,
@@ -514,12 +524,17 @@ def test_product_jacobian_rounding(case):
     facs = {"rbf*rbf": [("rbf", 1.1), ("rbf", 0.6)],
             "rbf*matern1.5*dp": [("rbf", 1.1), ("matern1.5", 0.9), ("dp", 1)],
             "matern2.5*rbf*dp2": [("matern2.5", 0.8), ("rbf", 1.3), ("dp", 2)],
-            "rbf*dp*dp": [("rbf", 1.1), ("dp", 1), ("dp", 1)]}[case]
+            "rbf*dp*dp": [("rbf", 1.1), ("dp", 1), ("dp", 1)],
+            "rbf*rq": [("rbf", 1.1), ("rq0.3", 0.9)],
+            "rq*dp2": [("rq7", 0.9), ("dp", 2)],
+            "rq1e5*rbf": [("rq100000", 0.9), ("rbf", 1.4)]}[case]
 
     def sk(f):
         kind, v = f
         if kind == "dp":
             return DotProduct(s0) ** v if v > 1 else DotProduct(s0)
+        if kind.startswith("rq"):
+            return RationalQuadratic(v, float(kind[2:]))
         return RBF(v) if kind == "rbf" else Matern(v, nu=float(kind[-3:]))
 
     trend = ConstantKernel(c) * sk(facs[0])
@@ -543,6 +558,9 @@ def test_product_jacobian_rounding(case):
             dj = (X0[j] - Xi[j]) / L**2
             if kind == "rbf":
                 out.append((mp.e ** (-r * r / 2), -mp.e ** (-r * r / 2) * dj))
+            elif kind.startswith("rq"):
+                al = mp.mpf(float(kind[2:]))
+                out.append(((1 + r * r / (2 * al)) ** (-al), -((1 + r * r / (2 * al)) ** (-al - 1)) * dj))
             elif kind == "matern1.5":
                 t = mp.sqrt(3) * r
                 out.append(((1 + t) * mp.e ** (-t), -3 * mp.e ** (-t) * dj))
@@ -646,6 +664,9 @@ CASES = [
     ("rbf*matern1.5", 2, 50, True),
     ("rbf*matern*dp2", 2, 50, True),
     ("rbf*dp*dp", 3, 60, False),
+    ("rbf*rq", 2, 50, True),
+    ("rbf*rq", 4, 60, False),
+    ("rq*dp", 3, 60, True),
 ]
 
 
@@ -665,7 +686,7 @@ def test_fitted_boxes(kind, d, N, normalize_y):
 
 
 @pytest.mark.parametrize("kind", ["rbf+dp", "rbf+dp2", "rbf+dp3", "rbf*dp", "matern*dp2", "rbf*rbf",
-                                  "rbf*matern*dp2"])
+                                  "rbf*matern*dp2", "rbf*rq", "rq*dp"])
 def test_batched_boxes_equal_single_boxes(kind):
     """Many boxes at once (as the branch and bound asks) give the same local
     bounds as one box at a time (per-box arrays of the trend terms)."""

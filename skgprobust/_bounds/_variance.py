@@ -364,8 +364,9 @@ derivatives in 40 digits (RBF, Matern 1.5 / 2.5; p = 1, 2, 3).
 
 *Products of several factors* (``SmoothCovariance.prod``; session 24). A
 term a prod_f kappa_f(||(x - y) / l_f||) (s + x . y)^p with m >= 1 RBF /
-Matern (1.5, 2.5, inf) profiles and p = 0 .. 8 (``C * RBF * Matern``, ``C
-* RBF(l1) * RBF(l2)``, ``C * RBF * Matern * DotProduct ** 2``; constants
+Matern (1.5, 2.5, inf) / RationalQuadratic (alpha in ``RQ_ALPHA``)
+profiles and p = 0 .. 8 (``C * RBF * Matern``, ``C * RBF(l1) * RBF(l2)``,
+``C * RBF * RationalQuadratic``, ``C * RBF * Matern * DotProduct ** 2``; constants
 anywhere in the product tree; DotProduct factors of one sigma_0 multiply
 into one power, sum of their exponents <= 8; p = 0 needs m >= 2, one
 profile alone being a term). The profiles' block is the stationary kernel
@@ -407,7 +408,10 @@ bounds |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f| <= MG_f, |G~_f - G_f| <=
 dG_f (those of the two factors of "Products with a dot product", per leaf)
 the error is at most sum_f [dG_f prod_(g != f) (MK_g + dK_g) + MG_f
 (prod_(g != f) (MK_g + dK_g) - prod_(g != f) MK_g) + gamma (MG_f + dG_f)
-prod_(g != f) (MK_g + dK_g)] per entry (constants peeled off above the
+prod_(g != f) (MK_g + dK_g)] per entry (a RationalQuadratic leaf adds its
+alpha-fold rounding, rel psi to dK and rel 2 |psi'| |x0_j - x_ij| / l_j^2
+<= rel fac sqrt(phi) / l_j to dG, with rel, fac as for its terms:
+``_rq_slope_rounding``; constants peeled off above the
 product node are roundings of the whole term, counted in n_nodes), plus
 the tree's sums relative to the term's magnitude a sum_f MG_f prod_(g !=
 f) MK_g, as for the linear part. Every leaf's |G_j| and |dG_j| bounds are
@@ -415,8 +419,8 @@ a (B, N) coefficient times v_j = 1 / l_j (a profile) or |x_ij| (a dot
 product), so column j's 2-norm over i is bounded, by the triangle
 inequality over the leaves, by sum_profiles ||A_f|| / l_j + ||A_dp,i
 |x_ij|||_i with (B, N) arrays only (B = 64, N = 2000, d = 10: 0.05 s, 24
-MB). Checked against 50-digit values in the tests. Not covered (the old bounds serve): RationalQuadratic, Matern 0.5
-or ExpSineSquared factors, DotProduct factors whose sigma_0 differ (even
+MB). Checked against 50-digit values in the tests. Not covered (the old bounds serve): Matern 0.5 or ExpSineSquared
+factors, DotProduct factors whose sigma_0 differ (even
 by one ulp: two free DotProduct hyperparameters of a fitted kernel
 usually do), products inside powers, and one profile times constants
 that the sum's walk cannot peel (``(C * C) * RBF``).
@@ -899,6 +903,34 @@ def _dot_parts(ax, s2, d):
     return e_i, base + e_i
 
 
+def _rq_slope_rounding(x0, Xs, ls, al):
+    """The RationalQuadratic profile's alpha-fold rounding at the points x0
+    (B, d) against Xs (N, d) (module doc, "Remainder";
+    :meth:`SmoothCovariance.jacobian_rounding`): ``(D, phi, rel, fac,
+    fac_v)`` with D (B, N, d) >= |x0 - x_i| (rounded up), phi (B, N) the
+    scaled squared distance from D (an upper bound; phi (1 - 1e-12) a lower
+    one), rel >= the relative error of the computed slope psi'(phi) and of
+    the value psi(phi) beyond the stationary terms' 16 u (the base's
+    relative error |e| <= u + t (d + 6) u / (1 + t) raised to the power
+    alpha + 1 >= alpha: expm1((alpha + 1) u + (1 + 1 / alpha) (phi / 2) (d
+    + 6) u), times 1 + 4 u), fac >= (1 + t)^(-alpha - 1) = 2 |psi'(phi)|
+    and fac_v >= (1 + t)^-alpha = psi(phi) (t = phi / (2 alpha), from the
+    lower bound of phi; the powers evaluated as exp(-c log1p(t) (1 -
+    1e-12)) (1 + 1e-13), which covers the few-ulp errors of log1p, the
+    product and exp)."""
+    d = x0.shape[1]
+    D = np.abs(x0[:, None, :] - Xs[None, :, :]) * (1.0 + 4.0 * _U)  # (B, N, d)
+    phi = ((D / ls) ** 2).sum(-1)  # (B, N)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expo = ((al + 1.0) * _U + (1.0 + 1.0 / al) * 0.5 * phi * (1.0 + 1e-12) * (d + 6) * _U)
+        rel = np.expm1(np.minimum(expo * (1.0 + 4.0 * _U), 700.0)) * (1.0 + 4.0 * _U)
+        rel = np.where(expo < 700.0, rel, np.inf)
+        lg = np.log1p(phi * (1.0 - 1e-12) / (2.0 * al)) * (1.0 - 1e-12)
+        fac = np.exp(-(al + 1.0) * lg) * (1.0 + 1e-13) + 1e-300
+        fac_v = np.exp(-al * lg) * (1.0 + 1e-13) + 1e-300
+    return D, phi, rel, fac, fac_v
+
+
 def _power_remainder_sum(S, bx, ee, p):
     """(B,) sum_ij |gamma_ij| S^(p-i-j) bx^i ee^j (:func:`power_remainder_table`):
     the bound of F_p over |b| <= bx, 0 <= e <= ee for S, bx, ee >= 0 rounded
@@ -1123,8 +1155,8 @@ class SmoothCovariance:
             return False
 
         def product(k, amp):
-            """A product of stationary profiles (RBF / Matern 1.5, 2.5, inf)
-            and at most one dot-product power (DotProduct factors of one
+            """A product of stationary profiles (RBF / Matern 1.5, 2.5, inf /
+            RationalQuadratic) and at most one dot-product power (DotProduct factors of one
             sigma_0 multiply into one power), constants anywhere in the
             product tree (module doc, "Products with a dot product" and
             "Products of several factors")."""
@@ -1148,12 +1180,21 @@ class SmoothCovariance:
                 if is_dot_product_power(f):
                     dps.append((float(f.kernel.sigma_0), int(float(f.exponent))))
                     return True
-                if tf is K.RBF or (tf is K.Matern and float(f.nu) in (1.5, 2.5, np.inf)):
+                rqf = tf is K.RationalQuadratic
+                if rqf:
+                    a_rq = float(f.alpha)
+                    if not (np.isfinite(a_rq) and cls.RQ_ALPHA[0] <= a_rq <= cls.RQ_ALPHA[1]):
+                        return False
+                if rqf or tf is K.RBF or (tf is K.Matern and float(f.nu) in (1.5, 2.5, np.inf)):
                     ls = np.abs(np.squeeze(np.asarray(f.length_scale, dtype=np.float64)))
                     ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
                     if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
                         return False
-                    stat.append(("rbf" if tf is K.RBF or float(f.nu) == np.inf else f"matern{float(f.nu)}", ls))
+                    if rqf:
+                        kind = ("rq", a_rq)
+                    else:
+                        kind = "rbf" if tf is K.RBF or float(f.nu) == np.inf else f"matern{float(f.nu)}"
+                    stat.append((kind, ls))
                     return True
                 return False
 
@@ -1495,15 +1536,8 @@ class SmoothCovariance:
             if isinstance(kind, tuple):
                 if x0 is None:
                     return np.full(amax.shape, np.inf)
-                al = float(kind[1])
-                D = np.abs(x0[:, None, :] - Xs[None, :, :]) * (1.0 + 4.0 * _U)  # (B, N, d)
-                phi = ((D / ls) ** 2).sum(-1)  # (B, N)
+                D, _, rel, fac, _ = _rq_slope_rounding(x0, Xs, ls, float(kind[1]))
                 with np.errstate(over="ignore", invalid="ignore"):
-                    expo = ((al + 1.0) * _U + (1.0 + 1.0 / al) * 0.5 * phi * (1.0 + 1e-12) * (d + 6) * _U)
-                    rel = np.expm1(np.minimum(expo * (1.0 + 4.0 * _U), 700.0)) * (1.0 + 4.0 * _U)
-                    rel = np.where(expo < 700.0, rel, np.inf)
-                    fac = np.exp(-(al + 1.0) * np.log1p(phi * (1.0 - 1e-12) / (2.0 * al)) * (1.0 - 1e-12))
-                    fac = fac * (1.0 + 1e-13) + 1e-300
                     G = a * (rel * fac)[:, :, None] * D / ls**2  # (B, N, d)
                     if self.weights is not None:
                         G = G * self.weights[t][None, :, None]
@@ -1599,6 +1633,15 @@ class SmoothCovariance:
                     ds = 5.0 * _input_rounding(amax, Xs, ls)  # (B, N)
                     dK = self.SUP_SLOPE * ds + (d + 26) * _U
                     dg = c2 * (2.0 * (d + 2) * _U + 3.0 * ds) + 32.0 * _U * self.SUP_SLOPE
+                    if isinstance(kind, tuple):
+                        # RationalQuadratic: the alpha-fold rounding of the
+                        # value (rel psi) and of the slope (rel 2 |psi'| |x0_j
+                        # - x_ij| / l_j^2 <= rel fac sqrt(phi) / l_j).
+                        if x0 is None:
+                            return np.full(amax.shape, np.inf)
+                        _, phi, rel, fac, fac_v = _rq_slope_rounding(x0, Xs, ls, float(kind[1]))
+                        dK = dK + rel * fac_v
+                        dg = dg + rel * fac * np.sqrt(phi * (1.0 + 1e-12))
                     leaves.append((np.ones((B, N)), dK, np.full((B, N), self.SUP_SLOPE), dg, ls))
                 if dp_leaves:
                     e_i, M = _dot_parts(ax, s2, d)
