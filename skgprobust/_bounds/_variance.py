@@ -1134,25 +1134,36 @@ class SmoothCovariance:
                 elif amp > 0:
                     poly.append((float(amp), s0**2, p))
                 return True
+            prof = profile_of(k)
+            if not prof:  # another kernel, or a profile's type outside the range
+                return False
+            if amp > 0:
+                terms.append((float(amp),) + prof)
+            return True
+
+        def profile_of(k):
+            """``(kind, ls)`` of an RBF / Matern (1.5, 2.5, inf) /
+            RationalQuadratic (alpha in ``RQ_ALPHA``) kernel, else a false
+            value (False: one of these types outside that range, None:
+            another kernel)."""
+            t = type(k)
             rq = t is K.RationalQuadratic
             if rq:
                 a_rq = float(k.alpha)
                 if not (np.isfinite(a_rq) and cls.RQ_ALPHA[0] <= a_rq <= cls.RQ_ALPHA[1]):
                     return False
-            if rq or t is K.RBF or (t is K.Matern and float(k.nu) in (1.5, 2.5, np.inf)):
-                # |l|: sklearn's values are even in l (StationaryAdapter._length_scales).
-                ls = np.abs(np.squeeze(np.asarray(k.length_scale, dtype=np.float64)))
-                ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
-                if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
-                    return False
-                if rq:
-                    kind = ("rq", a_rq)
-                else:
-                    kind = "rbf" if t is K.RBF or float(k.nu) == np.inf else f"matern{float(k.nu)}"
-                if amp > 0:
-                    terms.append((float(amp), kind, ls))
-                return True
-            return False
+            if not (rq or t is K.RBF or t is K.Matern):
+                return None
+            if t is K.Matern and float(k.nu) not in (1.5, 2.5, np.inf):
+                return False
+            # |l|: sklearn's values are even in l (StationaryAdapter._length_scales).
+            ls = np.abs(np.squeeze(np.asarray(k.length_scale, dtype=np.float64)))
+            ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
+            if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
+                return False
+            if rq:
+                return ("rq", a_rq), ls
+            return ("rbf" if t is K.RBF or float(k.nu) == np.inf else f"matern{float(k.nu)}"), ls
 
         def product(k, amp):
             """A product of stationary profiles (RBF / Matern 1.5, 2.5, inf /
@@ -1180,23 +1191,10 @@ class SmoothCovariance:
                 if is_dot_product_power(f):
                     dps.append((float(f.kernel.sigma_0), int(float(f.exponent))))
                     return True
-                rqf = tf is K.RationalQuadratic
-                if rqf:
-                    a_rq = float(f.alpha)
-                    if not (np.isfinite(a_rq) and cls.RQ_ALPHA[0] <= a_rq <= cls.RQ_ALPHA[1]):
-                        return False
-                if rqf or tf is K.RBF or (tf is K.Matern and float(f.nu) in (1.5, 2.5, np.inf)):
-                    ls = np.abs(np.squeeze(np.asarray(f.length_scale, dtype=np.float64)))
-                    ls = np.full(d, float(ls)) if ls.ndim == 0 else ls
-                    if ls.shape != (d,) or not np.all(np.isfinite(ls) & (ls > 0)):
-                        return False
-                    if rqf:
-                        kind = ("rq", a_rq)
-                    else:
-                        kind = "rbf" if tf is K.RBF or float(f.nu) == np.inf else f"matern{float(f.nu)}"
-                    stat.append((kind, ls))
-                    return True
-                return False
+                prof = profile_of(f)
+                if prof:
+                    stat.append(prof)
+                return bool(prof)
 
             if not flat(k) or not stat or not np.isfinite(a):
                 return False
