@@ -851,7 +851,9 @@ def test_example_1_converges():
 def snr_cases(draw):
     kind = draw(st.sampled_from(["c*rbf+white", "rbf+white", "rbf-ard", "matern1.5", "matern2.5", "rq",
                                  "rq-small-alpha", "rbf+dp", "rbf+dp-far", "rbf+dp-unscaled", "rbf+dp2",
-                                 "rbf+dp3", "rbf+dp2-far", "rbf+dp2-unscaled", "rbf*dp", "matern*dp2"]))
+                                 "rbf+dp3", "rbf+dp2-far", "rbf+dp2-unscaled", "rbf*dp", "matern*dp2",
+                                 "rbf*rbf", "rbf*rbf-far", "rbf*matern1.5", "rbf*matern*dp2", "rbf*dp*dp",
+                                 "rbf*rq", "rq*dp"]))
     d = draw(st.integers(1, 8))
     N = draw(st.integers(10, 80))
     normalize_y = draw(st.booleans())
