@@ -236,10 +236,11 @@ helper ran):
 (The rows whose noise / amplitude is large, e.g. rbf*rbf on Friedman #1
 without normalize_y, converged before at the root and still do, in 0.005
 -> 0.010 s: the extra Jacobian-rounding work per box.) The single cases
-(example 1, the 1-D RBF + White rows) are unchanged. Not covered: the
-fitted ``C * RBF * DotProduct * DotProduct`` (two free sigma_0 that differ
-in the 8th digit: 0% converged, gap 0.13, whereas the same model written
-``C * RBF * DotProduct ** 2`` converges in 0.03-0.11 s per row).
+(example 1, the 1-D RBF + White rows) are unchanged. DotProduct factors
+with different sigma_0, added after (the polynomial g of the module doc):
+the fitted ``C * RBF * DotProduct * DotProduct`` (two free sigma_0 that
+differ in the 8th digit), Friedman #1 d = 8, N = 250, normalize_y, 4
+rows: 0% converged, gap 0.13 at 5 s -> 100%, 0.02 s per row.
 RationalQuadratic factors, added next (fitted on Friedman #1 d = 8, N =
 250, normalize_y, 4 rows, ``/tmp`` probe): ``C * RBF * RQ + White`` 1.08 ->
 0.01 s per row, ``C * RQ * DotProduct + White`` 0.08 -> 0.02 s per row

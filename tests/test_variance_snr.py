@@ -95,8 +95,9 @@ def make_kernel(kind, d):
         return (ConstantKernel(0.3) * RationalQuadratic(1.0, 1.0) * DotProduct(1.0) + ConstantKernel(1.0) * RBF(ls)
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind == "rbf*dp*dp":
-        # Two DotProduct factors of one sigma_0 (tied): one power p = 2.
-        return (ConstantKernel(0.3) * RBF(ls) * DotProduct(1.0, "fixed") * DotProduct(1.0, "fixed")
+        # Two DotProduct factors (their sigma_0 fitted apart): g(t) = (s1 +
+        # t)(s2 + t) (module doc of _variance, "Products of several factors").
+        return (ConstantKernel(0.3) * RBF(ls) * DotProduct(1.0) * DotProduct(0.5)
                 + WhiteKernel(1e-3, (1e-9, 1.0)))
     if kind == "rbf+dp2-unscaled":
         return (ConstantKernel(1.0) * RBF(200.0 * ls) + ConstantKernel(1e-4) * DotProduct(1.0) ** 2
@@ -260,7 +261,7 @@ def test_parse_linear_terms():
     # powers above POLY_MAX_P (also as a product), two sigma_0s, a power of a scaled dot product.
     for bad in (RationalQuadratic(1.0, 1e-200) * DotProduct(1.0), RBF(1.0) * RationalQuadratic(1.0, 1e6),
                 RBF(1.0) * DotProduct(1.0) ** 9, RBF(1.0) * ExpSineSquared(1.0, 2.0),
-                RBF(1.0) * DotProduct(1.0) ** 5 * DotProduct(1.0) ** 4, RBF(1.0) * DotProduct(1.0) * DotProduct(2.0),
+                RBF(1.0) * DotProduct(1.0) ** 5 * DotProduct(2.0) ** 4, RBF(1.0) * DotProduct(np.inf) * DotProduct(2.0),
                 RBF(1.0) * Matern(1.0, nu=0.5), DotProduct(1.0) * DotProduct(1.0) * RBF(np.inf),
                 RBF(1.0) + DotProduct(np.inf), RBF(1.0) + DotProduct(1.0) ** 9,
                 RBF(1.0) + Exponentiation(ConstantKernel(2.0) * DotProduct(1.0), 2),
@@ -363,8 +364,8 @@ def test_parse_products_with_a_dot_product():
     assert SmoothCovariance.parse(k, d) is None
     sm = SmoothCovariance.parse(k, d, linear=True, Xs=Xs)
     assert sm.nonstationary and not sm.terms and not sm.poly and sm.lin == 0
-    got = sorted((a, s2, p, stat[0][0]) for a, s2, p, stat, _, _ in sm.prod)
-    assert all(len(stat) == 1 for _, _, _, stat, _, _ in sm.prod)
+    got = sorted((a, dpl[0][0], p, stat[0][0]) for a, _, p, stat, dpl, _ in sm.prod)
+    assert all(len(stat) == 1 and len(dpl) == 1 for _, _, _, stat, dpl, _ in sm.prod)
     assert [(g[2], g[3]) for g in got] == [(2, "matern2.5"), (1, "rbf")]
     np.testing.assert_allclose([g[:2] for g in got], [(0.6, 1.0), (2.0, 0.25)])
     lo, hi = np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]])
@@ -378,7 +379,8 @@ def test_parse_products_with_a_dot_product():
 @pytest.mark.parametrize("kinds,p", [(("rbf",), 1), (("rbf",), 2), (("matern2.5",), 1), (("matern1.5",), 3),
                                      (("rbf", "matern2.5"), 0), (("matern1.5", "matern1.5"), 0),
                                      (("rbf", "rbf"), 2), (("matern1.5", "rbf", "matern2.5"), 1),
-                                     ((("rq", 0.7), "rbf"), 0), ((("rq", 3.0),), 2)])
+                                     ((("rq", 0.7), "rbf"), 0), ((("rq", 3.0),), 2), (("rbf",), (1, 2)),
+                                     (("matern2.5", "rbf"), (1, 1, 1))])
 def test_product_expansion_against_the_kernel(kinds, p):
     """The products' local expansion against the kernel's own derivatives in
     40-digit arithmetic (an independent computation): ||k_x0||^2 = k(x0,
@@ -392,7 +394,11 @@ def test_product_expansion_against_the_kernel(kinds, p):
     import mpmath as mp
 
     mp.mp.dps = 40
-    rng = np.random.default_rng(p + 10 * len(kinds))
+    # p: one power (s + x . y)^p, or a tuple of exponents q_k of factors (s_k
+    # + x . y)^(q_k) with different s_k (the polynomial g of the module doc).
+    qs = p if isinstance(p, tuple) else ((p,) if p else ())
+    p = sum(qs)
+    rng = np.random.default_rng(p + 10 * len(kinds) + len(qs))
     a, d = 0.8, 2
 
     def prof(kind, r):
@@ -408,18 +414,20 @@ def test_product_expansion_against_the_kernel(kinds, p):
     worst = 0.0
     for _ in range(6):
         lss = [rng.uniform(0.5, 2.0, d) for _ in kinds]
-        s2 = float(rng.uniform(0, 2))
+        s2s = [float(rng.uniform(0, 2)) for _ in qs]
         x0 = rng.normal(size=d)
         h = rng.uniform(0.01, 0.3, d)
 
         def k(x, y):
-            out = mp.mpf(a) * (mp.mpf(s2) + sum(x[j] * y[j] for j in range(d))) ** p
+            out = mp.mpf(a)
+            for s2, q in zip(s2s, qs):
+                out *= (mp.mpf(s2) + sum(x[j] * y[j] for j in range(d))) ** q
             for kind, ls in zip(kinds, lss):
                 out *= prof(kind, mp.sqrt(sum(((x[j] - y[j]) / mp.mpf(ls[j])) ** 2 for j in range(d))))
             return out
 
         stat = tuple(zip(kinds, lss))
-        sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, prod=[(a, s2, p, stat, (p,) if p else (), 3)])
+        sm = SmoothCovariance([], 0.0, d, xs_norm=1.0, prod=[(a, tuple(zip(s2s, qs)), stat, 3)])
         assert sm.nonstationary == (p > 0)
         kc0, gco, al, be, _, dH0 = sm.section(x0[None], h[None])
         E2 = sm.remainder2(h[None], x0[None] if p else None)[0][0]
@@ -504,7 +512,7 @@ def test_trend_jacobian_rounding(factor):
 
 
 @pytest.mark.parametrize("case", ["rbf*rbf", "rbf*matern1.5*dp", "matern2.5*rbf*dp2", "rbf*dp*dp", "rbf*rq",
-                                  "rq*dp2", "rq1e5*rbf"])
+                                  "rq*dp2", "rq1e5*rbf", "rbf*dp*dp2-distinct"])
 def test_product_jacobian_rounding(case):
     """The computed Jacobian of a product of several factors (module doc of
     _variance, "Products of several factors"), next to a stationary slope,
@@ -517,7 +525,7 @@ def test_product_jacobian_rounding(case):
 
     mp.mp.dps = 50
     U = 2.0**-53
-    a, l, c, s0 = 3.0, 0.7, 0.37, 0.5
+    a, l, c, s0, s1 = 3.0, 0.7, 0.37, 0.5, 0.8
     xi = np.array([[-1.3, 0.4]])
     Xi = [mp.mpf(-1.3), mp.mpf(0.4)]
     # Factors: ("rbf" / "matern1.5" / "matern2.5", length scale) or ("dp", exponent).
@@ -527,12 +535,14 @@ def test_product_jacobian_rounding(case):
             "rbf*dp*dp": [("rbf", 1.1), ("dp", 1), ("dp", 1)],
             "rbf*rq": [("rbf", 1.1), ("rq0.3", 0.9)],
             "rq*dp2": [("rq7", 0.9), ("dp", 2)],
-            "rq1e5*rbf": [("rq100000", 0.9), ("rbf", 1.4)]}[case]
+            "rq1e5*rbf": [("rq100000", 0.9), ("rbf", 1.4)],
+            "rbf*dp*dp2-distinct": [("rbf", 1.1), ("dp", 1), ("dp'", 2)]}[case]
 
     def sk(f):
         kind, v = f
-        if kind == "dp":
-            return DotProduct(s0) ** v if v > 1 else DotProduct(s0)
+        if kind in ("dp", "dp'"):
+            sig = s0 if kind == "dp" else s1
+            return DotProduct(sig) ** v if v > 1 else DotProduct(sig)
         if kind.startswith("rq"):
             return RationalQuadratic(v, float(kind[2:]))
         return RBF(v) if kind == "rbf" else Matern(v, nu=float(kind[-3:]))
@@ -543,14 +553,14 @@ def test_product_jacobian_rounding(case):
     k = ConstantKernel(a) * RBF(l) + trend
     ad = make_adapter(k, xi)
     sm = SmoothCovariance.parse(k, 2, linear=True, Xs=xi)
-    assert len(sm.prod) == 1 and len(sm.prod[0][3]) == sum(f[0] != "dp" for f in facs)
+    assert len(sm.prod) == 1 and len(sm.prod[0][3]) == sum(not f[0].startswith("dp") for f in facs)
 
     def exact(X0, j):
         """Value and d/dx_j of each factor at X0 (50 digits)."""
         out = []
         for kind, v in facs:
-            if kind == "dp":
-                t = mp.mpf(s0) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
+            if kind in ("dp", "dp'"):
+                t = mp.mpf(s0 if kind == "dp" else s1) ** 2 + X0[0] * Xi[0] + X0[1] * Xi[1]
                 out.append((t**v, v * t ** (v - 1) * Xi[j]))
                 continue
             L = mp.mpf(v)

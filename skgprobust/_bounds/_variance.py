@@ -367,9 +367,12 @@ term a prod_f kappa_f(||(x - y) / l_f||) (s + x . y)^p with m >= 1 RBF /
 Matern (1.5, 2.5, inf) / RationalQuadratic (alpha in ``RQ_ALPHA``)
 profiles and p = 0 .. 8 (``C * RBF * Matern``, ``C * RBF(l1) * RBF(l2)``,
 ``C * RBF * RationalQuadratic``, ``C * RBF * Matern * DotProduct ** 2``; constants
-anywhere in the product tree; DotProduct factors of one sigma_0 multiply
-into one power, sum of their exponents <= 8; p = 0 needs m >= 2, one
-profile alone being a term). The profiles' block is the stationary kernel
+anywhere in the product tree; p = 0 needs m >= 2, one profile alone being
+a term). The dot-product factors (s_k + x . y)^(q_k) (DotProduct or its
+powers, any sigma_0: two free DotProduct hyperparameters of a fitted
+kernel differ) multiply into g(x . y) with g(t) = prod_k (s_k + t)^(q_k) =
+sum_j c_j t^j, c_j >= 0 (s_k = sigma_0^2 >= 0), of degree p = sum_k q_k <=
+8; one sigma_0 gives (s + t)^p as above. The profiles' block is the stationary kernel
 Phi = (x)_f phi_f with phi_f(x) = phi_f0 + w_f + E_f (each profile's
 expansion above, unit amplitude). Its first-order section W = sum_f w_f (x)
 (x)_(g != f) phi_g0 has ||W||^2 = sum_f ||w_f||^2 = sum_f u^T H_f u, H_f =
@@ -390,7 +393,22 @@ z_f^(q_f / 2) + sum_f (sum_(g<f) c2_g z_g^2)^1/2 c2_f^1/2 z_f, and
 ||W||^2, ||Phi(x) - Phi0||^2 <= sum_f c2_f z_f^2. Everything in "Products
 with a dot product" then holds with E_k -> E_Phi, ||w_k||^2 <= c2 z^2 ->
 sum_f c2_f z_f^2 and dH0 = a S^p sum_f c2_f / l_f^2 (``section``,
-``increment2``, ``remainder2``). p = 0 (no dot product): k(x, x) = a is
+``increment2``, ``remainder2``), and with the power replaced by g: g(t) =
+sum_j c_j t^j is the kernel of the feature map psi = (c_j^1/2 x^(x)j)_j
+(the powers t^j, sigma_0 = 0, side by side), and every quantity of the
+power above is linear in the kernel or a norm of its map, so with T0 =
+||x0||^2 and R^2 >= ||x||^2 over the box: ||k_x0||^2 = g(T0), <k_x0, w> =
+g'(T0) b, ||w||^2 = u^T (g'(T0) I + g''(T0) x0 x0^T) u, k(x, x) =
+g(||x||^2) (increasing: c_j >= 0), ||psi(x)||^2 <= g(R^2), ||psi(x) -
+psi0||^2 = sum_j c_j ||x^(x)j - x0^(x)j||^2 <= sum_j c_j j^2 R^(2(j-1))
+||u||^2 (<= p^2 (s + R^2)^(p-1) ||u||^2 for one sigma_0: the bound above,
+never looser), ||E_psi||^2 = sum_j c_j F_j(T0, b, e) <= sum_j c_j
+(F_j's bound at S = T0), |g(x . x_i)| <= g(||x|| ||x_i||) (``_dot_polynomial``,
+``_gsum``; the coefficients are sums of products of non-negative floats,
+relative error <= 2 p u, and the sums of non-negative terms add (2 p + 4)
+u: the factors (4 p + 8) u and (4 p + 24) u in the code, and the
+evaluation error of the section's quantities stays inside e_poly's p (d +
+4) + 24 ulps, p <= 8). p = 0 (no dot product): k(x, x) = a is
 constant, the term joins kappa0 (value scale, diagonal) and a sum_f c2_f /
 l_f^2 joins H0 (so the increment bound is H0's), ||E|| <= a^1/2 ||E_Phi||;
 the term is stationary and uses the stationary code paths. Checked
@@ -406,7 +424,7 @@ roundings per node of its path, and m - 1 - D products inside the
 siblings' values; the code charges gamma_(3 (m - 1))); with the leaves'
 bounds |K_g| <= MK_g, |K~_g - K_g| <= dK_g, |G_f| <= MG_f, |G~_f - G_f| <=
 dG_f (those of the two factors of "Products with a dot product", per leaf)
-the error is at most sum_f [dG_f prod_(g != f) (MK_g + dK_g) + MG_f
+(the dot-product leaves each with their own s_k) the error is at most sum_f [dG_f prod_(g != f) (MK_g + dK_g) + MG_f
 (prod_(g != f) (MK_g + dK_g) - prod_(g != f) MK_g) + gamma (MG_f + dG_f)
 prod_(g != f) (MK_g + dK_g)] per entry (a RationalQuadratic leaf adds its
 alpha-fold rounding, rel psi to dK and rel 2 |psi'| |x0_j - x_ij| / l_j^2
@@ -420,10 +438,8 @@ product), so column j's 2-norm over i is bounded, by the triangle
 inequality over the leaves, by sum_profiles ||A_f|| / l_j + ||A_dp,i
 |x_ij|||_i with (B, N) arrays only (B = 64, N = 2000, d = 10: 0.05 s, 24
 MB). Checked against 50-digit values in the tests. Not covered (the old bounds serve): Matern 0.5 or ExpSineSquared
-factors, DotProduct factors whose sigma_0 differ (even
-by one ulp: two free DotProduct hyperparameters of a fitted kernel
-usually do), products inside powers, and one profile times constants
-that the sum's walk cannot peel (``(C * C) * RBF``).
+factors, products inside powers, and one profile times constants that the
+sum's walk cannot peel (``(C * C) * RBF``).
 
 So, per box, v lies in [dlo - kappa0 + max(sqrt(P_min) - E, 0)^2,
 dhi - kappa0 + (sqrt(P_max) + E)^2]. The first-order term is exact, so the
@@ -894,6 +910,38 @@ def _poly_lin(*pairs):
 _POWER_REMAINDERS = {}
 
 
+def _dot_polynomial(dp_leaves):
+    """(p + 1,) coefficients c_j >= 0 of g(t) = prod_k (s_k + t)^(q_k) =
+    sum_j c_j t^j for the dot-product factors ``dp_leaves`` = ((s_k, q_k),
+    ...) (s_k = sigma_0^2 >= 0): products and sums of non-negative floats,
+    so each c_j carries a relative error <= 2 p u ([1.0] without factors)."""
+    c = np.array([1.0])
+    for s2, q in dp_leaves:
+        for _ in range(q):
+            c = np.convolve(c, [s2, 1.0])
+    return c
+
+
+def _gsum(c, T, order):
+    """(B,) sums of the polynomial g(t) = sum_j c_j t^j at T >= 0 (B,):
+    ``order`` 0: g(T); 1: g'(T) = sum_j j c_j T^(j-1); 2: g''(T); "J": sum_j
+    j^2 c_j T^(j-1) (>= ||psi(x) - psi(x0)||^2 / ||x - x0||^2 for ||x||^2,
+    ||x0||^2 <= T, module doc "Products of several factors"). All terms are
+    non-negative: the float sum errs by <= (2 p + 4) u relative (times the
+    coefficients' 2 p u)."""
+    out = np.zeros(np.shape(T))
+    for j, cj in enumerate(c):
+        if order == 0:
+            out = out + cj * T**j
+        elif order == 1 and j >= 1:
+            out = out + j * cj * T ** (j - 1)
+        elif order == 2 and j >= 2:
+            out = out + j * (j - 1) * cj * T ** (j - 2)
+        elif order == "J" and j >= 1:
+            out = out + j * j * cj * T ** (j - 1)
+    return out
+
+
 def _dot_parts(ax, s2, d):
     """``(e_i, M_i)``, (B, N): |t~_i - t_i| <= e_i and M_i >= |t_i|, |t~_i|
     for t_i = x0 . x_i + s2, ``ax`` = |x0| . |x_i| (the rounding of
@@ -1024,9 +1072,8 @@ class SmoothCovariance:
                  xs_norm=0.0, n_nodes=0, poly=(), prod=()):
         self.terms = terms  # [(amp, kind, ls (d,))]
         self.const = float(const)
-        # Stationary products (p = 0) have the constant diagonal a.
-        self.kappa0 = float(const + sum(a for a, _, _ in terms)
-                            + sum(float(a) for a, _, p, *_ in prod if int(p) == 0))
+        # Stationary products (no dot-product factor) have the constant diagonal a.
+        self.kappa0 = float(const + sum(a for a, _, _ in terms) + sum(float(a) for a, dpl, *_ in prod if not dpl))
         # Linear part lin x . y (DotProduct terms; their sigma_0^2 is in const):
         # k_c(x, x) = kappa0 + lin ||x||^2 (module doc, "Linear terms").
         self.lin = float(lin)
@@ -1034,16 +1081,21 @@ class SmoothCovariance:
         # (module doc, "Dot-product powers"); s = fl(sigma_0^2) as sklearn
         # and the adapter compute it.
         self.poly = [(float(c), float(s2), int(p)) for c, s2, p in poly]
-        # Products a prod_f kappa_f(||(x - y) / l_f||) (s + x . y)^p of RBF /
-        # Matern (1.5, 2.5, inf) profiles and a dot-product power, p = 0 ..
-        # POLY_MAX_P (p = 0: no dot-product factor, then >= 2 profiles):
-        # [(a, s, p, ((kind, ls), ...), dp_leaves, n_leaves)] with dp_leaves
-        # the exponents of the DotProduct factors as sklearn multiplies them
-        # (their sum is p) and n_leaves the product tree's leaves, constants
-        # included (module doc, "Products with a dot product" and "Products
+        # Products a prod_f kappa_f(||(x - y) / l_f||) g(x . y) of RBF /
+        # Matern (1.5, 2.5, inf) / RationalQuadratic profiles and dot-product
+        # factors, g(t) = prod_k (s_k + t)^(q_k) = sum_j c_j t^j (c_j >= 0),
+        # of degree p = sum_k q_k = 0 .. POLY_MAX_P (p = 0: no dot-product
+        # factor, then >= 2 profiles). Given as [(a, dp_leaves, ((kind, ls),
+        # ...), n_leaves)] with dp_leaves the DotProduct factors (s_k, q_k)
+        # as sklearn multiplies them and n_leaves the product tree's leaves,
+        # constants included; kept as (a, c, p, profiles, dp_leaves,
+        # n_leaves) (module doc, "Products with a dot product" and "Products
         # of several factors").
-        self.prod = [(float(a), float(s2), int(p), tuple((kind, np.asarray(ls, dtype=np.float64)) for kind, ls in stat),
-                      tuple(int(q) for q in dpl), int(nl)) for a, s2, p, stat, dpl, nl in prod]
+        self.prod = []
+        for a, dpl, stat, nl in prod:
+            dpl = tuple((float(s2), int(q)) for s2, q in dpl)
+            self.prod.append((float(a), _dot_polynomial(dpl), sum(q for _, q in dpl),
+                              tuple((kind, np.asarray(ls, dtype=np.float64)) for kind, ls in stat), dpl, int(nl)))
         # The WhiteKernel parts: k(x, x) = k_c(x, x) + white.
         self.white = float(white)
         # >= max_i ||x_i|| over the support points (the term magnitudes of
@@ -1056,7 +1108,7 @@ class SmoothCovariance:
         for a, kind, ls in terms:
             self.H0 += a * self.profile(kind)[0] / ls**2
         for a, _, p, stat, _, _ in self.prod:
-            if p == 0:
+            if p == 0:  # no dot-product factor
                 # ||w||^2 = a sum_f u^T H_f u (module doc, "Products of several factors").
                 self.H0 += a * self._stat_c2l2(stat)
         self.H0 += self.lin
@@ -1198,19 +1250,12 @@ class SmoothCovariance:
 
             if not flat(k) or not stat or not np.isfinite(a):
                 return False
-            if dps:
-                s0 = dps[0][0]
-                p = sum(q for _, q in dps)
-                # One sigma_0 (a product of powers of one DotProduct is a power).
-                if not np.isfinite(s0) or any(s != s0 for s, _ in dps) or p > cls.POLY_MAX_P:
-                    return False
-                dp_leaves = tuple(q for _, q in dps)
-            else:
-                if len(stat) < 2:  # C * k alone is a term (walk's constant branch)
-                    return False
-                s0, p, dp_leaves = 0.0, 0, ()
+            if not dps and len(stat) < 2:  # C * k alone is a term (walk's constant branch)
+                return False
+            if sum(q for _, q in dps) > cls.POLY_MAX_P or not all(np.isfinite(s) for s, _ in dps):
+                return False
             if a > 0:
-                prod.append((a, s0**2, p, tuple(stat), dp_leaves, leaves[0]))
+                prod.append((a, tuple((s * s, q) for s, q in dps), tuple(stat), leaves[0]))
             return True
 
         if not walk(kernel, 1.0) or not (terms or prod) or not np.isfinite(const[0]):
@@ -1220,7 +1265,7 @@ class SmoothCovariance:
                 return None
             if not all(np.isfinite(c) and np.isfinite(s2) for c, s2, _ in poly):
                 return None
-            if not all(np.isfinite(a) and np.isfinite(s2) for a, s2, *_ in prod):
+            if not all(np.isfinite(a) and all(np.isfinite(s2) for s2, _ in dpl) for a, dpl, *_ in prod):
                 return None
             xs_norm = float(np.max(np.linalg.norm(np.asarray(Xs, dtype=np.float64), axis=1), initial=0.0))
             if not np.isfinite(xs_norm):
@@ -1244,15 +1289,15 @@ class SmoothCovariance:
         kc_hi = (self.kappa0 + self.lin * x2hi) * (1.0 + 1e-12)
         kc_lo = (self.kappa0 + self.lin * x2lo) * (1.0 - 1e-12)
         if self.poly or self.prod:
-            # + sum c (s + ||x||^2)^p, increasing in ||x||^2 >= 0 (s >= 0): the
-            # ends at x2lo / x2hi (already widened), each power's rounding
-            # (p-fold of the sum s + x2, plus 8 ulps) inside the factors
-            # 1 -+ (4 p + 24) u.
+            # + sum c g(||x||^2), g = sum_j coef_j t^j increasing in t >= 0
+            # (coef_j >= 0): the ends at x2lo / x2hi (already widened), the
+            # coefficients' and the sum's rounding (_gsum: (4 p + 4) u) inside
+            # the factors 1 -+ (4 p + 24) u.
             with np.errstate(over="ignore"):
-                for c, s2, p in self._powers():
-                    f = (4 * p + 24) * _U
-                    kc_hi = kc_hi + c * (s2 + x2hi) ** p * (1.0 + f) * (1.0 + 1e-12)
-                    kc_lo = kc_lo + c * (s2 + x2lo) ** p * (1.0 - f) * (1.0 - 1e-12)
+                for c, coef in self._powers():
+                    f = (4 * (len(coef) - 1) + 24) * _U
+                    kc_hi = kc_hi + c * _gsum(coef, x2hi, 0) * (1.0 + f) * (1.0 + 1e-12)
+                    kc_lo = kc_lo + c * _gsum(coef, x2lo, 0) * (1.0 - f) * (1.0 - 1e-12)
         return kc_lo, kc_hi, np.sqrt(x2hi) * (1.0 + 1e-12)
 
     @property
@@ -1262,10 +1307,11 @@ class SmoothCovariance:
         return self.lin > 0 or bool(self.poly) or bool(self._dprod())
 
     def _powers(self):
-        """(c, s, p) of every term whose diagonal is c (s + ||x||^2)^p: the
-        powers and the products with a dot-product factor (their profiles
-        are 1 at 0)."""
-        return list(self.poly) + [(a, s2, p) for a, s2, p, *_ in self._dprod()]
+        """(c, coef) of every term whose diagonal is c g(||x||^2) with g(t) =
+        sum_j coef_j t^j, coef_j >= 0: the powers ((s + t)^p) and the
+        products with a dot-product factor (their profiles are 1 at 0)."""
+        return ([(c, _dot_polynomial(((s2, p),))) for c, s2, p in self.poly]
+                + [(a, coef) for a, coef, *_ in self._dprod()])
 
     def _dprod(self):
         """The products with a dot-product factor (p >= 1)."""
@@ -1279,12 +1325,13 @@ class SmoothCovariance:
 
     def magnitude(self, xmax):
         """(B,) bound of the term magnitudes of k_c(x, x_i) for ||x|| <= xmax:
-        kappa0 + lin xmax xs_norm + sum c (s + xmax xs_norm)^p (Cauchy-Schwarz:
-        |s + x . x_i| <= s + ||x|| ||x_i||; rounded up)."""
+        kappa0 + lin xmax xs_norm + sum c g(xmax xs_norm) (|g(t)| <= g(|t|):
+        non-negative coefficients; Cauchy-Schwarz: |x . x_i| <= ||x||
+        ||x_i||; rounded up)."""
         m = (self.kappa0 + self.lin * xmax * self.xs_norm) * (1.0 + 1e-12)
         with np.errstate(over="ignore"):
-            for c, s2, p in self._powers():  # a product's profile is <= 1
-                m = m + c * (s2 + xmax * self.xs_norm * (1.0 + 1e-12)) ** p * (1.0 + (4 * p + 24) * _U)
+            for c, coef in self._powers():  # a product's profile is <= 1
+                m = m + c * _gsum(coef, xmax * self.xs_norm * (1.0 + 1e-12), 0) * (1.0 + (4 * (len(coef) - 1) + 24) * _U)
         return m * (1.0 + 1e-12)
 
     def section(self, x0, h):
@@ -1318,18 +1365,18 @@ class SmoothCovariance:
                 mag = c * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee + p * (p - 1) * S ** (p - 2) * bx * bx)
                 err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
             dH0 = np.zeros(x0.shape)
-            for a, s2, p, stat, _, _ in self._dprod():
-                S = s2 + x2
-                kc0 = kc0 + a * S**p
-                gco = gco + a * p * S ** (p - 1)
-                alpha = alpha + a * p * S ** (p - 1)
-                if p >= 2:
-                    beta = beta + a * p * (p - 1) * S ** (p - 2)
-                dh = a * (S**p)[:, None] * self._stat_c2l2(stat)
+            for a, coef, p, stat, _, _ in self._dprod():
+                # g(x . y) = sum_j c_j (x . y)^j: at x = y = x0, g(T0), g'(T0)
+                # and g''(T0), T0 = ||x0||^2 (for one sigma_0, (s + T0)^p and
+                # its derivatives; module doc, "Products of several factors").
+                g0, g1, g2 = _gsum(coef, x2, 0), _gsum(coef, x2, 1), _gsum(coef, x2, 2)
+                kc0 = kc0 + a * g0
+                gco = gco + a * g1
+                alpha = alpha + a * g1
+                beta = beta + a * g2
+                dh = a * g0[:, None] * self._stat_c2l2(stat)
                 dH0 = dH0 + dh
-                mag = a * (S**p + 2 * p * S ** (p - 1) * bx + p * S ** (p - 1) * ee) + (dh * h * h).sum(-1)
-                if p >= 2:
-                    mag = mag + a * p * (p - 1) * S ** (p - 2) * bx * bx
+                mag = a * (g0 + 2 * g1 * bx + g1 * ee + g2 * bx * bx) + (dh * h * h).sum(-1)
                 err = err + 8.0 * (p * (d + 4) + 24) * _U * mag
         return kc0, gco, alpha, beta, err, dH0
 
@@ -1353,11 +1400,14 @@ class SmoothCovariance:
             hh = (h1 * h1).sum(-1)
             far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
             with np.errstate(over="ignore", invalid="ignore"):
-                for a, s2, p, stat, _, _ in self._dprod():
-                    R2 = (s2 + far2) * (1.0 + 1e-12)
+                for a, coef, p, stat, _, _ in self._dprod():
+                    R2 = far2 * (1.0 + 1e-12)
                     Dk = (self._stat_c2l2(stat) * h1 * h1).sum(-1)
-                    t = np.sqrt(Dk * R2**p) + p * np.sqrt(R2 ** (p - 1) * hh)
-                    D = D + a * t * t * (1.0 + (4 * p + 24) * _U)
+                    # ||psi(x)||^2 = g(||x||^2) <= g(R2); ||psi(x) - psi(c)||^2
+                    # <= sum_j c_j (j R^(j-1) ||h1||)^2 (module doc, "Products
+                    # of several factors").
+                    t = np.sqrt(Dk * _gsum(coef, R2, 0)) + np.sqrt(_gsum(coef, R2, "J") * hh)
+                    D = D + a * t * t * (1.0 + (8 * p + 24) * _U)
         if self.poly:
             hh = (h1 * h1).sum(-1)
             far2 = (np.maximum(np.abs(lo), np.abs(hi)) ** 2).sum(-1)
@@ -1429,7 +1479,7 @@ class SmoothCovariance:
             # "Products with a dot product", "Products of several factors");
             # p = 0: ||E|| <= a^1/2 ||E_Phi||.
             with np.errstate(over="ignore", invalid="ignore"):
-                for a, s2, p, stat, _, _ in self.prod:
+                for a, coef, p, stat, _, _ in self.prod:
                     tA = np.zeros(len(h))
                     zc = np.zeros(len(h))  # sum_(g<f) c2_g z_g^2, then the total
                     zsh = np.zeros(h.shape)
@@ -1442,11 +1492,17 @@ class SmoothCovariance:
                     zs = zsh / np.where(zc > 0, zc, 1.0)[:, None]
                     tA = tA * (1.0 + 4 * len(stat) * _U)
                     if p >= 1:
-                        R2 = (s2 + far2) * (1.0 + 2 * _U)
-                        S = (s2 + Sx) * (1.0 + 2 * _U)
-                        tA = tA * np.sqrt(R2**p)
-                        tB = np.sqrt(zc * ee) * p * np.sqrt(R2 ** (p - 1))
-                        tC = np.sqrt(_power_remainder_sum(S, bx, ee, p))
+                        # ||psi(x)||^2 <= g(R2), ||psi(x) - psi0||^2 <= sum_j
+                        # c_j j^2 R2^(j-1) ||h||^2, ||E_psi||^2 <= sum_j c_j F_j
+                        # (each power t^j's remainder with s = 0, S = ||x0||^2;
+                        # the remainder is linear in the kernel), the sums
+                        # rounded up by (4 p + 8) u (module doc, "Products of
+                        # several factors").
+                        fg = 1.0 + (4 * p + 8) * _U
+                        tA = tA * np.sqrt(_gsum(coef, far2, 0) * fg)
+                        tB = np.sqrt(zc * ee * _gsum(coef, far2, "J") * fg)
+                        Fs = sum(cj * _power_remainder_sum(Sx, bx, ee, j) for j, cj in enumerate(coef))
+                        tC = np.sqrt(Fs * fg)
                     else:
                         tB = tC = np.zeros(len(h))
                     t = tA + tB + tC
@@ -1619,7 +1675,7 @@ class SmoothCovariance:
         with np.errstate(over="ignore", invalid="ignore"):
             if self._dprod():
                 ax = np.abs(x0) @ np.abs(Xs).T  # (B, N)
-            for a, s2, p, stat, dp_leaves, n_leaves in self.prod:
+            for a, _, p, stat, dp_leaves, n_leaves in self.prod:
                 # Per leaf (MK, dK, mg, dg, ls), all (B, N) but ls: |G_j| <=
                 # mg v_j, |dG_j| <= dg v_j with v_j = 1 / l_j (a profile, ls
                 # its length scales) or |x_ij| (a dot-product leaf, ls None),
@@ -1641,16 +1697,15 @@ class SmoothCovariance:
                         dK = dK + rel * fac_v
                         dg = dg + rel * fac * np.sqrt(phi * (1.0 + 1e-12))
                     leaves.append((np.ones((B, N)), dK, np.full((B, N), self.SUP_SLOPE), dg, ls))
-                if dp_leaves:
+                for s2, q in dp_leaves:
                     e_i, M = _dot_parts(ax, s2, d)
-                    for q in dp_leaves:
-                        Mq1 = M ** (q - 1)
-                        MK = M**q
-                        dK = q * Mq1 * e_i + 17.0 * _U * MK
-                        dg = 19.0 * _U * q * Mq1
-                        if q >= 2:
-                            dg = dg + q * (q - 1) * M ** (q - 2) * e_i
-                        leaves.append((MK, dK, q * Mq1, dg, None))
+                    Mq1 = M ** (q - 1)
+                    MK = M**q
+                    dK = q * Mq1 * e_i + 17.0 * _U * MK
+                    dg = 19.0 * _U * q * Mq1
+                    if q >= 2:
+                        dg = dg + q * (q - 1) * M ** (q - 2) * e_i
+                    leaves.append((MK, dK, q * Mq1, dg, None))
                 gam = 3.0 * max(n_leaves - 1, 1) * _U * 1.01
                 col = np.zeros((B, d))
                 A_dp = np.zeros((B, N))  # the dot-product leaves' coefficients of |x_ij|
