@@ -258,7 +258,8 @@ def test_parse_linear_terms():
     kc_lo, kc_hi, xmax = sm.kappa_range(np.array([[-1.0, 2.0]]), np.array([[3.0, 5.0]]))
     assert kc_lo[0] <= sm.kappa0 + 1.5 * 4.0 and kc_hi[0] >= sm.kappa0 + 1.5 * 34.0 and xmax[0] >= np.sqrt(34.0)
     # Not of this form: products other than (RBF / Matern)s x dot-product power, an infinite sigma_0,
-    # powers above POLY_MAX_P (also as a product), two sigma_0s, a power of a scaled dot product.
+    # powers above POLY_MAX_P (also as a product), an infinite sigma_0 in a product, a power of a scaled dot
+    # product.
     for bad in (RationalQuadratic(1.0, 1e-200) * DotProduct(1.0), RBF(1.0) * RationalQuadratic(1.0, 1e6),
                 RBF(1.0) * DotProduct(1.0) ** 9, RBF(1.0) * ExpSineSquared(1.0, 2.0),
                 RBF(1.0) * DotProduct(1.0) ** 5 * DotProduct(2.0) ** 4, RBF(1.0) * DotProduct(np.inf) * DotProduct(2.0),
@@ -374,6 +375,17 @@ def test_parse_products_with_a_dot_product():
     kc = np.diag(k(P)) - 0.1
     assert kc_lo[0] <= kc.min() and kc.max() <= kc_hi[0]
     assert np.all(np.abs(k(P, Xs)) <= sm.magnitude(np.linalg.norm(P, axis=1))[:, None])
+
+
+def test_kappa_range_without_linear_part_at_overflowing_norms():
+    """k_c(x, x) of a stationary kernel (with a stationary product) over a box
+    whose squared norm overflows: the constant, not NaN (0 * inf, referee
+    session 24)."""
+    ls = np.ones(2)
+    sm = SmoothCovariance([(2.0, "rbf", ls)], 0.5, 2, prod=[(3.0, (), (("rbf", ls), ("matern2.5", ls)), 3)])
+    assert not sm.nonstationary and sm.kappa0 == pytest.approx(5.5)
+    kc_lo, kc_hi, _ = sm.kappa_range(np.full((1, 2), 1e200), np.full((1, 2), 2e200))
+    assert np.isfinite(kc_lo[0]) and np.isfinite(kc_hi[0]) and kc_lo[0] <= 5.5 <= kc_hi[0]
 
 
 @pytest.mark.parametrize("kinds,p", [(("rbf",), 1), (("rbf",), 2), (("matern2.5",), 1), (("matern1.5",), 3),
