@@ -1290,8 +1290,8 @@ class SmoothCovariance:
         x2hi = (far * far).sum(-1) * (1.0 + (dd + 3) * _U) * (1.0 + 1e-12)
         x2lo = (near * near).sum(-1) * (1.0 - (dd + 3) * _U) * (1.0 - 1e-12)
         # (lin = 0 with an infinite x2hi: no 0 * inf = NaN)
-        kc_hi = (self.kappa0 + (self.lin * x2hi if self.lin > 0 else 0.0)) * (1.0 + 1e-12)
-        kc_lo = (self.kappa0 + (self.lin * x2lo if self.lin > 0 else 0.0)) * (1.0 - 1e-12)
+        kc_hi = (self.kappa0 + (self.lin * x2hi if self.lin > 0 else np.zeros_like(x2hi))) * (1.0 + 1e-12)
+        kc_lo = (self.kappa0 + (self.lin * x2lo if self.lin > 0 else np.zeros_like(x2lo))) * (1.0 - 1e-12)
         if self.poly or self.prod:
             # + sum c g(||x||^2), g = sum_j coef_j t^j increasing in t >= 0
             # (coef_j >= 0): the ends at x2lo / x2hi (already widened), the
