@@ -1348,10 +1348,12 @@ class SmoothCovariance:
         (H0 + alpha I + beta x0 x0^T) u), and err >= the error of our float
         evaluation of the power terms' contributions to P over the box
         (first order p (d + 4) + 24 ulps of each contribution's magnitude,
-        the factor 8 for the higher orders). Products with a dot product
-        (module doc, "Products with a dot product") add to each, and to the
-        sixth output, dH0 (B, d): the per-box diagonal a S^p c2 / l^2 of their
-        stationary factor's first-order part."""
+        the factor 8 for the higher orders). Products with dot-product
+        factors (module doc, "Products with a dot product", "Products of
+        several factors"; g their dot-product polynomial, T0 = ||x0||^2) add
+        a g(T0), a g'(T0), a g'(T0), a g''(T0) and their error to these, and
+        to the sixth output, dH0 (B, d): the per-box diagonal a g(T0) sum_f
+        c2_f / l_f^2 of their profiles' first-order part."""
         x2 = np.einsum("bd,bd->b", x0, x0)
         kc0 = self.kappa0 + self.lin * x2
         gco = np.full(len(x0), self.lin)
