@@ -991,10 +991,15 @@ def test_jacobian_rounding_with_a_cancelling_trend():
     ("rbf+dp-far", ConstantKernel(0.7) * DotProduct(1.0)),
     ("rbf+dp2-far", ConstantKernel(0.02) * DotProduct(1.0) ** 2),
     ("rbf*dp", None),
+    ("rbf*rbf", ConstantKernel(4.0) * RBF([0.5, 2.0]) * RBF(1.5)),
+    ("rbf*matern*dp2", ConstantKernel(4.0) * RBF([0.5, 2.0]) * Matern(1.5, nu=2.5) * DotProduct(1.0) ** 2),
+    ("rbf*dp*dp", ConstantKernel(4.0) * RBF([0.5, 2.0]) * DotProduct(1.0) * DotProduct(0.3)),
+    ("rbf*rq", ConstantKernel(4.0) * RBF([0.5, 2.0]) * RationalQuadratic(1.0, 2.0)),
 ])
 def test_linear_terms_exit_paths(kind, trend):
     """Every exit of a std range with the linear terms, dot-product powers or
-    products (iteration limit, an exhausted time limit, converged) returns
+    products, also of several factors (iteration limit, an exhausted time
+    limit, converged) returns
     bounds that contain sklearn's std at sampled points and local optima;
     float32 rows; one training point; a degenerate (zero-width) box."""
     reg, X = fit(kind, 2, 50, True, seed=3)
@@ -1012,10 +1017,14 @@ def test_linear_terms_exit_paths(kind, trend):
             # Each exit path is the one named: the limits stop early, 5 s converges.
             assert r.converged.all() == ("time_limit" in kw and kw["time_limit"] == 5), (kw, r.converged)
     # One training point, fixed hyperparameters.
-    k = (ConstantKernel(4.0) * RBF([0.5, 2.0]) + trend if trend is not None
-         else ConstantKernel(4.0) * RBF([0.5, 2.0]) * DotProduct(1.0)) + WhiteKernel(1e-6)
-    one = RobustGaussianProcessRegressor(k, optimizer=None).fit(np.array([[3.0, -1.0]]), np.array([0.4]))
-    assert variance_parts(one)[0].smooth.nonstationary
+    if kind.startswith("rbf+"):
+        k = ConstantKernel(4.0) * RBF([0.5, 2.0]) + trend
+    else:  # a product kernel: the trend argument is the whole product
+        k = trend if trend is not None else ConstantKernel(4.0) * RBF([0.5, 2.0]) * DotProduct(1.0)
+    one = RobustGaussianProcessRegressor(k + WhiteKernel(1e-6), optimizer=None).fit(np.array([[3.0, -1.0]]),
+                                                                                   np.array([0.4]))
+    sm = variance_parts(one)[0].smooth
+    assert sm.nonstationary == ("dp" in kind) and (bool(sm.prod) or kind.startswith("rbf+"))
     for width in (0.0, 1e-6, 0.1, 2.0):
         c = np.array([3.0, -1.0]) + rng.uniform(-1, 1, 2)
         check_box(one, c - width, c + width, rng, n=500)
