@@ -37,8 +37,10 @@ def test_negative_alpha_array_gets_no_lemma():
     while predict's std went down to 0.433 (certified lower end 0.436): std
     ranges crossed at 207 of 8 x 1500 samples (gamma 0.1) before, zero
     tolerance. Now the
-    lemma is not used for such a model (infinite latent variance bounds, as
-    for a kernel that is not PSD), and a non-negative alpha array keeps it."""
+    lemma is not used for such a model, and a non-negative alpha array
+    keeps it. Since session 25 the bounds without the lemma are finite (the
+    direct margin, module doc of ``_variance``, "Without the lemma"): still
+    no crossing, and the std ranges are finite."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-3, 3, (12, 2))
     y = np.sin(X[:, 0]) + X[:, 1]
@@ -48,6 +50,10 @@ def test_negative_alpha_array_gets_no_lemma():
     for g in (0.1, 0.4):
         assert _std_crossings(reg, Xq, g) == 0
     assert reg._bound_model().latents[0].variance().psd is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = reg.prediction_range(Xq, 0.1, statistic="std", max_iter=60)
+    assert np.all(np.isfinite(r.max_upper)) and np.all(np.isfinite(r.min_lower))
     ok = RobustGaussianProcessRegressor(k, alpha=np.full(12, 1e-3), optimizer=None).fit(X, y)
     assert ok._bound_model().latents[0].variance().psd is True
     assert _std_crossings(ok, Xq, 0.1) == 0

@@ -856,6 +856,46 @@ orthogonality eta of the computed V and the residual eps of fl(S) - V
 diag(lam) V^T, both computed with their own rounding; the split's remainder
 becomes lam_m (1 + eta) + eps + s_err) and by the rounding of the
 projections z0 = fl(r0 @ V) ((N + 2) u |r0| @ |V|).
+
+Without the lemma
+-----------------
+The lemma P <= (1 + rho) I needs a PSD kernel; where it fails (rho =
+inf: ExpSineSquared on more than one feature, a regressor's ``alpha``
+array with negative entries, a certificate that did not succeed) kappa
+is infinite and, before session 25, so were all variance bounds
+([0, inf] std ranges, vacuous probability ranges). The margin's
+derivation above does not use the lemma: it needs (i) a scale >= q(x)
+and >= |k(x, x)| at every x of the box and (ii) step (a)'s ||r~' - r'||
+<= w sqrt(k(x, x)), i.e. the term magnitude A(x, x_i) <= sqrt(k(x, x)
+k(x_i, x_i)). (1 + rho) enters kappa only for callers whose bound of q
+is q <= (1 + rho) k_c(x, x). So :meth:`LatentVariance.margin_direct`
+uses ``kappa_direct`` = the same expression without (1 + rho) when rho is
+infinite, the adapter is ``dominated`` (ii: :attr:`KernelAdapter.dominated`,
+proven per leaf and closed under sums, products and powers; an
+ExpSineSquared has 0 < k <= 1 = k(x, x) on any number of features) and
+the adapter is the support points' own kernel (kii from its diagonal);
+elsewhere it is :meth:`margin` itself, so nothing changes where the lemma
+holds. Its callers are :meth:`LatentVariance.bounds` and
+:func:`~skgprobust._bounds._variance_affine.affine_variance_enclosure`,
+whose scale ``scale0 + e`` satisfies (i) directly: with the exact g* = 2 S
+r0~ and the computed g, q(x) = q(r0~) + g* . (r - r0~) + ||A (r -
+r0~)||^2 <= |q0| + sum_i |g_i| |r_i - r0~_i| + ||g* - g|| ||r - r0~|| +
+e + |q(r0~) - q0|; |r_i - r0~_i| <= rmax_i - |r0~_i|, so the first sum
+leaves sum_i |g_i| |r0~_i| >= 2 q0 (up to the solves' error) of slack,
+which covers |q(r0~) - q0| <= 0.3 q0 (the solve's relative error under gam
+kappa_a <= 1, steps (b), (c)); ||g* - g|| <= 0.3 ||g|| (two solves) is
+inside ||g|| ||rmax||; e bounds ||A (r - r0~)||^2 by lam_max ||dr||^2 or
+the spectral split (no lemma; the RKHS remainder is infinite there); and
+|dhi| >= k(x, x). The input rounding's ||A r|| <= ((1 + rho) k(x, x))^1/2
+becomes ||A r|| <= scale^1/2 (:meth:`LatentVariance.input_rounding`'s
+``qmax``). The floor, the local RKHS, polynomial and per-point bounds rest on the
+lemma and stay infinite there. sklearn computes such a variance as is (it
+may be negative; the regressor clips it to 0 with a warning): the bounds
+are of the unclipped value, the std objective takes max(v, 0) as predict
+does, and the probability objectives read the range as they do for a
+finite rho > 0 (whose lower bounds may be negative too).
+
+Measured (``benchmarks/bench_periodic.py --non-psd``, session 25): ...
 """
 
 from dataclasses import dataclass
@@ -1885,8 +1925,20 @@ class LatentVariance:
         if N and not self.psd:
             self.rho, self.lemma_e = np.inf, np.inf
         with np.errstate(over="ignore", invalid="ignore"):
-            kap = self._kappa(norm_Linv) * (1.0 + self.rho) * (1.0 + 1e-15)
+            kap0 = self._kappa(norm_Linv)
+            kap = kap0 * (1.0 + self.rho) * (1.0 + 1e-15)
         self.kappa = float(kap) if np.isfinite(kap) else np.inf
+        # The margin's factor for callers whose scale bounds q directly
+        # (:meth:`margin_direct`; module doc, "Without the lemma"): kappa
+        # itself where the lemma holds (the same numbers as before), else
+        # kappa without (1 + rho) for a kernel whose term magnitude is
+        # dominated by its diagonal, with the support points' own adapter.
+        self.kappa_direct, self._direct_margin = self.kappa, False
+        if not np.isfinite(self.kappa) and N and self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL \
+                and bool(getattr(adapter, "dominated", False)):
+            kd = kap0 * (1.0 + 1e-15)
+            self.kappa_direct = float(kd) if np.isfinite(kd) else np.inf
+            self._direct_margin = True
         # The explicit S (used only for its spectrum) squares the condition
         # number: it differs from the exact (L^-1 D)^T (L^-1 D) by s_err in
         # norm, which is added to every eigenvalue bound below. Near-noise-free
@@ -2460,6 +2512,16 @@ class LatentVariance:
         """Absolute rounding margin for quantities of size ``scale``."""
         return margin_rtol(self.n_support, d) * self.kappa * scale
 
+    def margin_direct(self, scale, d):
+        """:meth:`margin` for a ``scale`` that bounds q(x) and |k(x, x)| over
+        the box by itself, not through the lemma (module doc, "Without the
+        lemma"): finite also where rho is infinite, for kernels whose term
+        magnitude is dominated by the diagonal (``kappa_direct``). Elsewhere
+        it is :meth:`margin` itself (a subclass's override included)."""
+        if not self._direct_margin:
+            return self.margin(scale, d)
+        return margin_rtol(self.n_support, d) * self.kappa_direct * scale
+
     def floor(self, lo, hi):
         """A cheap lower bound (B,) of the variance the model computes at any x
         of each box: no kernel values at the support points, O(B d).
@@ -2573,7 +2635,12 @@ class LatentVariance:
         q_upper = q0 - g_r0 + gmax + e
 
         scale = scale0 + e
-        mg = self.margin(scale, d) + rin
+        # scale >= q_upper >= q(x) and >= |k(x, x)| over the box, proven here
+        # (module doc, "Without the lemma"): the direct margin, and the
+        # input rounding with ||A r||^2 <= scale.
+        if not np.isfinite(self.rho):
+            rin = self.input_rounding(lo, hi, dhi, qmax=scale)
+        mg = self.margin_direct(scale, d) + rin
         lower = dlo - q_upper - mg
         upper = dhi - q_lower + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
@@ -3008,16 +3075,22 @@ class LatentVariance:
             own_n = np.where(np.isfinite(own_n), own_n, np.inf)
         return own, skl, a_box, own_n
 
-    def input_rounding(self, lo, hi, dhi):
+    def input_rounding(self, lo, hi, dhi, qmax=None):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
         input-rounding error of :meth:`KernelAdapter.rounding` (|dr| <= E):
         ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= (1 + rho)
-        k(x, x)`` (the lemma for the float factor)."""
+        k(x, x)`` (the lemma for the float factor) and, where the caller
+        passes ``qmax`` (B,), an upper bound of q over each box proven
+        without the lemma, ``q <= qmax`` (module doc, "Without the lemma")."""
         if self.n_support == 0:
             return np.zeros(len(lo))
         nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
         a = np.sqrt(self.lam_max) * nE
-        return 2.0 * np.sqrt(np.maximum(dhi, 0.0) * (1.0 + self.rho)) * a + a * a
+        with np.errstate(over="ignore", invalid="ignore"):
+            qa = np.maximum(dhi, 0.0) * (1.0 + self.rho)
+            if qmax is not None:
+                qa = np.minimum(np.where(np.isnan(qa), np.inf, qa), np.maximum(qmax, 0.0))
+            return 2.0 * np.sqrt(qa) * a + a * a
 
     def _n_top(self, B, d):
         N = self.n_support

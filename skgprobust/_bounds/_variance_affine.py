@@ -35,7 +35,7 @@ These are exactly the two inequalities that
 over the box (its "tangent" bound: ``q_lower = q0 - g.r0 + gmin`` and
 ``q_upper = q0 - g.r0 + gmax + e``); here the last step is left to the
 caller. So the rounding is covered by the same margin, computed by the same
-formula from the same quantities: ``LatentVariance.margin(scale0 + e, d)``
+formula from the same quantities: ``LatentVariance.margin_direct(scale0 + e, d)``
 (q0 and g computed by triangular solves as sklearn does, the solve's error in
 g against any r - rho through ``||g|| ||rmax||``, sklearn's own solve and sums
 at every x of the box) plus ``LatentVariance.input_rounding`` (sklearn's
@@ -104,7 +104,10 @@ def affine_variance_enclosure(variance, lo, hi):
         + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
         + np.abs(dhi)
     )
-    mg = variance.margin(scale0 + e, d) + variance.input_rounding(lo, hi, dhi)
+    # scale0 + e bounds q and |k(x, x)| over the box by itself (module doc
+    # of _variance, "Without the lemma"): the direct margin.
+    qmax = None if np.isfinite(variance.rho) else scale0 + e
+    mg = variance.margin_direct(scale0 + e, d) + variance.input_rounding(lo, hi, dhi, qmax=qmax)
     with np.errstate(invalid="ignore", over="ignore"):
         c_hi = dhi - q0 + g_r0 + mg
         c_lo = dlo - q0 + g_r0 - e - mg

@@ -417,6 +417,11 @@ class KernelAdapter:
     #: their children (sums and products of PSD kernels are PSD: Schur).
     #: False for adapters that do not say (not proven).
     psd = False
+    #: True (class or instance attribute) for a kernel that is not known to
+    #: be PSD but whose term magnitude is still dominated by its diagonal:
+    #: see :attr:`dominated`. Leaves set it with a proof (ExpSineSquared on
+    #: any number of features), composites from their children.
+    _dominated = False
     #: True when k ** e is PSD for every e > 0 (infinitely divisible kernels:
     #: RBF, Matern 0.5 / inf, RationalQuadratic, 1-D ExpSineSquared, constants
     #: and white noise >= 0, products of such): a non-integer power keeps
@@ -431,6 +436,28 @@ class KernelAdapter:
     def __init__(self, kernel, Xs):
         self.kernel = kernel
         self.Xs = np.asarray(Xs, dtype=np.float64)
+
+    @property
+    def dominated(self):
+        """True when the term magnitude A of :meth:`value_ulps` satisfies
+        ``A(x, y) <= sqrt(k(x, x) k(y, y))`` for all inputs (so k(x, x) >=
+        A(x, x) >= 0), with k(x, x) what sklearn's ``diag`` computes in real
+        arithmetic.
+
+        Every PSD kernel of this package is (:meth:`value_ulps`'
+        contract: Cauchy-Schwarz per PSD leaf). It is what the variance
+        bounds' soundness margin needs when the RKHS lemma is not available
+        (:mod:`skgprobust._bounds._variance`, "Without the lemma"), which is
+        why it is tracked apart from :attr:`psd`: an ExpSineSquared on more
+        than one feature is not PSD, but |k| <= 1 = k(x, x). Closed under
+        the composites: a sum, A1 + A2 <= sqrt(a1 b1) + sqrt(a2 b2) <=
+        sqrt((a1 + a2) (b1 + b2)) (Cauchy-Schwarz in R^2, a_i = k_i(x, x) >=
+        0, b_i = k_i(y, y) >= 0); a product, A1 A2 <= sqrt(a1 a2 b1 b2); a
+        power, A^e <= sqrt(a b)^e = sqrt(a^e b^e) (sklearn's diagonal of
+        ``Exponentiation`` is the base's diagonal to the power e). A
+        negative constant or white noise is not (its diagonal is negative).
+        """
+        return bool(self.psd or self._dominated)
 
     # -- required -------------------------------------------------------
     def values(self, X):

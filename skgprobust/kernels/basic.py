@@ -187,6 +187,10 @@ class ExpSineSquaredAdapter(KernelAdapter):
         # kernel with l / sqrt(e)); on more features r is a Euclidean norm and
         # the Gram matrix can be indefinite (tests/test_validation.py).
         self.psd = self.infinitely_divisible = self.Xs.shape[1] == 1
+        # On any number of features 0 < k <= 1 = k(x, x) (sklearn's diag is
+        # np.ones): the term magnitude |k| is dominated by the diagonal
+        # (KernelAdapter.dominated), PSD or not.
+        self._dominated = True
 
     def rkhs_increment(self, lo, hi):
         """2 (1 - min k) over the box: k_x - k_c has squared norm 2 (1 -

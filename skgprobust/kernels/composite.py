@@ -78,6 +78,7 @@ class SumAdapter(KernelAdapter):
         self.k1, self.k2 = make(kernel.k1, Xs), make(kernel.k2, Xs)
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
         self.psd = bool(self.k1.psd and self.k2.psd)
+        self._dominated = bool(self.k1.dominated and self.k2.dominated)
         # A1 + A2 = |k1| + |k2| = k1 + k2 only for non-negative children.
         self.magnitude_is_value = self.nonnegative and self.k1.magnitude_is_value and self.k2.magnitude_is_value
 
@@ -227,6 +228,7 @@ class ProductAdapter(KernelAdapter):
         self.nonnegative = self.k1.nonnegative and self.k2.nonnegative
         # Schur product theorem; (k1 k2) ** e = k1 ** e k2 ** e.
         self.psd = bool(self.k1.psd and self.k2.psd)
+        self._dominated = bool(self.k1.dominated and self.k2.dominated)
         self.infinitely_divisible = bool(self.k1.infinitely_divisible and self.k2.infinitely_divisible)
         self.magnitude_is_value = self.k1.magnitude_is_value and self.k2.magnitude_is_value
         self.const = None
@@ -543,6 +545,7 @@ class ExponentiationAdapter(KernelAdapter):
         # Integer powers of a PSD kernel are PSD (Schur); other powers only
         # of infinitely divisible ones.
         self.psd = bool(self.base.psd and (self.integer or self.base.infinitely_divisible))
+        self._dominated = bool(self.base.dominated)
         self.infinitely_divisible = self.base.infinitely_divisible
         self.magnitude_is_value = self.base.magnitude_is_value
 

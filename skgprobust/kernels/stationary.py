@@ -939,6 +939,7 @@ class PoweredStationaryAdapter(StationaryAdapter):
         self.length_scale, self.inv_ls2, self.Zs = base.length_scale, base.inv_ls2, base.Zs
         integer = self.e == int(self.e)
         self.psd = bool(base.psd and (integer or base.infinitely_divisible))
+        self._dominated = bool(base.dominated)
         self.infinitely_divisible = base.infinitely_divisible
 
     def _one_minus_psi_upper(self, phi):
