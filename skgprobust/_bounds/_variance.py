@@ -895,7 +895,15 @@ are of the unclipped value, the std objective takes max(v, 0) as predict
 does, and the probability objectives read the range as they do for a
 finite rho > 0 (whose lower bounds may be negative too).
 
-Measured (``benchmarks/bench_periodic.py --non-psd``, session 25): ...
+Measured (``benchmarks/bench_non_psd.py``, session 25, 10 rows per case,
+before = infinite bounds): std ranges of a three-feature ``RBF +
+ExpSineSquared + White`` regressor 0% -> 100% converged (5.0 -> 0.33 s per
+row), of a negative-alpha regressor 0% -> 100% (0.006 s); probability
+ranges of two-feature Laplace classifiers with ``RBF + ExpSineSquared`` /
+``RBF * ExpSineSquared`` 0% -> 100% (2.0 -> 0.03 / 0.07 s per row). A
+fitted high signal-to-noise Friedman #1 model with an ExpSineSquared term
+stays at 0% (gap 0.53 on a std of 0.52): lam_max ||dr||^2 is the
+O(kappa0 h^2 / l^2) remainder of the general bounds.
 """
 
 from dataclasses import dataclass
