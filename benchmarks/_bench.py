@@ -29,6 +29,18 @@ def table(headers, rows):
     return "\n".join([line(headers), sep] + [line(r) for r in cells])
 
 
+def report_anomalies(anomalies):
+    """Print the sanity-check failures (or "anomalies: none") and return the
+    exit status: 1 when there are any, else 0."""
+    if anomalies:
+        print("anomalies:")
+        for a in anomalies:
+            print("  -", a)
+        return 1
+    print("anomalies: none")
+    return 0
+
+
 def package_state():
     """skgprobust location and commit (read-only git query) and the machine's load, for the record."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(skgprobust.__file__)))

@@ -81,6 +81,9 @@ from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel  #
 from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
 
 import skgprobust  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _bench import package_state, report_anomalies  # noqa: E402
 from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessRegressor  # noqa: E402
 
 
@@ -134,7 +137,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="4 rows per case")
     args = ap.parse_args(argv)
     n_rows = 4 if args.quick else 10
-    print(f"# bench_non_psd: skgprobust at {os.path.dirname(skgprobust.__file__)}, load {os.getloadavg()[0]:.2f}")
+    print(f"# bench_non_psd: {package_state()}")
     rng = np.random.default_rng(1)
     anomalies = []
     print()
@@ -181,13 +184,7 @@ def main(argv=None):
                     check(p[:, j], r.min_lower[0, j], r.max_upper[0, j], f"{name} proba[{j}]", anomalies)
             row(name, "proba", times, gaps, conv)
     print()
-    if anomalies:
-        print("anomalies:")
-        for a in anomalies:
-            print("  -", a)
-        return 1
-    print("anomalies: none")
-    return 0
+    return report_anomalies(anomalies)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,9 @@ from sklearn.gaussian_process.kernels import (  # noqa: E402
 )
 
 import skgprobust  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _bench import report_anomalies  # noqa: E402
 from skgprobust import RobustGaussianProcessRegressor  # noqa: E402
 
 C = ConstantKernel
@@ -207,13 +210,7 @@ def main(argv=None):
         print(f"| {name} | {gamma} | {len(grows)} | {100 * np.mean(conv):.0f}% | {np.median(times):.2f} | "
               f"{np.max(times):.2f} | {np.median(gaps):.3g} | {np.max(gaps):.3g} |", flush=True)
     print()
-    if anomalies:
-        print("anomalies:")
-        for a in anomalies:
-            print("  -", a)
-        return 1
-    print("anomalies: none")
-    return 0
+    return report_anomalies(anomalies)
 
 
 if __name__ == "__main__":

@@ -288,7 +288,7 @@ from sklearn.gaussian_process.kernels import (  # noqa: E402
 
 import skgprobust  # noqa: E402
 from skgprobust import RobustGaussianProcessRegressor  # noqa: E402
-from _bench import package_state  # noqa: E402
+from _bench import package_state, report_anomalies  # noqa: E402
 
 
 def problem(name, n):
@@ -447,12 +447,8 @@ def main():
         s0 = float(std_of(reg1, x[None])[0])
         _single(f"1-D RBF+White N=60 row {i} ({reg1.kernel_})", reg1, x, g1, 0.01 * s0, args.time_limit, anomalies, rng)
     print()
-    if anomalies:
-        print("anomalies:")
-        for a in anomalies:
-            print("  -", a)
+    if report_anomalies(anomalies):
         sys.exit(1)
-    print("anomalies: none")
 
 
 def _single(label, reg, x, gamma, eps, time_limit, anomalies, rng):

@@ -72,7 +72,7 @@ import skgprobust  # noqa: E402
 from skgprobust.kernels import make_adapter  # noqa: E402
 from skgprobust._bounds._variance import LatentVariance  # noqa: E402
 from skgprobust._bounds._variance_paper import PaperLatentVariance  # noqa: E402
-from _bench import package_state, table  # noqa: E402
+from _bench import package_state, report_anomalies, table  # noqa: E402
 
 WIDTHS = (0.05, 0.2)
 TOL = 1e-9
@@ -205,12 +205,8 @@ def main():
         for m in notes:
             print("  -", m)
         print()
-    if anomalies:
-        print("anomalies:")
-        for a in anomalies:
-            print("  -", a)
+    if report_anomalies(anomalies):
         sys.exit(1)
-    print("anomalies: none")
 
 
 if __name__ == "__main__":
