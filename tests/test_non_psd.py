@@ -191,3 +191,33 @@ def test_psd_models_keep_the_lemma_margin():
     assert np.isfinite(V.rho) and V.kappa_direct == V.kappa and not V._direct_margin
     s = np.array([1.0, 3.0])
     assert np.array_equal(V.margin_direct(s, 2), V.margin(s, 2))
+
+
+def test_probability_ranges_not_converged_where_predict_proba_may_be_nan():
+    """Hunt (session 25): ExpSineSquared(0.15, 1) on two features, training
+    inputs at whole periods from x0: sklearn's latent variance at x0 is
+    -2.9 and its predict_proba NaN. The probability range of a box around
+    x0 still bounds the finite values but is not reported converged (with a
+    warning); a row far from x0, where the variance bounds prove the
+    variance positive, is unaffected."""
+    rng = np.random.default_rng(1)
+    k = ExpSineSquared(0.15, 1.0)
+    x0 = np.array([0.3, -0.2])
+    pts = []
+    while len(pts) < 20:
+        v = rng.normal(size=2)
+        c = x0 + rng.integers(1, 6) * v / np.linalg.norm(v)
+        if not pts or k(np.array(pts), c[None]).max() <= 0.02:
+            pts.append(c)
+    X = np.array(pts)
+    clf = RobustGaussianProcessClassifier(k, optimizer=None).fit(X, np.arange(20) % 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isnan(GaussianProcessClassifier.predict_proba(clf, x0[None])).all()
+        Xq = np.vstack([x0, x0 + 2.5])
+        with pytest.warns(UserWarning, match="may be NaN"):
+            r = clf.prediction_range(Xq, 0.05, epsilon=0.01, time_limit=5.0, random_state=0)
+    assert not r.converged[0].any() and r.converged[1].all()
+    P = box_points(Xq[1] - 0.05, Xq[1] + 0.05, np.random.default_rng(0), 1000)
+    p = GaussianProcessClassifier.predict_proba(clf, P)
+    assert np.all(r.min_lower[1] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[1])

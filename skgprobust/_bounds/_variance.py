@@ -865,31 +865,57 @@ array with negative entries, a certificate that did not succeed) kappa
 is infinite and, before session 25, so were all variance bounds
 ([0, inf] std ranges, vacuous probability ranges). The margin's
 derivation above does not use the lemma: it needs (i) a scale >= q(x)
-and >= |k(x, x)| at every x of the box and (ii) step (a)'s ||r~' - r'||
-<= w sqrt(k(x, x)), i.e. the term magnitude A(x, x_i) <= sqrt(k(x, x)
-k(x_i, x_i)). (1 + rho) enters kappa only for callers whose bound of q
-is q <= (1 + rho) k_c(x, x). So :meth:`LatentVariance.margin_direct`
-uses ``kappa_direct`` = the same expression without (1 + rho) when rho is
-infinite, the adapter is ``dominated`` (ii: :attr:`KernelAdapter.dominated`,
-proven per leaf and closed under sums, products and powers; an
-ExpSineSquared has 0 < k <= 1 = k(x, x) on any number of features) and
-the adapter is the support points' own kernel (kii from its diagonal);
-elsewhere it is :meth:`margin` itself, so nothing changes where the lemma
-holds. Its callers are :meth:`LatentVariance.bounds` and
+and >= |k(x, x)| at every x of the box (up to what its headroom
+absorbs, below) and (ii) step (a)'s ||r~' - r'|| <= w sqrt(k(x, x)), i.e.
+the term magnitude A(x, x_i) <= sqrt(k(x, x) k(x_i, x_i)). (1 + rho)
+enters kappa only for callers whose bound of q is q <= (1 + rho) k_c(x,
+x). So :meth:`LatentVariance.margin_direct` uses ``kappa_direct`` = the
+same expression without (1 + rho) where kappa is infinite (rho infinite,
+or so large that kappa overflows: the argument below holds for any rho),
+the adapter is ``dominated`` (ii: :attr:`KernelAdapter.dominated`, proven
+per leaf and closed under sums, products and powers; an ExpSineSquared
+has 0 < k <= 1 = k(x, x) on any number of features), the adapter is the
+support points' own kernel (kii from its diagonal) and the class keeps
+the base :meth:`margin`; elsewhere it is :meth:`margin` itself, so
+nothing changes where the lemma holds. kappa_direct is finite only with
+gam kappa_a <= 1 (``_kappa``), so the solve's relative error is beta =
+1.01 (N + 1) u kappa_a <= 0.128 below.
+
+Its callers are :meth:`LatentVariance.bounds` and
 :func:`~skgprobust._bounds._variance_affine.affine_variance_enclosure`,
-whose scale ``scale0 + e`` satisfies (i) directly: with the exact g* = 2 S
-r0~ and the computed g, q(x) = q(r0~) + g* . (r - r0~) + ||A (r -
-r0~)||^2 <= |q0| + sum_i |g_i| |r_i - r0~_i| + ||g* - g|| ||r - r0~|| +
-e + |q(r0~) - q0|; |r_i - r0~_i| <= rmax_i - |r0~_i|, so the first sum
-leaves sum_i |g_i| |r0~_i| >= 2 q0 (up to the solves' error) of slack,
-which covers |q(r0~) - q0| <= 0.3 q0 (the solve's relative error under gam
-kappa_a <= 1, steps (b), (c)); ||g* - g|| <= 0.3 ||g|| (two solves) is
-inside ||g|| ||rmax||; e bounds ||A (r - r0~)||^2 by lam_max ||dr||^2 or
-the spectral split (no lemma; the RKHS remainder is infinite there); and
-|dhi| >= k(x, x). The input rounding's ||A r|| <= ((1 + rho) k(x, x))^1/2
-becomes ||A r|| <= scale^1/2 (:meth:`LatentVariance.input_rounding`'s
-``qmax``). The floor, the local RKHS, polynomial and per-point bounds rest on the
-lemma and stay infinite there. sklearn computes such a variance as is (it
+with scale = scale0 + e, scale0 = |q0| + sum_i |g_i| rmax_i + ||g|| ||rmax||
++ |dhi|. Proof of (i) (referee, session 25). With r0~ the computed kernel
+vector at the centre (a fixed float vector), dr = r(x) - r0~, z = L^-1 D
+r0~ exact, z~ and y~ the computed forward and backward solves (q0 =
+fl(||z~||^2), g = 2 D y~): q(x) = q(r0~) + g* . dr + ||A dr||^2 exactly,
+g* = 2 S r0~. (a) q(r0~) = ||z||^2 <= c1 q0, c1 = (1 + beta)^2 / (1 -
+gamma_N) <= 1.28 (step (b)'s ||z~ - z|| <= beta ||z~||, step (c)'s sum).
+(b) The error of g enters only paired with A dr: (g* - g) . dr = 2 [(z -
+z~) + dL2^T y~] . (A dr) (dL2 the backward solve's perturbation), so
+|(g* - g) . dr| <= 2 beta (2 + beta') ||z~|| ||A dr|| <= c2 (q0 e)^1/2
+with c2 ~ 4.3 beta. (c) g . dr <= sum_i |g_i| rmax_i (|dr_i| <= rmax_i;
+not |dr_i| <= rmax_i - |r0~_i|, which fails for kernels that change sign).
+(d) The slack: ||g|| ||rmax|| >= |g . r0~| >= 1.42 q0, as y~ . (D r0~) =
+z~ . z - y~^T dL2 z. (e) ||A dr||^2 <= e (lam_max ||dr||^2 or the
+spectral split: no lemma; the RKHS remainder is infinite there). Hence
+q(x) <= scale + max(0, c2 (q0 e)^1/2 - 1.1 q0) <= scale + 4.2 beta^2 e,
+at most 0.07 scale, and |dhi| >= k(x, x). The derivation's 2x headroom on
+the solve part absorbs that excess (a factor 1.07 on the (3.9 N + 15) u
+kappa_a and Vt terms), and our own evaluation of q0 and g (<= 0.28 gam
+kappa_a q0 and 0.275 gam kappa_a (q0 + e), paired with A dr as in (b)),
+because scale >= 2.4 q0 + e; the ~1.49 Vt of the derivation becomes ~1.65
+Vt <= 2 Vt. (The ||g|| ||rmax|| term was first justified as a bound of
+||g* - g|| ||dr|| with ||g* - g|| <= 0.3 ||g||; that is false: the error
+of g can exceed ||g|| where kappa_a is large, but it only ever multiplies
+A dr, which (b) bounds.)
+
+The input rounding's ||A r|| <= ((1 + rho) k(x, x))^1/2 becomes ||A r(x)||
+<= ||A r0~|| + ||A dr|| <= (c1 |q0|)^1/2 + e^1/2 (a), (e), with c1 taken
+as 1.3 (:meth:`LatentVariance.input_rounding`'s ``qmax``, computed once
+per box with the e before the spectral split, which bounds ||A dr||^2
+too). The floor, the local RKHS, polynomial and per-point bounds rest on
+the lemma and stay infinite there, and so does the paper's LP / QP method
+(its margin is kappa-scaled). sklearn computes such a variance as is (it
 may be negative; the regressor clips it to 0 with a warning): the bounds
 are of the unclipped value, the std objective takes max(v, 0) as predict
 does, and the probability objectives read the range as they do for a
@@ -1943,7 +1969,7 @@ class LatentVariance:
         # dominated by its diagonal, with the support points' own adapter.
         self.kappa_direct, self._direct_margin = self.kappa, False
         if not np.isfinite(self.kappa) and N and self._LEMMA_ADAPTER_IS_SUPPORT_KERNEL \
-                and bool(getattr(adapter, "dominated", False)):
+                and type(self).margin is LatentVariance.margin and bool(getattr(adapter, "dominated", False)):
             kd = kap0 * (1.0 + 1e-15)
             self.kappa_direct = float(kd) if np.isfinite(kd) else np.inf
             self._direct_margin = True
@@ -2015,6 +2041,24 @@ class LatentVariance:
     # Subclasses whose bounds use A, S or the full V set this to keep them
     # from the set-up instead of recomputing them on first access.
     _KEEP_DENSE = False
+
+    # The direct margin (module doc, "Without the lemma"); set per instance in
+    # __init__, class defaults for objects unpickled from before session 25.
+    _direct_margin = False
+    kappa_direct = np.inf
+
+    #: c1 of "Without the lemma" (a): q(r0~) <= c1 q0 where kappa_direct is finite.
+    _C1 = 1.3
+
+    def _direct_qmax(self, q0, e):
+        """(B,) ``qmax`` for :meth:`input_rounding` without the lemma:
+        (c1 |q0|)^1/2 + e^1/2 bounds ||A r(x)|| over the box (module doc,
+        "Without the lemma", (a) and (e)), squared and rounded up; None
+        where the lemma holds (rho finite)."""
+        if np.isfinite(self.rho):
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (np.sqrt(self._C1 * np.abs(q0)) + np.sqrt(np.maximum(e, 0.0))) ** 2 * (1.0 + 1e-12)
 
     def _inverse_factor(self):
         """``A = L^-1 D`` by a triangular solve of the identity."""
@@ -2616,11 +2660,12 @@ class LatentVariance:
         scale0 = (
             np.abs(q0)
             + np.einsum("bi,bi->b", np.abs(g), rmax)
-            # the solve's error in g is bounded in 2-norm: |dg . dr| <= ||dg|| ||dr||
+            # the slack that absorbs the solves' errors in q0 and g (the
+            # latter paired with A dr): module doc, "Without the lemma", (b)-(d)
             + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
             + np.abs(dhi)
         )
-        rin = self.input_rounding(lo, hi, dhi)
+        rin = self.input_rounding(lo, hi, dhi, qmax=self._direct_qmax(q0, e))
         poly = self._poly_bounds(lo, hi, dhi) if self.poly is not None else None
         local = self._local_bounds(lo, hi, dlo, dhi) if self.smooth is not None else None
         if m > 0:
@@ -2643,11 +2688,9 @@ class LatentVariance:
         q_upper = q0 - g_r0 + gmax + e
 
         scale = scale0 + e
-        # scale >= q_upper >= q(x) and >= |k(x, x)| over the box, proven here
-        # (module doc, "Without the lemma"): the direct margin, and the
-        # input rounding with ||A r||^2 <= scale.
-        if not np.isfinite(self.rho):
-            rin = self.input_rounding(lo, hi, dhi, qmax=scale)
+        # scale bounds q(x) and |k(x, x)| over the box by itself, up to what
+        # the margin's headroom absorbs (module doc, "Without the lemma"):
+        # the direct margin.
         mg = self.margin_direct(scale, d) + rin
         lower = dlo - q_upper - mg
         upper = dhi - q_lower + mg
@@ -3088,8 +3131,9 @@ class LatentVariance:
         input-rounding error of :meth:`KernelAdapter.rounding` (|dr| <= E):
         ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= (1 + rho)
         k(x, x)`` (the lemma for the float factor) and, where the caller
-        passes ``qmax`` (B,), an upper bound of q over each box proven
-        without the lemma, ``q <= qmax`` (module doc, "Without the lemma")."""
+        passes ``qmax`` (B,), a proven upper bound of ||A r(x)||^2 over each
+        box that needs no lemma (:meth:`_direct_qmax`; module doc, "Without
+        the lemma")."""
         if self.n_support == 0:
             return np.zeros(len(lo))
         nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)

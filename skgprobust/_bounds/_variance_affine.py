@@ -36,9 +36,10 @@ over the box (its "tangent" bound: ``q_lower = q0 - g.r0 + gmin`` and
 ``q_upper = q0 - g.r0 + gmax + e``); here the last step is left to the
 caller. So the rounding is covered by the same margin, computed by the same
 formula from the same quantities: ``LatentVariance.margin_direct(scale0 + e, d)``
-(q0 and g computed by triangular solves as sklearn does, the solve's error in
-g against any r - rho through ``||g|| ||rmax||``, sklearn's own solve and sums
-at every x of the box) plus ``LatentVariance.input_rounding`` (sklearn's
+(q0 and g computed by triangular solves as sklearn does, their errors
+absorbed as the module doc of :mod:`~skgprobust._bounds._variance` shows in
+"Without the lemma" (the error of g only multiplies A (r - rho)), sklearn's
+own solve and sums at every x of the box) plus ``LatentVariance.input_rounding`` (sklearn's
 kernel values at rounded inputs). The scale ``scale0`` is the one of
 ``bounds()``: |q0| + |g| . rmax + ||g|| ||rmax|| + |dhi|, rmax = |rho| +
 max(|klo|, |khi|) >= |r(x)| and |r(x) - rho|. Nothing is clipped (``bounds()``
@@ -104,9 +105,10 @@ def affine_variance_enclosure(variance, lo, hi):
         + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
         + np.abs(dhi)
     )
-    # scale0 + e bounds q and |k(x, x)| over the box by itself (module doc
-    # of _variance, "Without the lemma"): the direct margin.
-    qmax = None if np.isfinite(variance.rho) else scale0 + e
+    # scale0 + e bounds q and |k(x, x)| over the box by itself, up to what
+    # the margin's headroom absorbs (module doc of _variance, "Without the
+    # lemma"): the direct margin.
+    qmax = variance._direct_qmax(q0, e)
     mg = variance.margin_direct(scale0 + e, d) + variance.input_rounding(lo, hi, dhi, qmax=qmax)
     with np.errstate(invalid="ignore", over="ignore"):
         c_hi = dhi - q0 + g_r0 + mg

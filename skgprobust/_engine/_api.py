@@ -39,8 +39,10 @@ TypeError naming ``Class.method()``) are those of a hand-written method.
 Subclasses that do not declare ``_method_docs`` (EP, sparse) inherit them.
 """
 
+import dataclasses
 import linecache
 import re
+import warnings
 
 import numpy as np
 
@@ -53,6 +55,7 @@ from ._common import (
     check_statistic,
     prepare,
     row_seeds,
+    user_stacklevel,
 )
 from ._delta import Explanation, class_targets, explain_rows, feature_names_of
 from ._driver import RangeProblem, certify_rows, range_rows
@@ -464,17 +467,19 @@ def _regressor_certify(est, X, gamma, *, delta, norm, features, domain, max_iter
 
 
 def _range(est, X, gamma, statistic, variance_bound, *, epsilon, features, domain, max_iter, time_limit, n_jobs,
-           random_state, verbose):
+           random_state, verbose, boxes=False):
     """The common part of ``prediction_range``: the range problem of the
-    statistic (``est._range_problem``), run row by row."""
+    statistic (``est._range_problem``), run row by row (with ``boxes``: and
+    the boxes ``lo, hi``)."""
     check_epsilon(epsilon)
     check_variance_bound(variance_bound)
     X, lo, hi = prepare(est, X, gamma, features, domain, max_iter, time_limit)
     problem = est._range_problem(statistic, variance_bound)
-    return range_rows(
+    res = range_rows(
         {0: problem}, [0] * len(X), X, lo, hi, epsilon=epsilon, max_iter=max_iter, time_limit=time_limit,
         n_jobs=n_jobs, random_state=random_state, verbose=verbose,
     )
+    return (res, lo, hi) if boxes else res
 
 
 def _regressor_range(est, X, gamma, *, statistic, variance_bound="default", **run):
@@ -513,8 +518,41 @@ def _classifier_certify(est, X, gamma, *, delta, norm, features, domain, max_ite
 
 def _classifier_range(est, X, gamma, *, statistic, variance_bound="default", **run):
     check_statistic(statistic, ("proba", "latent_mean"))
-    res = _range(est, X, gamma, statistic, variance_bound, **run)
+    res, lo, hi = _range(est, X, gamma, statistic, variance_bound, boxes=True, **run)
+    if statistic == "proba":
+        res = _not_converged_where_nan(est, res, lo, hi, variance_bound)
     return est._finish_range(res, statistic, run["epsilon"])
+
+
+def _not_converged_where_nan(est, res, lo, hi, variance_bound):
+    """Rows whose box may hold points where the model's ``predict_proba`` is
+    NaN are not reported converged.
+
+    sklearn's Laplace ``predict_proba`` (and the probit link's) is NaN where
+    the latent variance it computes falls to or below the link's floor
+    (:meth:`~skgprobust._engine._latent.BoundModel.probabilities_finite`:
+    variances of ~1e-300 at amplitudes ~1e14 with duplicated inputs, or
+    negative ones from a kernel that is not PSD, such as ExpSineSquared on
+    several features). No bound holds for NaN: the certified range still
+    bounds every finite value in the box, but the row is marked not
+    converged, with a warning, unless the variance bounds prove every
+    latent variance above the floor on the box (the check ``certify`` runs
+    before it reads a decision from the probabilities)."""
+    bm = est._bound_model()
+    finite = getattr(bm, "probabilities_finite", None)
+    if finite is None or getattr(bm, "kind", None) not in ("binary", "one_vs_rest") or not len(lo):
+        return res
+    ok = np.array([finite(lo[i], hi[i], variance_bound) for i in range(len(lo))], dtype=bool)
+    if ok.all():
+        return res
+    warnings.warn(
+        f"{int((~ok).sum())} of {len(ok)} rows: the model's predict_proba may be NaN in the box (its computed "
+        "latent variance is not proven positive there); their probability ranges bound the finite values only "
+        "and are reported not converged.",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return dataclasses.replace(res, converged=res.converged & ok[:, None])
 
 
 def _classifier_explain(est, X, gamma, *, features, target, epsilon, method, domain, max_iter, time_limit, n_jobs,
