@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.linalg import solve_triangular
 from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import (
@@ -31,7 +33,7 @@ from skgprobust import RobustGaussianProcessClassifier, RobustGaussianProcessReg
 from skgprobust._engine._latent import from_regressor
 from skgprobust.kernels import make_adapter
 
-from ._helpers import attack, box_points
+from ._helpers import FAST, SLOW, attack, box_points, constants, fit_or_reject, periodic_kernels, stationary_kernels
 
 
 @pytest.mark.parametrize(
@@ -221,3 +223,68 @@ def test_probability_ranges_not_converged_where_predict_proba_may_be_nan():
     P = box_points(Xq[1] - 0.05, Xq[1] + 0.05, np.random.default_rng(0), 1000)
     p = GaussianProcessClassifier.predict_proba(clf, P)
     assert np.all(r.min_lower[1] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[1])
+
+
+@st.composite
+def _non_psd_cases(draw):
+    """A regressor whose kernel holds an ExpSineSquared on 2-3 features (in a
+    sum, a product, a power or alone), fixed hyperparameters, noise from
+    1e-6 to 0.1 (fits whose Gram is not positive definite are rejected),
+    and three boxes of random widths around random points."""
+    d = draw(st.sampled_from([2, 3]))
+    per = draw(periodic_kernels())
+    kind = draw(st.sampled_from(["alone", "sum", "product", "power", "dot"]))
+    c = draw(constants())
+    if kind == "alone":
+        k = C(c) * per
+    elif kind == "sum":
+        k = C(c) * per + draw(stationary_kernels(d))
+    elif kind == "product":
+        k = C(c) * per * draw(stationary_kernels(d))
+    elif kind == "power":
+        k = C(c) * Exponentiation(per, draw(st.sampled_from([0.5, 2.0, 3.0])))
+    else:
+        k = C(c) * per * DotProduct(draw(st.floats(0.1, 2.0)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(5, 40))
+    X = rng.uniform(-2, 2, (n, d))
+    y = np.sin(X).sum(1) + 0.1 * rng.normal(size=n)
+    noise = draw(st.sampled_from([1e-6, 1e-3, 1e-1]))
+    reg = fit_or_reject(lambda a: RobustGaussianProcessRegressor(k, alpha=a, optimizer=None), X, y, noise)
+    widths = np.array([draw(st.sampled_from([0.0, 1e-6, 1e-3, 0.05, 0.3, 1.0])) for _ in range(3)])
+    centres = rng.uniform(-2.5, 2.5, (3, d))
+    return reg, centres, widths[:, None] * np.ones(d), seed
+
+
+def _check_non_psd(case):
+    reg, centres, h, seed = case
+    V = from_regressor(reg).variance()
+    rng = np.random.default_rng(seed)
+    b = V.bounds(centres - h, centres + h)
+    from skgprobust._bounds._variance_affine import affine_variance_enclosure
+
+    g, c_lo, c_hi = affine_variance_enclosure(V, centres - h, centres + h)
+    for i in range(len(centres)):
+        res = attack(lambda P: _unclipped_variance(reg, P), centres[i] - h[i], centres[i] + h[i], rng, 1000, 2)
+        assert b.lower[i] <= res.min and res.max <= b.upper[i], (i, b.lower[i], res.min, res.max, b.upper[i])
+        P = res.points
+        v, lin = res.values, V.adapter.values(P) @ g[i]
+        assert np.all(c_lo[i] - lin <= v) and np.all(v <= c_hi[i] - lin)
+
+
+@FAST
+@given(_non_psd_cases())
+def test_non_psd_latent_bounds_sound(case):
+    """Property sweep of the bounds without the lemma (latent variance and
+    its affine enclosure) on random periodic kernels over 2-3 features,
+    against sklearn's unclipped variance at sampled and optimised points,
+    zero tolerance."""
+    _check_non_psd(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(_non_psd_cases())
+def test_non_psd_latent_bounds_sound_sweep(case):
+    _check_non_psd(case)
