@@ -220,6 +220,13 @@ def test_probability_ranges_not_converged_where_predict_proba_may_be_nan():
         with pytest.warns(UserWarning, match="may be NaN"):
             r = clf.prediction_range(Xq, 0.05, epsilon=0.01, time_limit=5.0, random_state=0)
     assert not r.converged[0].any() and r.converged[1].all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.warns(UserWarning, match="may be NaN"):
+            e = clf.explain(Xq, 0.05, time_limit=5.0, random_state=0)
+    # explain's boxes move one feature at a time from the row: at x0 itself
+    # every one-sided box holds x0, where predict_proba is NaN
+    assert not e.converged[0].any() and e.converged[1].all()
     P = box_points(Xq[1] - 0.05, Xq[1] + 0.05, np.random.default_rng(0), 1000)
     p = GaussianProcessClassifier.predict_proba(clf, P)
     assert np.all(r.min_lower[1] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[1])

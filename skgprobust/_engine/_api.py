@@ -57,7 +57,7 @@ from ._common import (
     row_seeds,
     user_stacklevel,
 )
-from ._delta import Explanation, class_targets, explain_rows, feature_names_of
+from ._delta import Explanation, class_targets, explain_rows, feature_names_of, one_sided_boxes
 from ._driver import RangeProblem, certify_rows, range_rows
 from ._latent import check_variance_bound, fitted_decision_kind
 from ._perturbation import resolve_features
@@ -294,14 +294,18 @@ def explanation(estimator, X, lo, hi, gamma, feats, labels, targets, problems, *
     )
 
 
-def explain_classes(estimator, X, gamma, *, features, target, domain, predict, proba_pairs, reference, check=None, **run):
+def explain_classes(estimator, X, gamma, *, features, target, domain, predict, proba_pairs, reference, check=None,
+                    finite=None, **run):
     """``explain`` of a classifier: the Delta metric of the probability of
     the explained class (``target``, or each row's predicted class).
 
     ``proba_pairs()`` returns ``c -> (objective, negated objective)`` of
     column c of ``reference(P)`` (the model's own probabilities); it is
     called once, after the arguments are checked. ``check()``, if given, is
-    run right after the estimator and X are validated.
+    run right after the estimator and X are validated. ``finite(lo, hi)``,
+    if given, says per box whether the probabilities are proven finite
+    there (:func:`_probabilities_finite`): a feature whose one-sided boxes
+    are not both proven is reported not converged, with a warning.
     """
     X, lo, hi = prepare(estimator, X, gamma, None, domain, run["max_iter"], run["time_limit"])
     if check is not None:
@@ -317,7 +321,16 @@ def explain_classes(estimator, X, gamma, *, features, target, domain, predict, p
         return RangeProblem([pair(c)], column)
 
     problems = {c: problem(c) for c in sorted(set(idx.tolist()))}
-    return explanation(estimator, X, lo, hi, gamma, feats, labels, idx.tolist(), problems, **run)
+    res = explanation(estimator, X, lo, hi, gamma, feats, labels, idx.tolist(), problems, **run)
+    if finite is None or not res.converged.size:
+        return res
+    blo, bhi = one_sided_boxes(X, lo, hi, feats)  # (n, 2k, d)
+    n, k2, d = blo.shape
+    ok = finite(blo.reshape(-1, d), bhi.reshape(-1, d)).reshape(n, k2 // 2, 2).all(axis=2)
+    if ok.all():
+        return res
+    _warn_nan(int((~ok).sum()), ok.size, "explained features")
+    return dataclasses.replace(res, converged=res.converged & ok)
 
 
 def certify_classes(estimator, X, gamma, *, delta, norm, predict, solver, features, domain, max_iter, time_limit,
@@ -524,34 +537,43 @@ def _classifier_range(est, X, gamma, *, statistic, variance_bound="default", **r
     return est._finish_range(res, statistic, run["epsilon"])
 
 
-def _not_converged_where_nan(est, res, lo, hi, variance_bound):
-    """Rows whose box may hold points where the model's ``predict_proba`` is
-    NaN are not reported converged.
+def _probabilities_finite(est, lo, hi, variance_bound):
+    """(B,) bool: the model's ``predict_proba`` is proven finite on box b
+    (lo, hi: (B, d)); all True for models without that failure mode.
 
     sklearn's Laplace ``predict_proba`` (and the probit link's) is NaN where
     the latent variance it computes falls to or below the link's floor
     (:meth:`~skgprobust._engine._latent.BoundModel.probabilities_finite`:
     variances of ~1e-300 at amplitudes ~1e14 with duplicated inputs, or
     negative ones from a kernel that is not PSD, such as ExpSineSquared on
-    several features). No bound holds for NaN: the certified range still
-    bounds every finite value in the box, but the row is marked not
-    converged, with a warning, unless the variance bounds prove every
-    latent variance above the floor on the box (the check ``certify`` runs
-    before it reads a decision from the probabilities)."""
+    several features). The check is the one ``certify`` runs before it
+    reads a decision from the probabilities."""
     bm = est._bound_model()
     finite = getattr(bm, "probabilities_finite", None)
-    if finite is None or getattr(bm, "kind", None) not in ("binary", "one_vs_rest") or not len(lo):
-        return res
-    ok = np.array([finite(lo[i], hi[i], variance_bound) for i in range(len(lo))], dtype=bool)
-    if ok.all():
-        return res
+    if finite is None or getattr(bm, "kind", None) not in ("binary", "one_vs_rest"):
+        return np.ones(len(lo), dtype=bool)
+    return np.array([finite(lo[i], hi[i], variance_bound) for i in range(len(lo))], dtype=bool)
+
+
+def _warn_nan(n_bad, n, what):
     warnings.warn(
-        f"{int((~ok).sum())} of {len(ok)} rows: the model's predict_proba may be NaN in the box (its computed "
-        "latent variance is not proven positive there); their probability ranges bound the finite values only "
-        "and are reported not converged.",
+        f"{n_bad} of {n} {what}: the model's predict_proba may be NaN in the box (its computed latent variance "
+        "is not proven positive there); their bounds hold for the finite values only and they are reported "
+        "not converged.",
         UserWarning,
         stacklevel=user_stacklevel(),
     )
+
+
+def _not_converged_where_nan(est, res, lo, hi, variance_bound):
+    """Rows whose box may hold points where the model's ``predict_proba`` is
+    NaN (:func:`_probabilities_finite`) are not reported converged, with a
+    warning: no bound holds for NaN; the certified range still bounds every
+    finite value in the box."""
+    ok = _probabilities_finite(est, lo, hi, variance_bound)
+    if ok.all():
+        return res
+    _warn_nan(int((~ok).sum()), len(ok), "rows")
     return dataclasses.replace(res, converged=res.converged & ok[:, None])
 
 
@@ -560,8 +582,9 @@ def _classifier_explain(est, X, gamma, *, features, target, epsilon, method, dom
     return explain_classes(
         est, X, gamma, features=features, target=target, domain=domain, predict=est._predict_labels,
         proba_pairs=lambda: est._proba_pairs(variance_bound), reference=est._proba_reference,
-        check=lambda: check_variance_bound(variance_bound), epsilon=epsilon, method=method, max_iter=max_iter,
-        time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+        check=lambda: check_variance_bound(variance_bound),
+        finite=lambda lo, hi: _probabilities_finite(est, lo, hi, variance_bound), epsilon=epsilon, method=method,
+        max_iter=max_iter, time_limit=time_limit, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
     )
 
 
