@@ -1030,6 +1030,36 @@ def test_linear_terms_exit_paths(kind, trend):
         check_box(one, c - width, c + width, rng, n=500)
 
 
+def test_constant_subtree_times_profile_is_a_term():
+    """``2.0 * C(1.5) * RBF(...)`` is ``(C * C) * RBF`` in sklearn's tree;
+    it was refused by the parser (products needed two profiles or a dot
+    product) and fell back to the general bounds (0.3-0.6 s per fitted
+    Friedman #1 row instead of 0.01 s). Now a term of amplitude 3: the local
+    bound alone and the combined bounds contain sklearn's variance at
+    sampled points and local optima of boxes from zero width to wide, and
+    std ranges on every exit path contain sklearn's std."""
+    X, y = make_problem(4, 2, 60, 0.01)
+    k = 2.0 * ConstantKernel(1.5) * RBF([0.5, 2.0]) + WhiteKernel(1e-4)
+    reg = RobustGaussianProcessRegressor(k, optimizer=None).fit(X, y)
+    var, _ = variance_parts(reg)
+    sm = var.smooth
+    assert sm is not None and len(sm.terms) == 1 and not sm.prod and sm.terms[0][0] == 3.0
+    rng = np.random.default_rng(5)
+    for width in (0.0, 1e-6, 1e-3, 0.05, 0.5):
+        c = X[rng.integers(len(X))] + rng.uniform(-0.2, 0.2, 2)
+        check_box(reg, c - width, c + width, rng, n=500)
+    gamma = 0.05 * X.std(axis=0)
+    rows = np.vstack([X[:1] + 0.01, rng.uniform(-2, 2, (1, 2))])
+    for kw in ({"max_iter": 1}, {"time_limit": 1e-3}, {"time_limit": 5}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = reg.prediction_range(rows, gamma, statistic="std", epsilon=1e-3, random_state=0, **kw)
+        for i, x in enumerate(rows):
+            res = attack(lambda P: sk_std(reg, P), x - gamma, x + gamma, rng, n_samples=500)
+            assert r.min_lower[i, 0] <= res.min and res.max <= r.max_upper[i, 0], kw
+    assert r.converged.all()
+
+
 def test_unscaled_trend_model_solve_margins():
     """A trend + smooth regressor on unscaled features (Friedman #3, features
     up to ~1700, no normalize_y; the hyperparameters of its fit): k_c(x, x)
