@@ -216,10 +216,20 @@ def test_probability_ranges_not_converged_where_predict_proba_may_be_nan():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert np.isnan(GaussianProcessClassifier.predict_proba(clf, x0[None])).all()
-        Xq = np.vstack([x0, x0 + 2.5])
+        # x0 itself, a box off-centre that holds x0 (there the engine's own
+        # incumbents are finite, so the gaps alone said converged: the flag
+        # was lost for binary models, hunt session 25), and a far row
+        Xq = np.vstack([x0, x0 + 0.08, x0 + 2.5])
         with pytest.warns(UserWarning, match="may be NaN"):
             r = clf.prediction_range(Xq, 0.05, epsilon=0.01, time_limit=5.0, random_state=0)
-    assert not r.converged[0].any() and r.converged[1].all()
+        P = box_points(Xq[1] - 0.05, Xq[1] + 0.05, np.random.default_rng(0), 20000)
+        assert np.isnan(GaussianProcessClassifier.predict_proba(clf, P)).any()
+    assert not r.converged[:2].any() and r.converged[2].all()
+    assert r.converged.shape == (3, 2)
+    # row 1's gaps are within epsilon: only the NaN check keeps it open
+    gaps = np.maximum(r.min_upper - r.min_lower, r.max_upper - r.max_lower)
+    assert np.all(gaps[1] <= 0.01)
+    Xq = Xq[[0, 2]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         with pytest.warns(UserWarning, match="may be NaN"):
@@ -229,7 +239,7 @@ def test_probability_ranges_not_converged_where_predict_proba_may_be_nan():
     assert not e.converged[0].any() and e.converged[1].all()
     P = box_points(Xq[1] - 0.05, Xq[1] + 0.05, np.random.default_rng(0), 1000)
     p = GaussianProcessClassifier.predict_proba(clf, P)
-    assert np.all(r.min_lower[1] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[1])
+    assert np.all(r.min_lower[2] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[2])
 
 
 @st.composite
@@ -295,3 +305,33 @@ def test_non_psd_latent_bounds_sound(case):
 @given(_non_psd_cases())
 def test_non_psd_latent_bounds_sound_sweep(case):
     _check_non_psd(case)
+
+
+def test_probit_models_are_never_nan():
+    """The probit link clips the variance at 0 (EP and sparse classifiers:
+    ndtr(mean / sqrt(1 + max(var, 0)))), so their probabilities are finite
+    for every variance: no "may be NaN" flag even where an ExpSineSquared on
+    two features drives the latent variance far below 0 (hunt, session 25:
+    -67 sampled, and the old floor -1 flagged such rows)."""
+    from skgprobust import EPGaussianProcessClassifier
+    from skgprobust._bounds._links import ProbitLink
+
+    assert ProbitLink.finite_variance_floor == -np.inf
+    rng = np.random.default_rng(1)
+    k = ExpSineSquared(0.15, 1.0)
+    x0 = np.array([0.3, -0.2])
+    pts = []
+    while len(pts) < 20:
+        v = rng.normal(size=2)
+        c = x0 + rng.integers(1, 6) * v / np.linalg.norm(v)
+        if not pts or k(np.array(pts), c[None]).max() <= 0.02:
+            pts.append(c)
+    X = np.array(pts)
+    ep = EPGaussianProcessClassifier(k, optimizer=None).fit(X, np.arange(20) % 2)
+    assert np.isfinite(ep.predict_proba(x0[None])).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        r = ep.prediction_range(np.vstack([x0, x0 + 0.03]), 0.05, epsilon=0.5, time_limit=5.0, random_state=0)
+    P = box_points(x0 - 0.05, x0 + 0.05, np.random.default_rng(0), 1000)
+    p = ep.predict_proba(P)
+    assert np.all(r.min_lower[0] <= p.min(0)) and np.all(p.max(0) <= r.max_upper[0])

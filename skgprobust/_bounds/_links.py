@@ -542,8 +542,11 @@ class ProbitLink(Link):
     """Probit likelihood: p = Phi(mu / sqrt(1 + v)) (paper Prop. 8)."""
 
     margin = 1e-15
-    #: Phi(mu / sqrt(1 + v)) is finite for 1 + v > 0.
-    finite_variance_floor = -1.0
+    #: Phi(mu / sqrt(1 + max(v, 0))) (:meth:`value`, what the EP and sparse
+    #: classifiers' predict_proba compute) is finite for every v: no floor
+    #: (-1 before session 25, which called EP models with a non-PSD kernel
+    #: "may be NaN" where their variance fell below -1; hunt).
+    finite_variance_floor = -np.inf
 
     def derivative_sups(self):
         """sup |phi''| = phi(0) and sup |phi'''| = (3 y - y^3) phi(y) at

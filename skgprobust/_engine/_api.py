@@ -532,9 +532,13 @@ def _classifier_certify(est, X, gamma, *, delta, norm, features, domain, max_ite
 def _classifier_range(est, X, gamma, *, statistic, variance_bound="default", **run):
     check_statistic(statistic, ("proba", "latent_mean"))
     res, lo, hi = _range(est, X, gamma, statistic, variance_bound, boxes=True, **run)
+    # After _finish_range, which may rebuild the result (binary models: both
+    # columns from class 1's) and recompute converged from the gaps alone
+    # (hunt, session 25: the flag was lost there).
+    res = est._finish_range(res, statistic, run["epsilon"])
     if statistic == "proba":
         res = _not_converged_where_nan(est, res, lo, hi, variance_bound)
-    return est._finish_range(res, statistic, run["epsilon"])
+    return res
 
 
 def _probabilities_finite(est, lo, hi, variance_bound):

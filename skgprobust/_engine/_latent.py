@@ -260,6 +260,8 @@ class BoundModel:
         computed)."""
         lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
         floor, ceiling = self.link.finite_variance_floor, self.link.finite_variance_ceiling
+        if floor == -np.inf and ceiling == np.inf:
+            return True  # a link finite for every variance (the probit link clips it at 0)
         for latent, var in zip(self.latents, self.variances(method)):
             scale2 = np.asarray(latent.scale, dtype=np.float64) ** 2
             if np.isfinite(ceiling) and not (
