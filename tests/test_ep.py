@@ -478,7 +478,7 @@ def ep_cases(draw, n_classes=2, max_iter_cap=None, multi_class="one_vs_rest"):
 
 def _proba_range(case):
     r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, **case.kwargs())
-    check_range(case, r, lambda P: case.model.predict_proba(np.atleast_2d(P)), warned)
+    check_range(case, r, lambda P: case.model.predict_proba(np.atleast_2d(P)), warned, proba=True)
 
 
 def _latent_range(case):

@@ -123,7 +123,7 @@ def _std_range(case):
 def _proba_range(case):
     r, warned = _call(case.model.prediction_range, case.X_test, case.gamma, epsilon=case.epsilon, **case.kwargs())
     assert r.min_lower.shape[1] == len(case.model.classes_)
-    check_range(case, r, lambda P: gpc_proba(case.model, P), warned)
+    check_range(case, r, lambda P: gpc_proba(case.model, P), warned, proba=True)
 
 
 def _certify_multiclass(case, check_row=None):
