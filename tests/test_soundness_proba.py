@@ -587,3 +587,41 @@ def test_finiteness_check_refines_the_variance_bound():
                 assert np.all(clf.predict(P) == clf.predict(x0[None])[0])
                 assert bm.probabilities_finite(x0 - g, x0 + g)
     assert proven >= 5
+
+
+def test_finiteness_check_of_a_batch_is_that_of_each_box():
+    """``BoundModel.probabilities_finite_boxes`` (one batch of bounds per
+    round, used for the NaN flags of prediction_range and explain) gives each
+    box the answer it gets alone: boxes decided by the cheap floor, boxes
+    proven only after splits (amplitude 1e12 RQ: the whole-box bound is far
+    below 0), zero-width boxes and wide boxes that are not proven, in one
+    batch; a passed deadline gives up only where a split is needed."""
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (50, 1))
+    y = np.digitize(X[:, 0], np.linspace(-2, 2, 4)[1:-1])
+    clf = RobustGaussianProcessClassifier(
+        ConstantKernel(1e12, "fixed") * RationalQuadratic(1.0, 1.0, "fixed", "fixed"), optimizer=None
+    ).fit(X, y)
+    bm = clf._bound_model()
+    c = np.random.default_rng(1).uniform(-1.5, 1.5, (6, 1))
+    h = np.array([0.0, 0.05, 0.3, 1e-3, 3.0, 0.05])[:, None]
+    lo, hi = c - h, c + h
+    single = np.array([bm.probabilities_finite(lo[i], hi[i]) for i in range(len(c))])
+    batch = bm.probabilities_finite_boxes(lo, hi)
+    assert batch.dtype == bool and batch.shape == (6,)
+    np.testing.assert_array_equal(batch, single)
+    assert single.any() and not single.all()
+    # the splits were needed somewhere: the whole-box floor alone fails there
+    var, s2 = bm.variances()[0], float(np.max(np.asarray(bm.latents[0].scale) ** 2))
+    assert np.any(single & ~(var.bounds(lo, hi).lower * s2 > bm.link.finite_variance_floor))
+    # a passed deadline: every box that needs a split is False, the others keep their answer
+    done = bm.probabilities_finite_boxes(lo, hi, deadline=0.0)
+    alone = np.array([bm.probabilities_finite(lo[i], hi[i], deadline=0.0) for i in range(len(c))])
+    np.testing.assert_array_equal(done, alone)
+    assert np.all(done <= single)
+    # every box proven finite is finite at sampled points
+    for i in np.flatnonzero(batch):
+        P = box_points(lo[i], hi[i], rng, 500)
+        assert np.isfinite(clf.predict_proba(P)).all()

@@ -553,10 +553,10 @@ def _probabilities_finite(est, lo, hi, variance_bound):
     several features). The check is the one ``certify`` runs before it
     reads a decision from the probabilities."""
     bm = est._bound_model()
-    finite = getattr(bm, "probabilities_finite", None)
-    if finite is None or getattr(bm, "kind", None) not in ("binary", "one_vs_rest"):
+    if not hasattr(bm, "probabilities_finite_boxes") or getattr(bm, "kind", None) not in ("binary", "one_vs_rest"):
         return np.ones(len(lo), dtype=bool)
-    return np.array([finite(lo[i], hi[i], variance_bound) for i in range(len(lo))], dtype=bool)
+    return bm.probabilities_finite_boxes(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64),
+                                         variance_bound)
 
 
 def _warn_nan(n_bad, n, what):

@@ -241,59 +241,78 @@ class BoundModel:
 
     def probabilities_finite(self, lo, hi, method="default", deadline=None):
         """Whether the model's own per-latent probabilities are finite on the
-        box [lo, hi] (1-D arrays): every latent's certified variance lower
-        bound (which holds for the model's computed variance, rounding
-        included) is above the link's :attr:`~Link.finite_variance_floor`.
-        A decision read from probabilities (one-vs-rest argmax, one-vs-one
-        confidences) can only be certified where this holds: a NaN
-        probability makes ``argmax`` return its column whatever the votes or
-        margins (hunt, session 14).
+        box [lo, hi] (1-D arrays): :meth:`probabilities_finite_boxes` of the
+        one box."""
+        lo = np.asarray(lo, dtype=np.float64).reshape(1, -1)
+        hi = np.asarray(hi, dtype=np.float64).reshape(1, -1)
+        return bool(self.probabilities_finite_boxes(lo, hi, method, deadline)[0])
+
+    def probabilities_finite_boxes(self, lo, hi, method="default", deadline=None):
+        """(B,) bool: the model's own per-latent probabilities are proven
+        finite on box b of [lo, hi] ((B, d) arrays): every latent's certified
+        variance lower bound (which holds for the model's computed variance,
+        rounding included) is above the link's
+        :attr:`~Link.finite_variance_floor`, and its diagonal below the
+        link's ceiling. A decision read from probabilities (one-vs-rest
+        argmax, one-vs-one confidences) can only be certified where this
+        holds: a NaN probability makes ``argmax`` return its column whatever
+        the votes or margins (hunt, session 14).
 
         Per latent: the cheap :meth:`LatentVariance.floor` (kernel diagonal
         only) first; where it does not decide, the full variance bound on
         the box, and on halves of the boxes that still fail (widest side),
-        up to ``_FINITE_MAX_BOXES`` boxes (completeness hunt: amplitude 1e12
-        RQ, whole-box lower bound -3e10, eight sub-boxes prove >= 2.8e7).
-        False when that does not decide either, or when ``deadline`` (a
-        ``time.perf_counter()`` value, the row's) passes before a further
-        split (sound: the row stays 'unknown'; the whole-box bound is always
-        computed)."""
-        lo, hi = np.asarray(lo, dtype=np.float64)[None], np.asarray(hi, dtype=np.float64)[None]
+        up to ``_FINITE_MAX_BOXES`` failing sub-boxes per box (completeness
+        hunt: amplitude 1e12 RQ, whole-box lower bound -3e10, eight sub-boxes
+        prove >= 2.8e7). False for a box when that does not decide either,
+        or when ``deadline`` (a ``time.perf_counter()`` value) passes before
+        a further split (sound: the row stays 'unknown'; the whole-box bound
+        is always computed). The boxes are processed together (one batch of
+        bounds per round, every sub-box labelled with its box); each box's
+        answer is what it would get alone: the rules above are per box, and
+        every bound used is sound per box whatever the batch."""
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        ok = np.ones(len(lo), dtype=bool)
         floor, ceiling = self.link.finite_variance_floor, self.link.finite_variance_ceiling
         if floor == -np.inf and ceiling == np.inf:
-            return True  # a link finite for every variance (the probit link clips it at 0)
+            return ok  # a link finite for every variance (the probit link clips it at 0)
         for latent, var in zip(self.latents, self.variances(method)):
             scale2 = np.asarray(latent.scale, dtype=np.float64) ** 2
-            if np.isfinite(ceiling) and not (
-                np.max(np.abs(var.adapter.diag_interval(lo, hi)), initial=0.0) * scale2.max() <= ceiling
-            ):
-                return False
+            if np.isfinite(ceiling) and ok.any():
+                dmax = np.abs(np.stack(var.adapter.diag_interval(lo[ok], hi[ok]))).max(axis=0)
+                ok[ok] = dmax * scale2.max() <= ceiling
 
             def above(low):  # the smallest scaled value > floor (NaN: False)
                 return np.where(low > 0, low * scale2.min(), low * scale2.max()) > floor
 
-            if above(var.floor(lo, hi)).all():
-                continue
-            blo, bhi = lo, hi
-            while True:
+            owner = np.flatnonzero(ok)
+            blo, bhi = lo[owner], hi[owner]
+            while len(owner):
                 fail = ~above(var.floor(blo, bhi))
                 if fail.any():
                     fail[fail] = ~above(var.bounds(blo[fail], bhi[fail]).lower)
-                if not fail.any():
+                owner, blo, bhi = owner[fail], blo[fail], bhi[fail]
+                if not len(owner):
                     break
-                blo, bhi = blo[fail], bhi[fail]
                 width = bhi - blo
-                if 2 * len(blo) > _FINITE_MAX_BOXES or not np.all(width.max(axis=1) > 0):
-                    return False
+                count = np.bincount(owner, minlength=len(ok))
+                flat = np.zeros(len(ok), dtype=bool)
+                flat[owner[~(width.max(axis=1) > 0)]] = True
+                give_up = (2 * count > _FINITE_MAX_BOXES) | flat
                 if deadline is not None and time.perf_counter() >= deadline:
-                    return False
+                    give_up |= count > 0
+                ok[give_up] = False
+                keep = ~give_up[owner]
+                owner, blo, bhi, width = owner[keep], blo[keep], bhi[keep], width[keep]
+                if not len(owner):
+                    break
                 j = np.argmax(width, axis=1)
                 rows = np.arange(len(blo))
                 mid = 0.5 * (blo[rows, j] + bhi[rows, j])
                 left_hi, right_lo = bhi.copy(), blo.copy()
                 left_hi[rows, j], right_lo[rows, j] = mid, mid
+                owner = np.concatenate([owner, owner])
                 blo, bhi = np.vstack([blo, right_lo]), np.vstack([left_hi, bhi])
-        return True
+        return ok
 
     def probabilities(self, method="default"):
         """Per-class probabilities (binary or one-vs-rest) as objectives use them."""
