@@ -141,7 +141,7 @@ def psd_lower_certificate(H, c):
     return lb - 1e-12 * abs(lb)
 
 
-def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
+def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None, nLabs=None):
     """Rigorous upper bound of ``||L^-1||_2`` for a lower-triangular float L.
 
     Two proven routes; route 2 is tried first when its inputs are given
@@ -170,6 +170,10 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
        bounded by :func:`sym_lambda_max_upper` (or passed in as ``lam_G``
        by a caller that certified it already).
 
+    ``nLabs``, if given, is a proven upper bound of ``|| |L| ||_2`` that the
+    caller computed already (:func:`nonneg_norm2_upper`); route 1 computes it
+    otherwise (route 2 does not use it).
+
     Every float result is rounded up by a relative 1e-12 (>> its own few
     roundings). Squares are taken in numpy floats: a norm above ~1.3e154
     gives ``inf`` (never an OverflowError), and a non-finite intermediate
@@ -184,7 +188,6 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
     gam = margin_rtol(N, 0)
     # numpy floats throughout: a norm above ~1.3e154 squares to inf (a valid,
     # useless bound) instead of raising OverflowError as Python floats do.
-    nLabs = np.float64(nonneg_norm2_upper(L))
     best = np.inf
     est = float(estimate) if np.isfinite(estimate) and estimate > 0 else np.inf
     # Route 2.
@@ -208,6 +211,7 @@ def tril_inv_norm2_upper(L, estimate, X=None, G=None, rho=None, lam_G=None):
     # Route 1 (when route 2 was not available or failed).
     if np.isfinite(best):
         return best
+    nLabs = np.float64(nonneg_norm2_upper(L) if nLabs is None else nLabs)
     with np.errstate(over="ignore", invalid="ignore"):
         H = L @ L.T
         e1 = gam * nLabs * nLabs

@@ -176,3 +176,36 @@ def test_bound_model_pickle_is_about_one_factor():
     bm = reg._bound_model()
     bm.variances("default")
     assert len(pickle.dumps(bm)) < 1.1 * reg.L_.nbytes
+
+
+def test_eigenvalues_only_where_the_split_is_not_used(monkeypatch):
+    """Where the spectral split's screen fails (high signal-to-noise: S =
+    K_y^-1 has many eigenvalues near 1 / alpha), the set-up computes S's
+    eigenvalues only (no eigenvectors): the same decision and spectrum (up to
+    eigvalsh's rounding) as an instance that runs eigh, bounds equal to its
+    to 1e-9 relative, and both contain sklearn's variance."""
+    # N = 500 > sqrt(budget): lam[400] is checked, ~1 / alpha like lam[0]
+    reg, X = _duplicated(n=500, n_dup=0, kernel=ConstantKernel(4.0) * RBF(1.5), alpha=1e-6)
+    N = len(X)
+    dense = _Dense(make_adapter(reg.kernel_, X), reg.L_, None)
+    eigh = np.linalg.eigh
+    with monkeypatch.context() as mp:
+        mp.setattr(np.linalg, "eigh", lambda *a, **k: pytest.fail("eigh called"))
+        var = LatentVariance(make_adapter(reg.kernel_, X), reg.L_, None)
+    assert np.linalg.eigh is eigh
+    assert var._V_tail.shape == dense._V_tail.shape == (N, 0)
+    assert var._eig_err == dense._eig_err == (0.0, 0.0)
+    np.testing.assert_allclose(var.lam, dense.lam, rtol=0, atol=1e-12 * dense.lam[0])
+    lo, hi = _boxes(6, seed=2)
+    b, bd = var.bounds(lo, hi), dense.bounds(lo, hi)
+    scale = np.maximum(np.abs(bd.lower), np.abs(bd.upper)).max()
+    np.testing.assert_allclose(b.lower, bd.lower, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(b.upper, bd.upper, rtol=0, atol=1e-9 * scale)
+    rng = np.random.default_rng(3)
+    for i in range(len(lo)):
+        P = rng.uniform(lo[i], hi[i], (300, 2))
+        v = reg.predict(P, return_std=True)[1] ** 2
+        assert np.all(b.lower[i] <= v) and np.all(v <= b.upper[i])
+    # the inverse factor (LAPACK trtri) is an inverse of L to rounding
+    A = var.A
+    assert np.allclose(np.tril(A), A) and np.abs(reg.L_ @ A - np.eye(N)).max() < 1e-6

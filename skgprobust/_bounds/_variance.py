@@ -938,7 +938,7 @@ O(kappa0 h^2 / l^2) remainder of the general bounds.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import blas, lapack, solve_triangular
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import extended_unit_roundoff, gram_minus_extended
@@ -1861,6 +1861,15 @@ GS_FACTOR = 2.0
 EXTENDED_MAX_N = 2500
 
 
+def _tril_product(L, A):
+    """``L @ A`` for lower-triangular L (N, N) and any A (N, N), by BLAS
+    ``trmm`` (a product of N-term dot products at most, in BLAS's order,
+    like ``@``)."""
+    if L.shape[0] == 0:
+        return L @ A
+    return blas.dtrmm(1.0, np.asfortranarray(L), np.asfortranarray(A), lower=1)
+
+
 class LatentVariance:
     """``var(x) = k(x, x) - ||A k(Xs, x)||^2`` for one latent model.
 
@@ -1904,8 +1913,17 @@ class LatentVariance:
         self._dense = {}
         A = self._inverse_factor()
         S = A.T @ A
-        if np.all(np.isfinite(S)):
+        V = None  # eigenvectors: only computed where they are used (below)
+        finite_S = bool(np.all(np.isfinite(S)))
+        if finite_S and self._KEEP_DENSE:
             lam, V = np.linalg.eigh(S)
+        elif finite_S:
+            # Eigenvalues only (LAPACK without vectors: 1.4 s against eigh's
+            # 3.5 s at N = 3000): lam[0] is an estimate for the certified
+            # norms (any estimate is valid there) and lam[n_keep] screens the
+            # spectral split; the eigenvectors are computed below only when
+            # the split passes that screen, with eigh's own eigenvalues.
+            lam = np.linalg.eigvalsh(S)
         else:
             # S = A^T A overflowed (a factor L with subnormal entries, e.g.
             # C(1e-310) * RBF with noise 1e-312: ||L^-1||^2 > 1e308): LAPACK's
@@ -1925,25 +1943,28 @@ class LatentVariance:
         D = np.ones(N) if self.col_scale is None else self.col_scale
         # ||L A - D||_F plus its own rounding: the residual of the computed
         # inverse factor, shared by s_err and (regressor) the ||L^-1|| bound.
-        res = L @ A
+        # Both factors are lower triangular: BLAS trmm (half gemm's flops);
+        # each entry is a dot product of at most N terms in some order, as
+        # the bound below assumes.
+        res = _tril_product(L, A)
         res[np.diag_indices(N)] -= D
-        absA = np.abs(A)
         # (N + 4) u: gamma_N of the products and the subtraction of D; the
         # Frobenius norms are sums of N^2 terms: (1 + (N^2 + 4) u).
-        self._res = (float(np.linalg.norm(res)) + (N + 4) * _U * float(np.linalg.norm(np.abs(L) @ absA))) * (
+        self._res = (float(np.linalg.norm(res)) + (N + 4) * _U * float(np.linalg.norm(_tril_product(np.abs(L), np.abs(A))))) * (
             1.0 + (N * N + 4) * _U
         )
         # lambda_max(fl(S)) certified (a Cholesky of fl(mu I - S)), not eigh's.
         self._lam_S = sym_lambda_max_upper(S, float(lam[0])) if N else 0.0
         if self.col_scale is None:
-            norm_Linv = tril_inv_norm2_upper(L, np.sqrt(lam[0]) if N else 0.0, X=A, G=S, rho=self._res, lam_G=self._lam_S)
+            norm_Linv = tril_inv_norm2_upper(L, np.sqrt(lam[0]) if N else 0.0, X=A, G=S, rho=self._res, lam_G=self._lam_S,
+                                             nLabs=self._nLabs)
         else:
             est = _norm2_estimate(
                 lambda v: solve_triangular(L, v, lower=True, check_finite=False),
                 lambda v: solve_triangular(L, v, lower=True, trans="T", check_finite=False),
                 N,
             )
-            norm_Linv = tril_inv_norm2_upper(L, est / 1.5)
+            norm_Linv = tril_inv_norm2_upper(L, est / 1.5, nLabs=self._nLabs)
         # The lemma 0 <= P <= I for the *float* factor (module doc, "The
         # lemma for the float factor"): P <= (1 + rho) I; every use of it is
         # scaled by (1 + rho) (the kappa-scaled margin here, the RKHS terms
@@ -1987,7 +2008,7 @@ class LatentVariance:
         # regressors (alpha = 1e-10, lambda_max ~ 1e10) need this; q(r0) and
         # its gradient are computed with triangular solves, as sklearn does.
         self._dA = 0.0
-        self.s_err = self._s_error(A, norm_Linv, absA) if N else 0.0
+        self.s_err = self._s_error(A, norm_Linv) if N else 0.0
         # ||L^-1 D||^2 <= lambda_max(fl(S)) + s_err, and (regressor) <= ||L^-1||^2.
         self.lam_max = (self._lam_S + self.s_err) * (1 + 1e-10) if N else 0.0
         if N and self.col_scale is None:
@@ -2001,14 +2022,23 @@ class LatentVariance:
         # every d does, and no column is kept. V[:, ::-1][:, :m] is read from
         # the stored last columns of V as a reversed view (the same values and
         # stride signs as a view of the full V, so the same matmul path).
+        # Without eigenvectors yet, the screen allows 1e-8 lam_max more than
+        # the test (eigvalsh's and eigh's eigenvalues differ by ~N u lam_max):
+        # every case eigh's eigenvalues pass gets here, and eigh's decide.
         n_keep = int(min(N, _SPECTRAL_BUDGET // max(1, N)))
-        if N == 0 or self.lam_max == 0 or self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
+        slack = 0.0 if V is not None else 1e-8 * self.lam_max
+        if N == 0 or self.lam_max == 0 or self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max + slack:
             n_keep = 0
+        if n_keep and V is None:
+            lam, V = np.linalg.eigh(S)
+            self.lam = lam = np.maximum(lam, 0.0)[::-1]
+            if self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
+                n_keep = 0
         if n_keep:
             self._eig_err = self._eig_error(S, lam, V)
             if self._rest(n_keep) > _SPECTRAL_MAX_REST * self.lam_max:
                 n_keep = 0
-        self._V_tail = np.ascontiguousarray(V[:, N - n_keep :])
+        self._V_tail = np.ascontiguousarray(V[:, N - n_keep :]) if V is not None else np.zeros((N, 0))
         # The local RKHS bound (module doc, "High signal-to-noise"): only for
         # the kernels whose cross-covariance it can expand.
         # ``smooth``: "parse" reads adapter.kernel; a SmoothCovariance is used
@@ -2069,9 +2099,16 @@ class LatentVariance:
             return (np.sqrt(self._C1 * np.abs(q0)) + np.sqrt(np.maximum(e, 0.0))) ** 2 * (1.0 + 1e-12)
 
     def _inverse_factor(self):
-        """``A = L^-1 D`` by a triangular solve of the identity."""
+        """``A = L^-1 D``: LAPACK's triangular inverse (``trtri``, a third of
+        the flops of a triangular solve of the identity), the solve where
+        ``trtri`` reports a zero pivot. Any computed inverse serves: every
+        use of A goes through the residual ``L A - D`` (set-up)."""
         N = self.L.shape[0]
-        A = solve_triangular(self.L, np.eye(N), lower=True, check_finite=False)
+        A, info = lapack.dtrtri(self.L, lower=1) if N else (np.zeros((0, 0)), 0)
+        if info == 0:
+            A = np.tril(A)
+        else:
+            A = solve_triangular(self.L, np.eye(N), lower=True, check_finite=False)
         if self.col_scale is not None:
             A = A * self.col_scale[None, :]
         return A
@@ -2125,7 +2162,8 @@ class LatentVariance:
         nLinv >= ||L^-1||_2."""
         N, d = self.n_support, self.adapter.Xs.shape[1]
         self._gam = margin_rtol(N, d)
-        self._nLabs = nonneg_norm2_upper(self.L)
+        if "_nLabs" not in self.__dict__:  # the set-up's (self.L is only set there)
+            self._nLabs = nonneg_norm2_upper(self.L)
         if self.col_scale is None:
             # A = L^-1: lam_max >= ||A||^2 (certified lambda_max(fl(S)) plus
             # s_err, and <= the proven ||L^-1||^2 of the set-up).
@@ -2155,7 +2193,7 @@ class LatentVariance:
             # valid as well; the smaller is used.
             self._nLinv = min(self._nLinv, float(norm_Linv))
 
-    def _s_error(self, A, norm_Linv, absA):
+    def _s_error(self, A, norm_Linv):
         """Upper bound of ||fl(A^T A) - (L^-1 D)^T (L^-1 D)||_2."""
         N = A.shape[0]
         # ||A - L^-1 D|| <= ||L^-1|| ||L A - D||; the residual is computed in
@@ -2173,7 +2211,9 @@ class LatentVariance:
         nA = np.float64(np.linalg.norm(A)) * fro
         gam = (N + 2) * _U
         with np.errstate(over="ignore", invalid="ignore"):
-            err = 2.0 * dA * nA + dA * dA + gam * np.float64(np.linalg.norm(absA.T @ absA)) * fro + 1e-300
+            # || |A|^T |A| ||_F <= || |A| ||_F^2 = ||A||_F^2 (submultiplicative):
+            # no N^3 product (its extra looseness is < N (N + 2) u lam_max).
+            err = 2.0 * dA * nA + dA * dA + gam * nA * nA + 1e-300
         return float(err) * (1 + 1e-12) if np.isfinite(err) else np.inf
 
     def _eig_error(self, S, lam, V):
