@@ -304,15 +304,19 @@ on it).""",
             super().fit(X, y)
         except ValueError as err:
             # sklearn's Laplace fit fails unnamed ("array must not contain
-            # infs or NaNs") on a kernel whose Gram matrix is not finite: name
-            # the kernel as check_gram does for the other models.
+            # infs or NaNs") on a kernel whose Gram matrix is not finite, and
+            # with a bare LinAlgError ("leading minor not positive definite")
+            # on one that is not PSD (DotProduct() ** -1; UX audit, session
+            # 26): name the kernel as check_gram does for the other models.
             kernel, K = self.kernel, None
             if kernel is not None and isinstance(X, np.ndarray) and X.dtype.kind == "f":
                 with np.errstate(all="ignore"):
                     K = np.asarray(kernel(X))
-            if K is not None and K.dtype.kind == "f" and not np.all(np.isfinite(K)):
+            if K is not None and K.dtype.kind == "f" and (
+                not np.all(np.isfinite(K)) or isinstance(err, np.linalg.LinAlgError)
+            ):
                 discard_fit(self)
-                check_gram(K, kernel, type(self).__name__)  # raises, naming the kernel
+                check_gram(K, kernel, type(self).__name__)  # raises, naming the kernel, unless K is PSD
             raise err
         base = self.base_estimator_
         try:

@@ -84,6 +84,13 @@ def test_plot_explanation_bars_and_heatmap(clf):
     assert ax.images and ax.images[0].get_array().shape == (1, 2)
     with pytest.raises(ValueError, match="does not fit"):
         plot_explanation_heatmap(ex, (1, 1))
+    # a row that is not an index of the explanation's rows is named (UX audit, session 26)
+    assert plot_explanation(ex, row=-1).get_title() == "row -1"
+    for bad in (3, -4, 1.5, True, "0"):
+        with pytest.raises(ValueError, match="row must be None or an integer index"):
+            plot_explanation(ex, row=bad)
+        with pytest.raises(ValueError, match="row must be None or an integer index"):
+            plot_explanation_heatmap(ex, (1, 2), row=bad)
 
 
 def test_heatmap_of_image_subset():

@@ -356,6 +356,7 @@ def test_list_input_and_scalar_or_array_gamma_agree(fitted_reg):
         np.testing.assert_array_equal(a.max_upper, r.max_upper)
 
 
+@pytest.mark.filterwarnings("ignore:features selects no feature")
 def test_zero_gamma_and_no_moving_features_give_the_prediction(fitted_reg, fitted_clf):
     X = np.array([[0.1, 0.2], [-1.3, 0.4]])
     y = gpr_predict(fitted_reg, X)
@@ -372,6 +373,59 @@ def test_zero_gamma_and_no_moving_features_give_the_prediction(fitted_reg, fitte
         assert np.all(c.bound <= TOL)
         cc = fitted_clf.certify(X, random_state=0, **kw)
         np.testing.assert_array_equal(cc.status, ["robust", "robust"])
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize("features", [[0, 0], [1, 0, 1]], ids=["index_twice", "index_twice_unsorted"])
+def test_a_feature_twice_raises(methods, name, features):
+    """UX audit (session 26): a feature listed twice was silently
+    de-duplicated (a typo went unnoticed); refused by name."""
+    method, kw = _get(methods, name)
+    with pytest.raises(ValueError, match="more than once"):
+        method(np.zeros((1, 2)), 5.0, features=features, **kw)
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize("features", [[], np.zeros(2, dtype=bool)], ids=["empty", "all_false_mask"])
+def test_no_feature_warns(methods, name, features):
+    """UX audit (session 26): a selection of no feature certifies every row
+    whatever gamma (each box is its row: sound, but likely a filter that
+    matched nothing): it warns."""
+    method, kw = _get(methods, name)
+    with pytest.warns(UserWarning, match="selects no feature"):
+        method(np.zeros((1, 2)), 5.0, features=features, **kw)
+
+
+def test_features_by_name_twice_or_mixed_with_indices_raise(reg_data):
+    X, y = reg_data
+    df = pd.DataFrame(X, columns=["a", "b"])
+    reg = RobustGaussianProcessRegressor(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(df, y)
+    with pytest.raises(ValueError, match=r"\['b'\] listed more than once"):
+        reg.prediction_range(df[:1], 0.1, features=["b", "b"], max_iter=5)
+    with pytest.raises(ValueError, match="mixes indices and names"):
+        reg.prediction_range(df[:1], 0.1, features=[0, "b"], max_iter=5)
+    with pytest.raises(ValueError, match=r"Unknown feature names \['c'\]"):
+        reg.prediction_range(df[:1], 0.1, features=["c"], max_iter=5)
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "kw",
+    [{"gamma": True}, {"gamma": [True, False]}, {"time_limit": True}, {"epsilon": True}, {"delta": True}],
+    ids=repr,
+)
+def test_booleans_are_not_numbers(methods, name, kw):
+    """UX audit (session 26): gamma=True was taken as 1.0, time_limit=True
+    as one second, epsilon / delta = True as 1.0; refused as max_iter=True is."""
+    method, base = _get(methods, name)
+    kw = {**base, **kw}
+    if "epsilon" in kw and not name.endswith("prediction_range"):
+        pytest.skip("certify takes no epsilon")
+    if "delta" in kw and name != "reg.certify":
+        pytest.skip("only a regressor's certify takes delta")
+    gamma = kw.pop("gamma", 0.1)
+    with pytest.raises(ValueError):
+        method(np.zeros((1, 2)), gamma, **kw)
 
 
 def test_empty_feature_name_list_and_bool_mask(fitted_reg):
@@ -601,3 +655,62 @@ def test_classifiers_refuse_an_indefinite_kernel(clf_data):
     Xd, yd = np.vstack([X, X[:4]]), np.r_[y, y[:4]]
     RobustGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, yd)
     SoftmaxGaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), optimizer=None).fit(Xd, np.r_[y3, y3[:4]])
+
+
+def test_classifier_fit_names_a_kernel_whose_laplace_fit_fails(clf_data):
+    """UX audit (session 26): with ``DotProduct() ** -1`` sklearn's own
+    Laplace fit fails first, with a bare LinAlgError ("leading minor not
+    positive definite"); the error now names the kernel, and nothing is left
+    fitted."""
+    from numpy.linalg import LinAlgError
+    from sklearn.gaussian_process.kernels import DotProduct
+
+    X, y = clf_data
+    est = RobustGaussianProcessClassifier(DotProduct(1.0) ** -1, optimizer=None)
+    with pytest.raises(LinAlgError, match=r"DotProduct\(sigma_0=1\) \*\* -1 is not positive semi-definite"):
+        est.fit(X[:20], y[:20])
+    with pytest.raises(NotFittedError):
+        est.certify(X[:1], 0.1)
+
+
+def test_unknown_target_label_is_shown_as_given(fitted_clf):
+    with pytest.raises(ValueError, match=r"target labels \[7\] are not in classes_"):
+        fitted_clf.explain(np.zeros((1, 2)), 0.1, target=7, max_iter=5)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_training_inputs_changed_in_place_rebuild_the_bounds(kind):
+    """UX audit (session 26): with ``copy_X_train=False`` the estimator's
+    ``X_train_`` is the caller's array. Changed in place after a first call,
+    the cached bounds described the old inputs while ``predict`` read the
+    new ones (a 'robust' row whose prediction changes in the box). The
+    inputs' contents are now part of the cache's state: certificates and
+    ranges after the change hold for ``predict`` at dense samples."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (30, 2))
+    Xtrain = X.copy()
+    x = np.array([[0.75, 0.0]])
+    g = 0.2
+    P = x + np.stack(np.meshgrid(*[np.linspace(-g, g, 41)] * 2), -1).reshape(-1, 2)
+    if kind == "classifier":
+        y = (X[:, 0] > 0).astype(int)
+        est = RobustGaussianProcessClassifier(1.0 * RBF(0.5), optimizer=None, copy_X_train=False).fit(Xtrain, y)
+        assert est.certify(x, g, max_iter=200).status[0] == "robust"
+        Xtrain[:, 0] += 0.6
+        assert est.base_estimator_.X_train_ is Xtrain
+        pred = est.predict(P)
+        assert len(np.unique(pred)) == 2  # the decision changes in the box now
+        assert est.certify(x, g, max_iter=200).status[0] != "robust"
+        r = est.prediction_range(x, g, max_iter=50)
+        p = est.predict_proba(P)
+        assert np.all(r.min_lower[0] <= p.min(0) + BOUND_TOL) and np.all(p.max(0) <= r.max_upper[0] + BOUND_TOL)
+    else:
+        y = np.sin(3 * X[:, 0])
+        est = RobustGaussianProcessRegressor(1.0 * RBF(0.5), alpha=1e-4, optimizer=None, copy_X_train=False)
+        est.fit(Xtrain, y)
+        est.prediction_range(x, g, max_iter=5)
+        Xtrain[:, 0] += 0.6
+        for stat in ("mean", "std"):
+            r = est.prediction_range(x, g, statistic=stat, max_iter=50)
+            v = est.predict(P, return_std=True)[stat == "std"]
+            assert r.min_lower[0, 0] <= v.min() + BOUND_TOL and v.max() <= r.max_upper[0, 0] + BOUND_TOL

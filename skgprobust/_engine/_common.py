@@ -52,13 +52,20 @@ def quiet_feature_names():
         yield
 
 
+def _is_real(value):
+    """A real number that is not a bool (``True`` is an Integral, so a Real:
+    taken as 1.0 it would silently be a 1-second budget or a tolerance of 1;
+    rejected as for ``max_iter``)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def check_budget(max_iter, time_limit):
     if max_iter is not None and (
         not isinstance(max_iter, numbers.Integral) or isinstance(max_iter, bool) or max_iter < 0
     ):
         raise ValueError(f"max_iter must be a non-negative integer or None, got {max_iter!r}.")
     if time_limit is not None:
-        if not isinstance(time_limit, numbers.Real) or not np.isfinite(time_limit) or time_limit <= 0:
+        if not _is_real(time_limit) or not np.isfinite(time_limit) or time_limit <= 0:
             raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}.")
 
 
@@ -121,7 +128,7 @@ def discard_fit(estimator):
 
 
 def check_epsilon(epsilon):
-    if not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) or epsilon <= 0:
+    if not _is_real(epsilon) or not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
 
 
@@ -151,7 +158,7 @@ def check_delta_norm(delta, norm):
     number, ``norm`` one of :data:`NORMS`. Returns ``float(delta)``."""
     if delta is None:
         raise ValueError("certify on a regressor needs delta, the allowed change of the predictive mean.")
-    if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
+    if not _is_real(delta) or not np.isfinite(delta) or delta < 0:
         raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
     if norm not in NORMS:
         raise ValueError(f"norm must be one of 1, 2, np.inf, got {norm!r}.")
@@ -245,18 +252,38 @@ class BoundModelMixin:
     hand-set ``kernel_``: the cached model keeps references to the objects it
     was built from and is reused only while each of them is still the one
     the estimator holds (identity, so no id reuse after garbage collection).
-    Fitted arrays modified *in place* cannot be detected; they are read-only
-    by contract, as in scikit-learn (refit instead).
+    Fitted arrays modified *in place* are read-only by contract, as in
+    scikit-learn (refit instead), with one exception checked here: with
+    ``copy_X_train=False`` the training inputs ``X_train_`` (of the estimator,
+    its ``base_estimator_`` and that one's ``estimators_``) are the caller's
+    own array, which the caller may well change after fit. Their contents
+    are hashed with the state (O(N d) per call), so a change rebuilds the
+    bounds from what ``predict`` then uses (UX audit, session 26: a robust
+    certificate for the old inputs while ``predict`` read the new ones).
     """
 
     def _fit_state(self):
         params = self.get_params(deep=False)
         state = [(k, v) for k, v in self.__dict__.items() if k not in params and not k.startswith("_skgp")]
-        return (self._fit_token(), state)
+        return (self._fit_token(), state, self._shared_inputs_digest())
+
+    def _shared_inputs_digest(self):
+        """Hashes of the ``X_train_`` arrays the estimator may share with the
+        caller (``copy_X_train=False``); () otherwise."""
+        if getattr(self, "copy_X_train", True):
+            return ()
+        base = self.__dict__.get("base_estimator_")
+        owners = [self, base, *(getattr(base, "estimators_", None) or ())]
+        digest = []
+        for owner in owners:
+            a = getattr(owner, "X_train_", None) if owner is not None else None
+            if isinstance(a, np.ndarray):
+                digest.append((a.shape, a.dtype.str, hash(np.ascontiguousarray(a).tobytes())))
+        return tuple(digest)
 
     @staticmethod
     def _same_state(a, b):
-        if a[0] is not b[0] or len(a[1]) != len(b[1]):
+        if a[0] is not b[0] or len(a[1]) != len(b[1]) or a[2:] != b[2:]:
             return False
         return all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a[1], b[1]))
 

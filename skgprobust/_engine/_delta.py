@@ -291,7 +291,11 @@ def class_targets(classes_, target, n, predict):
     if given.shape != (n,):
         raise ValueError(f"target must be one label or one per row ({n}), got shape {given.shape}.")
     values = given.tolist()
-    unknown = sorted({str(t) for t in values if t not in classes})
+    unknown = [t for t in values if t not in classes]
+    try:
+        unknown = list(dict.fromkeys(unknown))  # once each, as given (7, not '7')
+    except TypeError:  # an unhashable label: listed as given
+        pass
     if unknown:
         raise ValueError(f"target labels {unknown} are not in classes_ {classes_.tolist()}.")
     cols = np.array([classes.index(t) for t in values], dtype=int)

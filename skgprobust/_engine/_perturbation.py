@@ -1,6 +1,7 @@
 """The perturbation set: validated l_inf boxes around each input row."""
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -42,6 +43,8 @@ def check_finite_array(value, name, d, allow_inf=None, feature_names=None):
     infinity (an unbounded side of a domain), never NaN or the other one.
     A pandas Series is aligned by its labels (:func:`_align_series`)."""
     value = _align_series(value, name, d, feature_names)
+    if isinstance(value, (bool, np.bool_)) or getattr(np.asarray(value), "dtype", None) == bool:
+        raise ValueError(f"{name} must be a number or an array of numbers, got the boolean {value!r}.")
     try:
         arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
     except (TypeError, ValueError):
@@ -64,9 +67,30 @@ def resolve_features(features, d, feature_names=None):
     ``gamma`` Series (:func:`_align_series`): read by position, a mask
     indexed by the feature names in another order moved other features than
     it names (a "robust" certificate for the wrong box).
+
+    A selection of no feature (an empty list, an all-False mask) warns: its
+    boxes are the rows themselves (sound, but every row is certified
+    whatever gamma: likely a name filter that matched nothing; UX audit,
+    session 26). A feature listed twice raises (a typo that would otherwise
+    go unnoticed).
     """
     if features is None:
         return np.ones(d, dtype=bool)
+    mask = _resolve_features(features, d, feature_names)
+    if not mask.any():
+        from ._common import user_stacklevel  # (_common imports this module)
+
+        warnings.warn(
+            f"features selects no feature (got {features!r}): nothing moves, so each box is its row alone and "
+            "every row is certified whatever gamma. Pass features=None to move all features.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+    return mask
+
+
+def _resolve_features(features, d, feature_names):
+    """The mask of :func:`resolve_features` (features not None)."""
     if getattr(features, "ndim", None) == 1 and hasattr(features, "index") and np.asarray(features).dtype == bool:
         features = _align_series(features, "features", d, feature_names)
     feats = np.atleast_1d(np.asarray(features))
@@ -75,10 +99,15 @@ def resolve_features(features, d, feature_names=None):
             raise ValueError(f"A boolean features mask must have length n_features={d}, got {feats.shape}.")
         return feats.copy()
     if feats.dtype.kind in "US" or feats.dtype == object:
+        given = list(features) if isinstance(features, (list, tuple)) else feats.tolist()
+        if any(isinstance(f, str) for f in given) and any(
+            isinstance(f, numbers.Integral) and not isinstance(f, bool) for f in given
+        ):
+            raise ValueError(f"features mixes indices and names, got {features!r}: give all indices or all names.")
         if feature_names is None:
             raise ValueError("features given by name, but the estimator was not fitted on data with feature names.")
         names = list(map(str, feature_names))
-        missing = [f for f in feats if str(f) not in names]
+        missing = [str(f) for f in feats if str(f) not in names]
         if missing:
             raise ValueError(f"Unknown feature names {missing}; known: {names}.")
         feats = np.array([names.index(str(f)) for f in feats])
@@ -87,6 +116,12 @@ def resolve_features(features, d, feature_names=None):
     feats = feats.astype(np.int64)
     if feats.size and (feats.min() < 0 or feats.max() >= d):
         raise ValueError(f"Feature indices must be in [0, {d - 1}], got {feats.tolist()}.")
+    if len(np.unique(feats)) != len(feats):
+        values, counts = np.unique(feats, return_counts=True)
+        twice = values[counts > 1].tolist()
+        if feature_names is not None:
+            twice = [str(feature_names[i]) for i in twice]
+        raise ValueError(f"duplicate features: {twice} listed more than once (got {features!r}).")
     mask = np.zeros(d, dtype=bool)
     mask[feats] = True
     return mask

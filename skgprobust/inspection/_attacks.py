@@ -93,7 +93,7 @@ def _check_delta(estimator, delta, required):
         if required:
             raise ValueError("A regressor attack succeeds when the mean moves by more than delta: give delta.")
         return
-    if not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta < 0:
+    if not isinstance(delta, numbers.Real) or isinstance(delta, (bool, np.bool_)) or not np.isfinite(delta) or delta < 0:
         raise ValueError(f"delta must be a non-negative finite number, got {delta!r}.")
 
 

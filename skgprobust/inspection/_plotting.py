@@ -11,6 +11,8 @@ the axes, so plots compose and can be tested under the Agg backend.
   certification status of test points.
 """
 
+import numbers
+
 import numpy as np
 from sklearn.base import is_classifier
 
@@ -169,6 +171,18 @@ def plot_robustness_curve(
     return ax
 
 
+def _check_row(row, explanation):
+    """``row`` None or an integer index of one of the explanation's rows
+    (negative counts from the end, as numpy); raises a ValueError naming it
+    otherwise."""
+    n = len(explanation.values)
+    if row is None:
+        return None
+    if not isinstance(row, numbers.Integral) or isinstance(row, (bool, np.bool_)) or not -n <= row < n:
+        raise ValueError(f"row must be None or an integer index of the explanation's {n} rows, got {row!r}.")
+    return int(row)
+
+
 def plot_explanation(explanation, row=None, *, top=None, ax=None):
     """Bar chart of Delta per feature, whiskers at the certified bounds.
 
@@ -189,6 +203,7 @@ def plot_explanation(explanation, row=None, *, top=None, ax=None):
     ax : matplotlib Axes
         The axes drawn on (``ax`` when given).
     """
+    row = _check_row(row, explanation)
     src = explanation.global_() if row is None else None
     vals = src.values if src is not None else explanation.values[row]
     low = src.lower if src is not None else explanation.lower[row]
@@ -236,6 +251,7 @@ def plot_explanation_heatmap(explanation, shape, row=0, *, ax=None, cmap="RdBu_r
         The axes drawn on (``ax`` when given).
     """
     h, w = shape
+    row = _check_row(row, explanation)
     vals = explanation.global_().values if row is None else explanation.values[row]
     img = np.full(h * w, np.nan)
     feats = np.asarray(explanation.features)
