@@ -1017,6 +1017,20 @@ def test_certified_safe_fraction_refuses_partial_boxes():
         L.fit(X0, Y0, z0)
 
 
+def test_certified_safe_fraction_broadcasts_scalar_corners():
+    """UX audit (session 26): scalar corners failed with the model's "X has
+    1 features" error (no X was passed); they apply to every feature, as a
+    domain's do, and a wrong length is named."""
+    model, X, z = _safety_model(0, d=2)
+    kw = dict(cells=2, threshold=0.5, max_iter=20, random_state=0)
+    f_scalar, c_scalar, _ = certified_safe_fraction(model, -2.0, 2.0, **kw)
+    f_arr, c_arr, _ = certified_safe_fraction(model, [-2.0, -2.0], [2.0, 2.0], **kw)
+    assert f_scalar == f_arr
+    np.testing.assert_array_equal(c_scalar, c_arr)
+    with pytest.raises(ValueError, match="low must be a scalar or an array of length n_features=2"):
+        certified_safe_fraction(model, [-2.0, -2.0, -2.0], [2.0, 2.0], **kw)
+
+
 @pytest.mark.parametrize("name", ["safety", "warm_start", "normalize_entropy"])
 def test_learner_bool_parameters_must_be_bools(name):
     """safety="False" is truthy: the safety constraint stayed on (and

@@ -533,9 +533,9 @@ class SafeActiveLearner(BaseEstimator):
 
         Parameters
         ----------
-        low, high : array-like of shape (n_features,)
-            Corners of the region (a pandas Series is aligned by the fitted
-            feature names).
+        low, high : float or array-like of shape (n_features,)
+            Corners of the region (a scalar applies to every feature; a
+            pandas Series is aligned by the fitted feature names).
         cells : int or array-like of int, default=10
             Grid cells per feature.
         **kwargs

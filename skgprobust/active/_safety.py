@@ -306,8 +306,9 @@ def certified_safe_fraction(model, low, high, cells=10, *, threshold, safe_side=
     ----------
     model : RobustGaussianProcessRegressor
         The fitted safety model.
-    low, high : array-like of shape (n_features,)
-        The domain (a pandas Series is aligned by the model's feature names).
+    low, high : float or array-like of shape (n_features,)
+        The domain (a scalar applies to every feature; a pandas Series is
+        aligned by the model's feature names).
     cells : int or array-like of int, default=10
         Cells per feature (the grid has prod(cells) cells: keep it small).
     threshold, safe_side, delta, **kwargs
@@ -336,6 +337,14 @@ def certified_safe_fraction(model, low, high, cells=10, *, threshold, safe_side=
     low, high = align_by_names(low, "low", names), align_by_names(high, "high", names)
     low = np.asarray(low, dtype=np.float64).reshape(-1)
     high = np.asarray(high, dtype=np.float64).reshape(-1)
+    d = getattr(model, "n_features_in_", None)
+    if d is not None:
+        # scalars broadcast to every feature, as a domain's; a wrong length is
+        # named here rather than by the model's input check on the cells
+        for name, v in (("low", low), ("high", high)):
+            if v.shape not in ((1,), (d,)):
+                raise ValueError(f"{name} must be a scalar or an array of length n_features={d}, got {v.size} values.")
+        low, high = np.broadcast_to(low, (d,)).copy(), np.broadcast_to(high, (d,)).copy()
     if low.shape != high.shape or not np.all(np.isfinite(low)) or not np.all(np.isfinite(high)) or np.any(high <= low):
         raise ValueError("low and high must be finite arrays of the same length with low < high.")
     counts = np.broadcast_to(np.asarray(cells), low.shape)
