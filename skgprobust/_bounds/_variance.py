@@ -2577,15 +2577,28 @@ class LatentVariance:
     def value(self, X):
         """var(x) per row of X (n,), in the same form sklearn computes it."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        R = self.adapter.values(X)
+        return self.value_from_kernel(X, self.adapter.values(X))
+
+    def value_from_kernel(self, X, R):
+        """:meth:`value` given R = ``self.adapter.values(X)`` (computed once
+        for several models on the same kernel and support)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if self.n_support == 0:
             return self.adapter.diag(X)
         Z = self._apply_A(R)
         return self.adapter.diag(X) - np.einsum("ij,ij->j", Z, Z)
 
     def value_and_grad(self, X):
+        """var(x) per row of X (n,) and its gradient (n, d)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         R, dR = self.adapter.value_and_grad(X)
+        return self.value_and_grad_from_kernel(X, R, dR)
+
+    def value_and_grad_from_kernel(self, X, R, dR):
+        """:meth:`value_and_grad` given (R, dR) =
+        ``self.adapter.value_and_grad(X)`` (computed once for several models
+        on the same kernel and support)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if self.n_support == 0:
             q, dq = np.zeros(len(X)), np.zeros_like(X)
         else:

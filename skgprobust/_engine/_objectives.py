@@ -117,22 +117,67 @@ def _box_cache_size(n_classes, d):
 
 
 class _LatentPoint:
-    """Mean, variance and their gradients of one binary latent model at points."""
+    """Mean, variance and their gradients of one binary latent model at points.
+
+    ``kernel``: the kernel values k(X, Xs) (and their gradients) computed
+    already for another latent with the same kernel and support (one-vs-rest
+    classes with a fixed kernel; :func:`_same_support`), reused instead of
+    recomputed: the same function of the same inputs by the same code, so the
+    same numbers. Also shared between the mean and the variance where the
+    variance's adapter is the mean's kernel on the same points
+    (``shares_kernel``)."""
 
     def __init__(self, model, variance, output=0):
         self.model, self.variance = model, variance
         self.w, self.c = model.weights[:, output], float(model.offset[output])
         self.s2 = float(model.scale[output]) ** 2
+        va = getattr(variance, "adapter", None)
+        self.shares_kernel = va is model.adapter or (
+            va is not None and type(va) is type(model.adapter) and _same_kernel(va, model.adapter)
+        )
+        self._value_fk = self.shares_kernel and _from_kernel_is_the_method(variance, "value")
+        self._vg_fk = self.shares_kernel and _from_kernel_is_the_method(variance, "value_and_grad")
 
-    def values(self, X):
-        mu = self.model.adapter.values(X) @ self.w + self.c
+    def kernel_values(self, X):
+        return self.model.adapter.values(X)
+
+    def kernel_values_and_grads(self, X):
+        return self.model.adapter.value_and_grad(X)
+
+    def values(self, X, kernel=None):
+        K = self.model.adapter.values(X) if kernel is None else kernel
+        mu = K @ self.w + self.c
+        if self._value_fk:
+            return mu, self.s2 * self.variance.value_from_kernel(X, K)
         return mu, self.s2 * self.variance.value(X)
 
-    def values_and_grads(self, X):
-        K, dK = self.model.adapter.value_and_grad(X)
+    def values_and_grads(self, X, kernel=None):
+        K, dK = self.model.adapter.value_and_grad(X) if kernel is None else kernel
         mu, dmu = K @ self.w + self.c, np.einsum("nid,i->nd", dK, self.w)
-        v, dv = self.variance.value_and_grad(X)
+        if self._vg_fk:
+            v, dv = self.variance.value_and_grad_from_kernel(X, K, dK)
+        else:
+            v, dv = self.variance.value_and_grad(X)
         return mu, dmu, self.s2 * v, self.s2 * dv
+
+
+def _from_kernel_is_the_method(obj, name):
+    """True when ``obj.<name>_from_kernel`` exists and is defined by the same
+    class as the ``obj.<name>`` it stands for (a subclass that overrides
+    ``<name>`` alone keeps its own)."""
+    mro = type(obj).__mro__
+    fk = next((c for c in mro if name + "_from_kernel" in c.__dict__), None)
+    own = next((c for c in mro if name in c.__dict__), None)
+    return fk is not None and fk is own
+
+
+def _same_kernel(a, b):
+    """Two kernel adapters computing the same function k(x, Xs): equal
+    support points and equal sklearn kernels."""
+    try:
+        return a.Xs.shape == b.Xs.shape and bool(np.array_equal(a.Xs, b.Xs)) and bool(a.kernel == b.kernel)
+    except Exception:
+        return False
 
 
 class StdObjective:
@@ -422,13 +467,26 @@ class ClassProbabilities:
         return range(len(self.points)) if classes is None else classes
 
     def p(self, X, classes=None):
-        """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class."""
-        return np.column_stack([self.link.value(*self.points[k].values(X)) for k in self._idx(classes)])
+        """Unnormalised p_k (n, K): K = 1 for binary (p1), else per class.
+        The kernel values are computed once per group of classes that share
+        their kernel and support (:class:`_LatentPoint`)."""
+        shared = {}
+        cols = []
+        for k in self._idx(classes):
+            g = self.group[k]
+            if g not in shared:
+                shared[g] = self.points[k].kernel_values(X)
+            cols.append(self.link.value(*self.points[k].values(X, kernel=shared[g])))
+        return np.column_stack(cols)
 
     def p_and_grad(self, X, classes=None):
         ps, gs = [], []
+        shared = {}
         for k in self._idx(classes):
-            mu, dmu, v, dv = self.points[k].values_and_grads(X)
+            g = self.group[k]
+            if g not in shared:
+                shared[g] = self.points[k].kernel_values_and_grads(X)
+            mu, dmu, v, dv = self.points[k].values_and_grads(X, kernel=shared[g])
             gm, gv = self.link.grad(mu, v)
             ps.append(self.link.value(mu, v))
             gs.append(gm[:, None] * dmu + gv[:, None] * dv)
