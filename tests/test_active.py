@@ -1062,3 +1062,51 @@ def test_prior_roles_are_checked_by_name():
     # The right roles still override (and None drops a prior).
     opt = map_optimizer(k, priors={"length_scale": GammaPrior(5.0, 1.0), "variance": None})
     assert opt.layout[0] is None and repr(opt.layout[1]) == "GammaPrior(5, 1)"
+
+
+def test_delta_one_is_certified_where_the_std_is_positive():
+    """Soundness hunt (session 26): at delta = 1 (z = -inf) every point with
+    a positive std is safe (P(safe) > 0), yet certify_safe proved nothing (inf
+    - inf in the margin's rounding term gave NaN, then -inf), and a learner
+    with certify_gamma found no eligible candidate. Now: boxes whose certified
+    variance is positive are robust (bound +inf); at std = 0 the decision is
+    the mean's (P(safe) is 0 or 1), in is_safe and in the bound alike; every
+    robust box is safe at sampled points by the model's own predict."""
+    from skgprobust.active._safety import is_safe, safety_quantile
+
+    model, X, z = _safety_model(0, d=2)
+    r = certify_safe(model, X[:4], 0.05, threshold=0.5, delta=1.0)
+    assert np.all(r.status == "robust") and np.all(r.bound == np.inf)
+    zq = safety_quantile(1.0)
+    assert zq == -np.inf
+    np.testing.assert_array_equal(is_safe([0.3, 0.7, 0.3], [0.0, 0.0, 1e-3], 0.5, "below", zq), [True, False, True])
+    np.testing.assert_array_equal(is_safe([0.3, 0.7], [0.0, 0.0], 0.5, "above", zq), [False, True])
+    # one training point, no noise: the std is 0 there (sklearn clips it)
+    one = RobustGaussianProcessRegressor(RBF(1.0), alpha=1e-300, optimizer=None).fit([[0.0]], [1.0])
+    assert one.predict([[0.0]], return_std=True)[1][0] == 0.0
+    rng = np.random.default_rng(0)
+    for t, side in ((2.0, "below"), (0.0, "above"), (0.5, "below"), (1.5, "above")):
+        for g in (0.0, 0.3):
+            res = certify_safe(one, [[0.0]], g, threshold=t, safe_side=side, delta=1.0)
+            P = np.vstack([[0.0], rng.uniform(-g, g, (500, 1))])
+            mu, sd = one.predict(P, return_std=True)
+            safe = is_safe(mu, sd, t, side, zq)
+            if res.status[0] == "robust":
+                assert safe.all()
+            elif res.status[0] == "not_robust":
+                assert not is_safe(*one.predict(res.counterexample[0][None], return_std=True), t, side, zq)[0]
+            if g == 0.0:
+                assert res.status[0] == ("robust" if safe[0] else "not_robust")
+    # the learner finds certified candidates at delta = 1
+    pool, X0, Y0, z0, oracle, Xt, Yt, zt = toy(0)
+    L = learner(certify_gamma=0.01).set_params(delta=1.0)
+    L.fit(X0, Y0, z0)
+    x, out = L.query(pool)
+    assert np.isfinite(x).all()
+
+
+def test_safety_model_with_two_outputs_is_refused_by_name():
+    model, X, z = _safety_model(0, d=1)
+    two = RobustGaussianProcessRegressor(RBF(1.0), optimizer=None).fit(X, np.c_[z, z])
+    with pytest.raises(UnsupportedModelError, match="with 2 outputs"):
+        certify_safe(two, X[:1], 0.1, threshold=0.5)

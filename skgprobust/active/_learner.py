@@ -136,10 +136,11 @@ def _check_certify_options(options):
             "is proven safe, and a box moved along some features only would prove less. Give certify_gamma 0 "
             "for the features that must not move instead."
         )
-    allowed = [p for p in inspect.signature(certify_safe).parameters if p not in ("model", "X", "gamma")]
+    allowed = [p for p in inspect.signature(certify_safe).parameters
+               if p not in ("model", "X", "gamma", "features", *_OWN_CERTIFY_ARGS)]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise ValueError(f"certify_options has unknown key(s) {unknown}; certify_safe takes {allowed}.")
+        raise ValueError(f"certify_options has unknown key(s) {unknown}; it takes {allowed}.")
     check_budget(options.get("max_iter"), options.get("time_limit"))
     check_n_jobs(options.get("n_jobs"))
     check_verbose(options.get("verbose", 0))
