@@ -253,6 +253,17 @@ once per box and scaled for every t of the ratio search,
   gap 0.0138 -> 0.0111; but Iris ``time_limit=2`` rows 93% -> 87% (twice
   each) and row 1 of the 4-class model at 2000 splits gap 0.0116 -> 0.0129.
 
+Session 26 (540d2fe: the probability objectives evaluate the shared
+kernel's values once per point for all ten classes and for each class's
+mean and variance; before = 9f71eb5 from a worktree, one run after the
+other, load 2.3-3.5 from other jobs; ``--only proba --proba-rows 10
+--proba-gammas 0.05 0.02``): gamma 0.02: rows 100% both, median 2.56 ->
+1.31 s per row, max 4.49 -> 2.00 s; gamma 0.05: rows 0% both, columns 64%
+-> 62%, median worst gap 0.040 -> 0.042 (10 s per row both: the bounds,
+not the search, limit it). One row's ``max_iter=0`` call: 13.2 -> 5.6 s
+(the local search's 236 objective evaluations made 4,720 kernel
+evaluations with gradients before).
+
 Run against any checkout: ``PYTHONPATH=<checkout> python
 benchmarks/bench_many_classes.py``; ``--only certify|proba|iris|fitted``. Without
 PYTHONPATH the script imports whatever ``skgprobust`` site-packages holds
