@@ -111,7 +111,10 @@ epsilon : float, default=1e-2
     entry.""",
     "features": """\
 features : array-like of int, bool or str, default=None
-    Features allowed to move; the others stay fixed. None: all.""",
+    Features allowed to move; the others stay fixed. None: all. Indices,
+    a boolean mask or fitted feature names, each feature at most once (a
+    repeat raises); a selection of no feature warns (each box is then its
+    row alone).""",
     "features_explain": """\
 features : array-like of int, bool or str, default=None
     Features to explain (None: all); the results list them in the order of
