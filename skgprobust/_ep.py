@@ -665,6 +665,7 @@ class EPGaussianProcessClassifier(RobustGaussianProcessClassifier):
             )
         else:
             self.log_marginal_likelihood_value_ = self.base_estimator_.log_marginal_likelihood()
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def _build_bound_model(self):

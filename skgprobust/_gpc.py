@@ -325,6 +325,7 @@ on it).""",
         except np.linalg.LinAlgError:
             discard_fit(self)  # not fitted: certify / predict must not use that model
             raise
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def _fit_token(self):

@@ -145,6 +145,7 @@ small gamma.""",
         except np.linalg.LinAlgError:
             discard_fit(self)  # not fitted: certify / predict must not use that model
             raise
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def predict(self, X, return_std=False, return_cov=False):

@@ -2362,6 +2362,7 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         self._Hs = [solve_triangular(M, Ec, lower=True, check_finite=False) for Ec in Es]
         self._Q = _reduction_matrices(m)
         self.proba_tol_ = _check_tol(self.proba_tol, m)
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     # -- prediction ----------------------------------------------------------

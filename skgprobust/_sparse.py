@@ -890,6 +890,7 @@ class SparseGaussianProcessRegressor(RobustGaussianProcessRegressor):
         beta = st["beta"]
         self.alpha_ = beta[:, 0] if (y.ndim == 1) else beta
         self.L_ = _checked_factor(st["L"])
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
@@ -1619,6 +1620,7 @@ class SparseGaussianProcessClassifier(RobustGaussianProcessClassifier):
         else:
             self.log_marginal_likelihood_value_ = self.base_estimator_.log_marginal_likelihood()
             self.inducing_points_ = self.base_estimator_.inducing_points_
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def predict(self, X):

@@ -610,6 +610,8 @@ def test_finiteness_check_of_a_batch_is_that_of_each_box():
     lo, hi = c - h, c + h
     single = np.array([bm.probabilities_finite(lo[i], hi[i]) for i in range(len(c))])
     batch = bm.probabilities_finite_boxes(lo, hi)
+    # (equal here: no box of this model is borderline; the variance bound's
+    # few per-batch choices could otherwise give another sound answer)
     assert batch.dtype == bool and batch.shape == (6,)
     np.testing.assert_array_equal(batch, single)
     assert single.any() and not single.all()
@@ -621,6 +623,12 @@ def test_finiteness_check_of_a_batch_is_that_of_each_box():
     alone = np.array([bm.probabilities_finite(lo[i], hi[i], deadline=0.0) for i in range(len(c))])
     np.testing.assert_array_equal(done, alone)
     assert np.all(done <= single)
+    # more boxes than one chunk: the same answers, in order
+    from skgprobust._engine._latent import _FINITE_CHUNK
+
+    many_lo, many_hi = np.tile(lo, (3, 1)), np.tile(hi, (3, 1))
+    assert len(many_lo) > _FINITE_CHUNK
+    np.testing.assert_array_equal(bm.probabilities_finite_boxes(many_lo, many_hi), np.tile(batch, 3))
     # every box proven finite is finite at sampled points
     for i in np.flatnonzero(batch):
         P = box_points(lo[i], hi[i], rng, 500)

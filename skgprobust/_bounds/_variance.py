@@ -2133,8 +2133,12 @@ class LatentVariance:
 
     @property
     def V(self):
-        """Eigenvectors of S (N, N), columns in the order of ``lam`` (descending),
-        recomputed on first access."""
+        """Eigenvectors of S (N, N) by ``eigh``, columns in descending order of
+        their eigenvalues, recomputed on first access. Where the set-up did
+        not use the spectral split it computed the eigenvalues alone
+        (``eigvalsh``): ``lam`` then agrees with V's eigenvalues only to
+        rounding, so nothing may pair them in a bound (the split and
+        ``_eig_error`` use eigh's own pair; the paper method keeps both)."""
         return self._cached("V", lambda: np.linalg.eigh(self.S)[1][:, ::-1])
 
     @property

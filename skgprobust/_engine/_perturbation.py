@@ -38,13 +38,32 @@ def _align_series(value, name, d, feature_names):
     )
 
 
+def _has_bool(value):
+    """Whether ``value`` (a scalar, a list / tuple, maybe nested, an array or
+    a pandas object) is or holds a boolean."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if hasattr(value, "to_numpy") and hasattr(value, "dtype"):
+        value = value.to_numpy()
+    if isinstance(value, np.ndarray):
+        return value.dtype == bool or (value.dtype == object and any(_has_bool(v) for v in value.ravel()))
+    if isinstance(value, (list, tuple)):
+        return any(_has_bool(v) for v in value)
+    return False
+
+
+def _refuse_bool(value, name):
+    """A radius or a domain end given as booleans (``gamma=True`` read as 1.0
+    moved every feature by 1; UX audit, session 26) raises."""
+    if _has_bool(value):
+        raise ValueError(f"{name} must be a number or an array of numbers, got booleans: {value!r}.")
+
+
 def check_finite_array(value, name, d, allow_inf=None, feature_names=None):
     """Validated (d,) float array; ``allow_inf`` = -inf or +inf admits that
     infinity (an unbounded side of a domain), never NaN or the other one.
     A pandas Series is aligned by its labels (:func:`_align_series`)."""
     value = _align_series(value, name, d, feature_names)
-    if isinstance(value, (bool, np.bool_)) or getattr(np.asarray(value), "dtype", None) == bool:
-        raise ValueError(f"{name} must be a number or an array of numbers, got the boolean {value!r}.")
     try:
         arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
     except (TypeError, ValueError):
@@ -146,6 +165,7 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
     n, d = X.shape
     if gamma is None:
         raise ValueError("gamma is required (a non-negative scalar or per-feature array).")
+    _refuse_bool(gamma, "gamma")
     g = check_finite_array(gamma, "gamma", d, feature_names=feature_names)
     if np.any(g < 0):
         raise ValueError(f"gamma must be non-negative, got {gamma!r}.")
@@ -156,6 +176,8 @@ def make_boxes(X, gamma, *, features=None, domain=None, feature_names=None):
             low, high = domain
         except (TypeError, ValueError):
             raise ValueError(f"domain must be a pair (low, high), got {domain!r}.") from None
+        _refuse_bool(low, "domain low")
+        _refuse_bool(high, "domain high")
         low = (
             check_finite_array(low, "domain low", d, -np.inf, feature_names)
             if low is not None
