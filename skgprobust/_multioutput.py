@@ -1346,6 +1346,7 @@ The paper's Delta metric (Sec. 7.4) on the mean of output ``target``
             float(self.alpha),
         )
         self._problem()  # cached per fit
+        self._skgp_note_fit()  # copy_X_train=False: the inputs' digest (BoundModelMixin)
         return self
 
     def _random_start(self, prob, rng, bounds, Yn, obs):
