@@ -90,7 +90,7 @@ def _exponentiation(kernel, Xs, make):
         # (sigma_0^2 + x . x_i)^p: the mean is an exact polynomial in x.
         return DotProductPowerAdapter(kernel, Xs)
     base = make(kernel.kernel, Xs)
-    if isinstance(base, StationaryAdapter) and float(kernel.exponent) > 0:
+    if isinstance(base, StationaryAdapter) and float(kernel.exponent) >= 1:
         return PoweredStationaryAdapter(kernel, base)
     return ExponentiationAdapter(kernel, Xs, make)
 
