@@ -561,20 +561,27 @@ def test_variance_floor_is_below_the_model_variance(kind):
             assert np.all(fl > 0)
 
 
+def _rq_1e12_ovr():
+    """Three-class one-vs-rest GPC, amplitude 1e12 RationalQuadratic (fixed),
+    50 points in 1-D: whole-box variance lower bounds far below 0 while the
+    latent variance is >= 1e5 (the finiteness check must split)."""
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    X = np.random.default_rng(0).uniform(-2, 2, (50, 1))
+    y = np.digitize(X[:, 0], np.linspace(-2, 2, 4)[1:-1])
+    return RobustGaussianProcessClassifier(
+        ConstantKernel(1e12, "fixed") * RationalQuadratic(1.0, 1.0, "fixed", "fixed"), optimizer=None
+    ).fit(X, y)
+
+
 def test_finiteness_check_refines_the_variance_bound():
     """Completeness hunt (session 14): amplitude 1e12 (RQ, fixed), one-vs-rest,
     1-D: the whole-box variance lower bound is far below 0 while the latent
     variance is >= 1e5 on the box; the finiteness check splits the box (up
     to 64 pieces) instead of giving up, so rows with a constant label are
     proven again. Soundness: robust rows keep predict at dense samples."""
-    from sklearn.gaussian_process.kernels import RationalQuadratic
-
     rng = np.random.default_rng(0)
-    X = rng.uniform(-2, 2, (50, 1))
-    y = np.digitize(X[:, 0], np.linspace(-2, 2, 4)[1:-1])
-    clf = RobustGaussianProcessClassifier(
-        ConstantKernel(1e12, "fixed") * RationalQuadratic(1.0, 1.0, "fixed", "fixed"), optimizer=None
-    ).fit(X, y)
+    clf = _rq_1e12_ovr()
     bm = clf._bound_model()
     rows = np.random.default_rng(1).uniform(-1.5, 1.5, (3, 1))
     proven = 0
@@ -590,20 +597,16 @@ def test_finiteness_check_refines_the_variance_bound():
 
 
 def test_finiteness_check_of_a_batch_is_that_of_each_box():
-    """``BoundModel.probabilities_finite_boxes`` (one batch of bounds per
-    round, used for the NaN flags of prediction_range and explain) gives each
-    box the answer it gets alone: boxes decided by the cheap floor, boxes
-    proven only after splits (amplitude 1e12 RQ: the whole-box bound is far
-    below 0), zero-width boxes and wide boxes that are not proven, in one
-    batch; a passed deadline gives up only where a split is needed."""
-    from sklearn.gaussian_process.kernels import RationalQuadratic
-
+    """``BoundModel.probabilities_finite_boxes`` (batches of up to
+    ``_FINITE_CHUNK`` boxes per round, used for the NaN flags of
+    prediction_range and explain): on this model (no borderline box) each
+    box gets the answer it gets alone: boxes decided by the cheap floor,
+    boxes proven only after splits (amplitude 1e12 RQ: the whole-box bound
+    is far below 0), zero-width boxes and wide boxes that are not proven, in
+    one batch and across chunks; a passed deadline gives up only where a
+    split is needed; every True is finite at sampled points."""
     rng = np.random.default_rng(0)
-    X = rng.uniform(-2, 2, (50, 1))
-    y = np.digitize(X[:, 0], np.linspace(-2, 2, 4)[1:-1])
-    clf = RobustGaussianProcessClassifier(
-        ConstantKernel(1e12, "fixed") * RationalQuadratic(1.0, 1.0, "fixed", "fixed"), optimizer=None
-    ).fit(X, y)
+    clf = _rq_1e12_ovr()
     bm = clf._bound_model()
     c = np.random.default_rng(1).uniform(-1.5, 1.5, (6, 1))
     h = np.array([0.0, 0.05, 0.3, 1e-3, 3.0, 0.05])[:, None]
