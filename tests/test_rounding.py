@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import (
     ConstantKernel,
     DotProduct,
     ExpSineSquared,
+    Exponentiation,
     Matern,
     RationalQuadratic,
     WhiteKernel,
@@ -467,6 +468,10 @@ _VALUE_KERNELS = {
     "expsine-l0.05": ExpSineSquared(0.05, 1.7),
     "rbf**300": RBF(10.0) ** 300,
     "rbf**0.3": RBF(1.0) ** 0.3,
+    # fractional powers in the log domain (session 27): far points underflow psi_b, not psi_b^e
+    "matern2.5**0.3": Matern(1.3, nu=2.5) ** 0.3,
+    "rq**0.6": RationalQuadratic(0.8, 2.0) ** 0.6,
+    "(matern0.5**0.5)**0.5": (Matern(0.9, nu=0.5) ** 0.5) ** 0.5,
     "(rbf+c)**50": (RBF(2.0) + ConstantKernel(0.5)) ** 50,
     "(rbf+c)**0.01": (RBF(2.0) + ConstantKernel(0.5)) ** 0.01,
     "(rbf*expsine)**100": (RBF(5.0) * ExpSineSquared(3.0, 2.0)) ** 100,
@@ -495,6 +500,22 @@ def _value_case(name, d, far, offset=0.0, seed=0):
 def test_value_ulps_and_rounding_cover_sklearn_values_against_mpmath(name, far):
     kernel, Xs, lo, hi = _value_case(name, 2, far)
     assert _value_rounding_worst(kernel, Xs, lo, hi) <= 1.0
+
+
+@pytest.mark.parametrize("name", ["rbf**0.3", "matern2.5**0.3", "rq**0.6", "(matern0.5**0.5)**0.5"])
+def test_fractional_powers_far_away_against_mpmath(name):
+    """Fractional powers 30 length scales away in 20 dimensions, where the
+    base psi_b underflows (RBF: ~1e-340) but psi_b^e does not (1e-102): the
+    log-domain evaluation (PoweredStationaryAdapter) keeps the exact value
+    inside the enclosure and sklearn's within the rounding. Computing psi_b
+    ** e from the float psi_b (session 26's first version) put the RBF
+    case's exact value above the enclosure's 8.5e-314 (slow sweep, CI)."""
+    from skgprobust.kernels.stationary import PoweredStationaryAdapter
+
+    kernel, Xs, lo, hi = _value_case(name, 20, 30.0, 0.0, seed=20)
+    ad = make_adapter(kernel, Xs)
+    assert isinstance(ad, PoweredStationaryAdapter) and ad.log_domain
+    assert _value_rounding_worst(kernel, Xs, lo, hi, seed=20, npts=3) <= 1.0
 
 
 @pytest.mark.slow
@@ -548,8 +569,11 @@ def test_platform_elementary_functions():
     # and RationalQuadratic's base 1 + t near 1 with -alpha down to -1e5.
     b = np.concatenate([10.0 ** rng.uniform(-3, 3, 200), 1.0 + 10.0 ** rng.uniform(-12, -2, 100)])
     p = np.concatenate([rng.uniform(-100, 100, 200), -rng.uniform(1e3, 1e5, 100)])
+    # log1p as the log-domain psi of fractional powers uses it (Matern, RationalQuadratic)
+    xl = np.concatenate([10.0 ** rng.uniform(-300, 0, 100), 10.0 ** rng.uniform(0, 300, 200)])
     with np.errstate(over="ignore", under="ignore"):
-        cases = {"exp": (np.exp(xe), [mp.exp(mp.mpf(float(a))) for a in xe]),
+        cases = {"log1p": (np.log1p(xl), [mp.log1p(mp.mpf(float(a))) for a in xl]),
+                 "exp": (np.exp(xe), [mp.exp(mp.mpf(float(a))) for a in xe]),
                  "sin": (np.sin(xs), [mp.sin(mp.mpf(float(a))) for a in xs]),
                  "pow": (b**p, [mp.mpf(float(a)) ** mp.mpf(float(q)) for a, q in zip(b, p)])}
     for name, (y, ref) in cases.items():
@@ -599,3 +623,48 @@ def test_local_bound_value_rounding_is_the_adapters(kernel):
                 v, A = _mp_kernel(mp, kernel, x, Xs[i])
                 assert A <= mp.mpf(sm.value_scale) * (1 + mp.mpf(2) ** -50)
                 assert abs(mp.mpf(float(K[i])) - v) <= mp.mpf(float(R[b, i])) + mp.mpf(cv)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(1.0), Matern(1.0, nu=0.5), Matern(1.0, nu=1.5), Matern(1.0, nu=2.5), Matern(1.0, nu=np.inf),
+     RationalQuadratic(1.0, 1e-3), RationalQuadratic(1.0, 0.7), RationalQuadratic(1.0, 1e5), RBF(1.0) ** 0.3,
+     Matern(1.0, nu=2.5) ** 0.45],
+    ids=["rbf", "m0.5", "m1.5", "m2.5", "minf", "rq1e-3", "rq0.7", "rq1e5", "rbf**0.3", "m2.5**0.45"],
+)
+def test_log_psi_error_bounds_against_mpmath(kernel):
+    """log_psi's error bound and dlog_psi's 8 u (the inputs of the log-domain
+    fractional powers' rounding, PoweredStationaryAdapter._own_rounding) hold
+    at 200-bit precision, from subnormal phi to 1e12."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 200
+    u = 2.0**-53
+    ad = make_adapter(kernel, np.zeros((1, 1)))
+    assert ad.has_log_psi
+    rng = np.random.default_rng(0)
+    phi = np.concatenate([[0.0, 5e-324, 1e-300], 10.0 ** rng.uniform(-20, 12, 400)])
+    L, err = ad.log_psi(phi)
+    dL = ad.dlog_psi(phi)
+
+    def exact(p):
+        p = mp.mpf(float(p))
+        k = kernel.kernel if isinstance(kernel, Exponentiation) else kernel
+        e = mp.mpf(float(kernel.exponent)) if isinstance(kernel, Exponentiation) else mp.mpf(1)
+        if isinstance(k, RationalQuadratic):
+            a = mp.mpf(float(k.alpha))
+            return e * (-a * mp.log1p(p / (2 * a))), e * (-1 / (2 * (1 + p / (2 * a))))
+        nu = float(k.nu) if isinstance(k, Matern) else np.inf
+        if nu == np.inf:
+            return e * (-p / 2), e * mp.mpf(-0.5)
+        s = mp.sqrt(2 * mp.mpf(nu) * p)
+        if nu == 0.5:
+            return e * (-s), (e * (-1 / (2 * mp.sqrt(p))) if p > 0 else None)
+        if nu == 1.5:
+            return e * (mp.log1p(s) - s), e * (-mp.mpf(3) / (2 * (1 + s)))
+        return e * (mp.log1p(s + s * s / 3) - s), e * (-mp.mpf(5) * (1 + s) / (6 * (1 + s + s * s / 3)))
+
+    for i, p in enumerate(phi):
+        v, dv = exact(p)
+        assert abs(mp.mpf(float(L[i])) - v) <= mp.mpf(float(err[i])), (p, L[i], err[i])
+        if dv is not None:
+            assert abs(mp.mpf(float(dL[i])) - dv) <= 8 * u * abs(dv), (p, dL[i])

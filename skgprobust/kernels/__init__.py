@@ -90,7 +90,10 @@ def _exponentiation(kernel, Xs, make):
         # (sigma_0^2 + x . x_i)^p: the mean is an exact polynomial in x.
         return DotProductPowerAdapter(kernel, Xs)
     base = make(kernel.kernel, Xs)
-    if isinstance(base, StationaryAdapter) and float(kernel.exponent) >= 1:
+    e = float(kernel.exponent)
+    if isinstance(base, StationaryAdapter) and (e >= 1 or (e > 0 and base.has_log_psi)):
+        # psi^e stays convex and decreasing (0 < e < 1: a log-convex base,
+        # evaluated in the log domain; PoweredStationaryAdapter's docstring).
         return PoweredStationaryAdapter(kernel, base)
     return ExponentiationAdapter(kernel, Xs, make)
 

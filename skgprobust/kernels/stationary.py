@@ -120,6 +120,46 @@ class StationaryAdapter(KernelAdapter):
         """
         raise NotImplementedError
 
+    #: True when :meth:`log_psi` and :meth:`dlog_psi` are implemented (the
+    #: fractional powers of :class:`PoweredStationaryAdapter` need them).
+    has_log_psi = False
+
+    def log_psi(self, phi):
+        """log psi(phi) in floating point and a bound of its absolute error.
+
+        Only for kernels with ``has_log_psi``; fractional powers psi^e =
+        exp(e log psi) are computed from it, so that a psi below the smallest
+        float (far points: psi ~ 1e-340) does not flush psi^e (1e-102 for e
+        = 0.3) to 0.
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        L, err : ndarray
+            The computed log psi(phi) (<= 0 up to rounding) and a bound of
+            ``|L - log psi(phi)|`` (real phi, as given), shaped as ``phi``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no log-domain psi.")
+
+    def dlog_psi(self, phi):
+        """d log psi / d phi (<= 0), within 8 u relative (``has_log_psi`` only).
+
+        Parameters
+        ----------
+        phi : ndarray
+            Squared scaled distances (>= 0).
+
+        Returns
+        -------
+        dL : ndarray
+            The derivative, shaped as ``phi``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no log-domain psi.")
+
     def coefficient_ulps(self):
         """Relative error, in units of u = 2**-53, of the computed psi and its
         first three derivatives beyond the ~40 u the Taylor models budget
@@ -676,8 +716,18 @@ class RBFAdapter(StationaryAdapter):
         headroom."""
         return 17.0
 
+    has_log_psi = True
+
     def values(self, X):
         return np.exp(-0.5 * self._phi(X))
+
+    def log_psi(self, phi):
+        """-phi / 2: exact (halving), but for a subnormal phi (2^-1075)."""
+        phi = np.asarray(phi, dtype=np.float64)
+        return -0.5 * phi, np.full(phi.shape, 2.0**-1074)
+
+    def dlog_psi(self, phi):
+        return np.full(np.shape(phi), -0.5)
 
     def psi(self, phi):
         return np.exp(-0.5 * phi)
@@ -709,6 +759,55 @@ class MaternAdapter(StationaryAdapter):
         # exp(-r) ** e = exp(-e r) and exp(-phi / 2) ** e: the same kernel
         # with l / e, l / sqrt(e); not known for nu = 1.5, 2.5.
         self.infinitely_divisible = self.nu in (0.5, np.inf)
+        self.has_log_psi = self.nu in self.SUPPORTED_NU
+
+    def log_psi(self, phi):
+        """log psi with s = sqrt(2 nu phi) (nu finite): -s (0.5), log1p(s) - s
+        (1.5), log1p(s + s^2 / 3) - s (2.5), -phi / 2 (inf).
+
+        Error. The computed s~ = fl(fl(sqrt(2 nu)) fl(sqrt(phi))) is s (1 +
+        theta), |theta| <= 3.01 u. log1p(a~) with a~ = a (1 + eta) errs from
+        log1p(a) by <= |eta| a / (1 + min(a, a~)) <= 1.01 |eta| (mean value
+        theorem), and numpy's log1p by 8 ulps (16 u relative, the platform
+        assumption for elementary functions, :meth:`KernelAdapter.value_ulps`)
+        of log1p(a) <= a. For 2.5, a = s + s^2 / 3 is a sum of non-negative
+        terms with relative error <= 3.01 u (s) + 2 u (s^2 doubles s's error) +
+        3 u (square, division, sum) <= 9.1 u (1.5: a = s, 3.01 u). log1p(a)
+        <= s (e^s >= 1 + s + s^2 / 2). The final subtraction errs by u of
+        |L~|, and -s~ by 3.01 u s. So |L~ - L| <= 9.2 u + 16 u s + 3.01 u s +
+        u |L~|, bounded here by 32 u (1 + s + |L~|) (1 + 2^-40). nu = 0.5:
+        s~ = fl(sqrt(phi)) (sqrt(1) = 1), u s, and the negation is exact; nu =
+        inf: as the RBF.
+        """
+        phi = np.asarray(phi, dtype=np.float64)
+        u = 2.0**-53
+        if self.nu == np.inf:
+            return -0.5 * phi, np.full(phi.shape, 2.0**-1074)
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.sqrt(2.0 * self.nu) * np.sqrt(phi)
+            if self.nu == 0.5:
+                return -s, 3.02 * u * s + 2.0**-1074
+            if self.nu == 1.5:
+                L = np.log1p(s) - s
+            else:
+                L = np.log1p(s + s**2 / 3.0) - s
+            return L, 32.0 * u * (1.0 + s + np.abs(L)) * (1.0 + 2.0**-40)
+
+    def dlog_psi(self, phi):
+        """-1 / (2 r) (0.5), -3 / (2 (1 + s)) (1.5), -5 (1 + s) / (6 (1 + s +
+        s^2 / 3)) (2.5), -1 / 2 (inf); each a few roundings of non-negative
+        terms (< 8 u relative)."""
+        phi = np.asarray(phi, dtype=np.float64)
+        if self.nu == np.inf:
+            return np.full(phi.shape, -0.5)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            r = np.sqrt(phi)
+            if self.nu == 0.5:
+                return -0.5 / r
+            s = np.sqrt(2.0 * self.nu) * r
+            if self.nu == 1.5:
+                return -1.5 / (1.0 + s)
+            return -(5.0 / 6.0) * (1.0 + s) / (1.0 + s + s**2 / 3.0)
 
     def value_ulps(self, d):
         """sklearn's value at the rounded argument s~ (or r~, phi~: in
@@ -909,6 +1008,26 @@ class RationalQuadraticAdapter(StationaryAdapter):
     # The derivatives divide psi by the base (the exponent -alpha is exact;
     # -alpha - k is not for most alpha < 1, and its rounding would err by
     # ~(alpha + k) u log(b) relative: 400 u at alpha 0.7, log b = 200).
+    has_log_psi = True
+
+    def log_psi(self, phi):
+        """-alpha log1p(t), t = phi / (2 alpha).
+
+        Error. t~ = t (1 + eta), |eta| <= u (2 alpha is exact, the division
+        rounds once); log1p(t~) - log1p(t) <= |eta| t / (1 + t) (1 + 2 u) <=
+        1.01 u log1p(t) (t / (1 + t) <= log1p(t)); numpy's log1p errs by 16 u
+        relative and the product by alpha by u of |L~|. Total <= 19 u |L| (1 +
+        O(u)), bounded here by 20 u |L~| (1 + 2^-40) + 2^-1074.
+        """
+        phi = np.asarray(phi, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            L = -self.a * np.log1p(phi / (2.0 * self.a))
+        return L, 20.0 * 2.0**-53 * np.abs(L) * (1.0 + 2.0**-40) + 2.0**-1074
+
+    def dlog_psi(self, phi):
+        """-1 / (2 (1 + t)): three roundings of non-negative terms."""
+        return -0.5 / (1.0 + np.asarray(phi, dtype=np.float64) / (2.0 * self.a))
+
     def psi(self, phi):
         return (1.0 + phi / (2.0 * self.a)) ** -self.a
 
@@ -927,26 +1046,42 @@ class RationalQuadraticAdapter(StationaryAdapter):
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
-    """Exponentiation psi(phi) ** e of a stationary kernel, e >= 1.
+    """Exponentiation psi(phi) ** e of a stationary kernel, e > 0.
 
-    Still convex and decreasing in phi: (psi^e)'' = e psi^(e-2)
-    ((e-1) psi'^2 + psi psi'') >= 0, so the same relaxation applies.
+    Convexity. psi^e is convex and decreasing in phi, so the relaxation of
+    :class:`StationaryAdapter` applies: (psi^e)'' = e psi^(e-2) ((e-1)
+    psi'^2 + psi psi''). For e >= 1 both terms are >= 0 (psi convex). For 0
+    < e < 1 it needs psi psi'' >= (1 - e) psi'^2, which holds because every
+    base with a log-domain form is log-convex in phi (psi psi'' >= psi'^2):
+    RBF (log psi = -phi / 2), RationalQuadratic (-alpha log(1 + phi / (2
+    alpha)), convex), Matern (a covariance in every dimension, so
+    completely monotone in phi = r^2 by Schoenberg's theorem, hence a
+    mixture of exponentials and log-convex), and powers of those (log psi^e
+    = e log psi). ``tests/test_kernels.py`` checks second differences.
 
-    Not for 0 < e < 1 (tried in session 26 and reverted). psi^e is convex
-    there too (every base is log-convex: RBF, RationalQuadratic, Matern by
-    Schoenberg's theorem), but this adapter computes psi^e from the base's
-    float psi: where that underflows (RBF ** 0.3 on 20 features 30 units
-    away: psi_b ~ 1e-340 flushes to 0, the exact psi_b^0.3 is 1e-102) its
-    intervals and relaxation exclude the exact kernel value
-    (``test_value_ulps_and_rounding_cover_sklearn_values_slow`` caught it).
-    A log-domain psi per base (exp(e log psi_b)) would be needed; fractional
-    exponents keep the generic adapter (sound, looser).
+    Evaluation. For e >= 1, psi^e = psi_b^e from the base's float psi (an
+    underflowing psi_b only makes psi^e smaller). For 0 < e < 1
+    (``log_domain``) psi^e = exp(e L) and (psi^e)' = e L' exp(e L) with (L,
+    err) the base's :meth:`log_psi`: computing psi_b first and raising it
+    flushed psi_b ~ 1e-340 (RBF ** 0.3, 20 features, 30 length scales away)
+    to 0 while the exact psi_b^0.3 is 1e-102, and the intervals excluded
+    the kernel (session 26, reverted; ``test_value_ulps_and_rounding_cover_
+    sklearn_values_slow[rbf**0.3]``). Our own evaluation then errs by at
+    most ``rel`` relative (see :meth:`_rounding_ranges`), which
+    :meth:`rounding` carries absolutely, as RationalQuadratic's alpha-fold
+    error is. Only bases with ``has_log_psi`` take fractional exponents;
+    others keep the generic interval-type adapter.
     """
 
     def __init__(self, kernel, base):
         KernelAdapter.__init__(self, kernel, base.Xs)
         self.base, self.e = base, float(kernel.exponent)
         self.length_scale, self.inv_ls2, self.Zs = base.length_scale, base.inv_ls2, base.Zs
+        #: psi^e = exp(e log psi_b) (0 < e < 1; class docstring).
+        self.log_domain = self.e < 1.0
+        if self.log_domain and not base.has_log_psi:
+            raise ValueError(f"{type(base).__name__} has no log-domain psi: exponent {self.e} needs it.")
+        self.has_log_psi = base.has_log_psi
         integer = self.e == int(self.e)
         self.psd = bool(base.psd and (integer or base.infinitely_divisible))
         self._dominated = bool(base.dominated)
@@ -964,10 +1099,32 @@ class PoweredStationaryAdapter(StationaryAdapter):
     def values(self, X):
         return self.base.values(X) ** self.e
 
+    def log_psi(self, phi):
+        """e L_b and (e err_b + u |e L_b|) (1 + 2^-40) + 2^-1074 (the
+        product's rounding, and e err_b's, u relative or half the smallest
+        subnormal absolute): nested powers ((RBF ** 0.5) ** 0.5) stay in the
+        log domain."""
+        L, err = self.base.log_psi(phi)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            eL = self.e * L
+            return eL, (self.e * err + 2.0**-53 * np.abs(eL)) * (1.0 + 2.0**-40) + 2.0**-1074
+
+    def dlog_psi(self, phi):
+        """e L_b': one more rounding (within the 8 u of :meth:`log_psi`'s
+        contract only for bases at <= 7 u; the callers' ``rel`` budgets 10 u
+        per product level, see :meth:`_rounding_ranges`)."""
+        return self.e * self.base.dlog_psi(phi)
+
     def psi(self, phi):
+        if self.log_domain:
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+                return np.exp(self.e * self.base.log_psi(phi)[0])
         return self.base.psi(phi) ** self.e
 
     def dpsi(self, phi):
+        if self.log_domain:
+            with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
+                return self.e * self.base.dlog_psi(phi) * np.exp(self.e * self.base.log_psi(phi)[0])
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
 
     def rounding(self, lo, hi):
@@ -996,7 +1153,44 @@ class PoweredStationaryAdapter(StationaryAdapter):
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             b = self.base.psi(np.maximum(pL * (1.0 - 1e-10), 0.0))
             blo = self.base.psi(pU * (1.0 + 1e-10))
-        return power_rounding(self.e, b, blo, eb, self.base.value_ulps(d), None, True), pL, pU
+        R = power_rounding(self.e, b, blo, eb, self.base.value_ulps(d), None, True)
+        if self.log_domain:
+            R = R + self._own_rounding(pL, pU)
+        return R, pL, pU
+
+    def _own_rounding(self, pL, pU):
+        """Bound of our own evaluation's error, absolute per term, over the
+        phi-range [pL, pU] (log domain, 0 < e < 1).
+
+        psi~ = fl(exp(fl(e L~))) with |L~ - L| <= err (:meth:`log_psi`): the
+        exponent errs by <= x = e err + u |e L~| (1 + 2^-40), so psi~ = psi^e
+        exp(delta) (1 + pi), |delta| <= x, |pi| <= 16 u (numpy's exp, the
+        platform assumption; 2^-1071 absolute for a subnormal result, inside
+        ``SUBNORMAL``): relative error <= rel0 = expm1(x) (1 + 16 u) + 16 u.
+        dpsi~ = fl(fl(e L'~) psi~) adds L'~'s 8 u and two products: rel1 =
+        rel0 + 10 u (first order; the doubling below covers the rest). err
+        and |L~| increase with phi (every log_psi here is decreasing and its
+        error bound increasing), so their values at pU (the range's largest
+        phi) bound them on the range. The relaxation's lines are built from
+        psi~ and dpsi~ at phi in the range (the tangent at pm: its value at
+        any phi of the range moves by <= rel0 psi(pm) + rel1 |psi'(pm)| |phi
+        - pm| <= (rel0 + rel1) psi(pL), as |psi'(pm)| (pm - pL) <= psi(pL) -
+        psi(pm) by convexity; the chord: by the larger end's error <= rel0
+        psi(pL)), so 2 (rel0 + rel1) khi bounds the error of every line, of
+        the interval ends and of the enclosure, khi = exp(e (L~(pL) +
+        err(pL))) (1 + 2^-40) >= psi^e on the range. Past expm1's reach (x
+        >= 700: phi astronomically large) the bound is infinite (never
+        wrong)."""
+        u = 2.0**-53
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            LU, eU = self.base.log_psi(pU)
+            x = (self.e * eU + u * np.abs(self.e * LU)) * (1.0 + 2.0**-40)
+            rel0 = np.expm1(np.minimum(x, 700.0)) * (1.0 + 16.0 * u) + 16.0 * u
+            rel = 2.0 * rel0 + 10.0 * u
+            LL, eL = self.base.log_psi(pL)
+            khi = np.exp(self.e * (LL + eL)) * (1.0 + 2.0**-40) + SUBNORMAL
+            out = 2.0 * rel * khi * WIDEN + SUBNORMAL
+        return np.where((x < 700.0) & np.isfinite(out), out, np.inf)
 
     def value_ulps(self, d):
         """17: numpy's power within 8 ulps and one of headroom (the base's
