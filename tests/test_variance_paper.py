@@ -21,6 +21,7 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
+from skgprobust import UnsupportedKernelError
 from skgprobust.kernels import make_adapter
 from skgprobust._bounds._variance import LatentVariance
 from skgprobust._bounds._variance_paper import PaperLatentVariance
@@ -316,11 +317,14 @@ def test_empty_and_point_boxes():
         (RBF(1.0) * DotProduct(1.0), "DotProduct"),
         (RBF(1.0) + ConstantKernel(1.0), "ConstantKernel"),
         (RBF(1.0) + Matern(1.0, nu=1.5), "Matern"),
+        (RBF(1.0) ** 0.5, "0.5"),  # log-domain power: its own rounding, which the reference does not read
     ],
 )
 def test_unsupported_kernel_raises(kernel, name):
+    """An unsupported kernel raises UnsupportedKernelError (was a bare
+    NotImplementedError before session 27), naming the kernel."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8, 1))
     gpr = GaussianProcessRegressor(kernel, alpha=1e-1, optimizer=None).fit(X, X[:, 0])
-    with pytest.raises(NotImplementedError, match=name):
+    with pytest.raises(UnsupportedKernelError, match=name):
         PaperLatentVariance(make_adapter(gpr.kernel_, gpr.X_train_), gpr.L_)

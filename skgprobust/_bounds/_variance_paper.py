@@ -87,6 +87,7 @@ from scipy.optimize import minimize
 
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
+from ..exceptions import UnsupportedKernelError
 from ..kernels.basic import WhiteAdapter
 from ..kernels.composite import ProductAdapter, SumAdapter
 from ..kernels.stationary import StationaryAdapter
@@ -114,7 +115,7 @@ def _stationary_part(adapter):
         parts = [a for a in (adapter.k1, adapter.k2) if not isinstance(a, WhiteAdapter)]
         if len(parts) == 1:
             return _stationary_part(parts[0])
-    raise NotImplementedError(
+    raise UnsupportedKernelError(
         f"variance_bound='paper' supports a stationary kernel (RBF, Matern, RationalQuadratic), "
         f"optionally times a positive ConstantKernel and plus WhiteKernel, not {adapter.kernel!r}."
     )

@@ -154,11 +154,15 @@ verbose : int, default=0
 variance_bound : {"default", "paper"}, default="default"
     Variance bounds for one-vs-rest models (unused for two classes
     and one-vs-one): the closed-form default or the paper's QP/LP
-    (Props. 5-6, much slower; the reference).""",
+    (Props. 5-6, much slower; the reference; one stationary kernel,
+    optionally times a constant and plus white noise, else
+    ``UnsupportedKernelError``).""",
     "variance_bound_regressor": """\
 variance_bound : {"default", "paper"}, default="default"
     For statistic="std": the closed-form variance bounds (default)
-    or the paper's QP/LP (Props. 5-6, much slower; the reference).""",
+    or the paper's QP/LP (Props. 5-6, much slower; the reference; one
+    stationary kernel, optionally times a constant and plus white
+    noise, else ``UnsupportedKernelError``).""",
     "method": """\
 method : {"bounds", "search"}, default="bounds"
     "bounds": certified intervals by branch and bound. "search":
