@@ -472,6 +472,10 @@ _VALUE_KERNELS = {
     "matern2.5**0.3": Matern(1.3, nu=2.5) ** 0.3,
     "rq**0.6": RationalQuadratic(0.8, 2.0) ** 0.6,
     "(matern0.5**0.5)**0.5": (Matern(0.9, nu=0.5) ** 0.5) ** 0.5,
+    # powers of a constant times a stationary kernel (ScaledPowerAdapter, session 27)
+    "(c*rbf)**2": (ConstantKernel(2.0) * RBF(1.0)) ** 2,
+    "(c*c*matern2.5)**0.5": (ConstantKernel(3.0) * ConstantKernel(0.7) * Matern(1.3, nu=2.5)) ** 0.5,
+    "(rq*c)**1.5": (RationalQuadratic(0.8, 2.0) * ConstantKernel(1e3)) ** 1.5,
     "(rbf+c)**50": (RBF(2.0) + ConstantKernel(0.5)) ** 50,
     "(rbf+c)**0.01": (RBF(2.0) + ConstantKernel(0.5)) ** 0.01,
     "(rbf*expsine)**100": (RBF(5.0) * ExpSineSquared(3.0, 2.0)) ** 100,

@@ -5,12 +5,19 @@ of a supported kernel is not assumed to share its formula and must be
 registered explicitly with :func:`register_adapter`.
 """
 
+import numpy as np
 from sklearn.gaussian_process import kernels as K
 
 from ..exceptions import UnsupportedKernelError
 from ._base import KernelAdapter, Relaxation, TaylorModel
 from .basic import ConstantAdapter, DotProductAdapter, ExpSineSquaredAdapter, WhiteAdapter
-from .composite import ExponentiationAdapter, ProductAdapter, SumAdapter
+from .composite import (
+    ExponentiationAdapter,
+    ProductAdapter,
+    ScaledPowerAdapter,
+    SumAdapter,
+    constant_times_one_kernel,
+)
 from .polynomial import DotProductPowerAdapter, is_dot_product_power
 from .stationary import (
     MaternAdapter,
@@ -91,10 +98,24 @@ def _exponentiation(kernel, Xs, make):
         return DotProductPowerAdapter(kernel, Xs)
     base = make(kernel.kernel, Xs)
     e = float(kernel.exponent)
-    if isinstance(base, StationaryAdapter) and (e >= 1 or (e > 0 and base.has_log_psi)):
+
+    def relaxable(b):
         # psi^e stays convex and decreasing (0 < e < 1: a log-convex base,
         # evaluated in the log domain; PoweredStationaryAdapter's docstring).
+        return isinstance(b, StationaryAdapter) and (e >= 1 or (e > 0 and b.has_log_psi))
+
+    if relaxable(base):
         return PoweredStationaryAdapter(kernel, base)
+    split = constant_times_one_kernel(kernel.kernel)
+    if split is not None and np.isfinite(e) and e > 0:
+        consts, core = split
+        c = float(np.prod(consts))
+        core_adapter = make(core, Xs)
+        if np.isfinite(c) and c > 0 and relaxable(core_adapter):
+            # (c * k) ** e = c^e k^e: the powered relaxation, sklearn's numbers
+            # from the tree as written (ScaledPowerAdapter's docstring).
+            powered = PoweredStationaryAdapter(K.Exponentiation(core, e), core_adapter)
+            return ScaledPowerAdapter(kernel, Xs, make, powered)
     return ExponentiationAdapter(kernel, Xs, make)
 
 
