@@ -351,3 +351,34 @@ def test_nonneg_norm2_upper_extreme_scales(M):
     ub = nonneg_norm2_upper(M)
     assert ub >= true
     assert ub <= true * (1 + 1e-12) + 1e-300
+
+
+def test_rkhs_remainder_covers_the_computed_centre_vector():
+    """rkhs_remainder bounds ||A (r(x) - r0~)||^2 with r0~ the *computed*
+    kernel vector at the box centre (what LatentVariance.bounds and the affine
+    enclosure expand around), not only ||A (r(x) - r(c))||^2. Where sklearn's
+    value underflows (a tiny fractional power: (RBF ** 0.001) ** 0.001 at 38.7
+    length scales, base exp(-749) -> 0, so r0~ = 0 while the exact value is
+    0.99925) the RKHS increment alone (~1e-7) is far below the needed ~lam."""
+    from sklearn.gaussian_process.kernels import RBF as _RBF
+
+    from skgprobust._bounds._variance import LatentVariance
+    from skgprobust.kernels import make_adapter
+
+    kernel = (_RBF(1.0) ** 0.001) ** 0.001
+    Xs = np.array([[0.0], [-0.4], [-1.1]])
+    L = np.linalg.cholesky(kernel(Xs) + 1e-2 * np.eye(3))
+    var = LatentVariance(make_adapter(kernel, Xs), L)
+    lo, hi = np.array([[38.70]]), np.array([[38.71]])
+    c = 0.5 * (lo + hi)
+    r0 = var.adapter.values(c)[0]
+    assert np.all(r0 == 0.0)  # sklearn's base underflowed
+    S = np.linalg.inv(L @ L.T)
+    x = np.linspace(lo[0, 0], hi[0, 0], 101)[:, None]
+    r = np.exp(1e-6 * (-0.5 * (x - Xs.T) ** 2))  # exact values (log domain)
+    need = np.einsum("ni,ij,nj->n", r - r0, S, r - r0)
+    bound = var.rkhs_remainder(lo, hi)[0]
+    assert need.max() <= bound
+    # the RKHS increment alone: what the bound was before session 27
+    D = var.adapter.rkhs_increment(lo, hi)[0] * (1.0 + var.rho)
+    assert need.max() > 1e3 * D

@@ -475,7 +475,11 @@ kappa'(0) = 0): RBF (1 - s^2) e^(-s^2/2) <= 1; Matern 2.5 with t = sqrt5 s,
 (1 + t - t^2) e^-t <= 1 (e^t >= 1 + t); Matern 1.5, (1 - t) e^-t <= 1 (checked
 in 50 digits in the tests). In :meth:`LatentVariance.bounds` this
 replaces the spectral split (2m mean-type bounds per box, within a factor ~2 of
-it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``. (The
+it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``. There
+the expansion is about the *computed* r0~ = r~(x0), so the bound used is
+(Dh + sqrt(lam_max) ||E||)^2, E the adapter's rounding over the box
+(|r0~ - r(x0)| <= E; :meth:`LatentVariance.rkhs_remainder`, since session
+27). (The
 linear part adds lin ||u||^2 exactly, which H0 includes; dot-product
 powers add their own increment, ``SmoothCovariance.increment2``, module
 doc "Dot-product powers".)
@@ -2717,7 +2721,8 @@ class LatentVariance:
         # remainder"): free, independent of N and of the noise, and within a
         # small factor of the spectral split (which costs 2m mean-type
         # bounds per box).
-        e_rkhs = self.rkhs_remainder(lo, hi)
+        nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1) if N > 0 else np.zeros(B)
+        e_rkhs = self.rkhs_remainder(lo, hi, nE=nE)
         e = np.minimum(e, e_rkhs)
         if self.smooth is not None or np.all(np.isfinite(e_rkhs)):
             m = 0
@@ -2730,7 +2735,7 @@ class LatentVariance:
             + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
             + np.abs(dhi)
         )
-        rin = self.input_rounding(lo, hi, dhi, qmax=self._direct_qmax(q0, e))
+        rin = self.input_rounding(lo, hi, dhi, qmax=self._direct_qmax(q0, e), nE=nE)
         poly = self._poly_bounds(lo, hi, dhi) if self.poly is not None else None
         local = self._local_bounds(lo, hi, dlo, dhi) if self.smooth is not None else None
         if m > 0:
@@ -2828,15 +2833,28 @@ class LatentVariance:
             out.append((np.where(np.isnan(v), -np.inf, v), np.clip(centre + np.where(np.isfinite(u), u, 0.0), lo, hi)))
         return out[0][0], -out[1][0], out[0][1], out[1][1]
 
-    def rkhs_remainder(self, lo, hi):
-        """(B,) upper bound of ||A (r(x) - r(c))||^2 over each box (c the
-        float centre): (1 + rho) times the smaller of sum_j H0_j h1_j^2
-        (:class:`SmoothCovariance`, plus its dot-product powers' increments:
-        :meth:`SmoothCovariance.increment2`) and the adapter's
+    def rkhs_remainder(self, lo, hi, nE=None):
+        """(B,) upper bound of ||A (r(x) - r0~)||^2 over each box, r0~ =
+        ``adapter.values(c)`` the computed kernel vector at the float centre
+        c (what :meth:`bounds` and ``affine_variance_enclosure`` expand
+        around) and r(x) exact: (sqrt(e_H) + a_c)^2 (1 + 1e-12).
+
+        e_H >= ||A (r(x) - r(c))||^2 is (1 + rho) times the smaller of sum_j
+        H0_j h1_j^2 (:class:`SmoothCovariance`, plus its dot-product powers'
+        increments: :meth:`SmoothCovariance.increment2`) and the adapter's
         :meth:`~skgprobust.kernels.KernelAdapter.rkhs_increment` (any kernel
         with one: products with dot products, periodic kernels, Matern 0.5
         ...), both bounds of sup ||k_x - k_c||_H^2 (module doc, "The RKHS
-        remainder": A^T A = S and P <= (1 + rho) I). +inf without either, or
+        remainder": A^T A = S and P <= (1 + rho) I). a_c = sqrt(lam_max)
+        ||E|| >= ||A (r(c) - r0~)|| (triangle inequality), E =
+        ``adapter.rounding(lo, hi)`` (|r0~ - r(c)| <= E entrywise: c lies in
+        the box; ``nE`` its row norms when the caller has them). Before
+        session 27 the bound was e_H alone, which covers r(c) but not the
+        computed r0~: a gap of 2 sqrt(e_H) a_c + a_c^2, negligible where the
+        kernel values carry a few ulps (the margins' headroom took it), not
+        where they carry more (a fractional power whose base underflows:
+        sklearn's value 0, the exact one 0.999 for (RBF ** 0.001) ** 0.001;
+        soundness hunt). +inf without a bound of sup ||k_x - k_c||_H^2, or
         for a kernel not proven PSD (the lemma needs it)."""
         lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
         B = len(lo)
@@ -2848,6 +2866,11 @@ class LatentVariance:
             if self.smooth is not None:
                 D = np.minimum(D, self.smooth.increment2(lo, hi, h1))
             e = D * (1.0 + self.rho) * (1.0 + 1e-12)
+            if np.isfinite(e).any() and self.n_support > 0:
+                if nE is None:
+                    nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
+                a_c = np.sqrt(self.lam_max) * nE * (1.0 + 1e-12)
+                e = (np.sqrt(e) + a_c) ** 2 * (1.0 + 1e-12)
         return np.where(np.isnan(e), np.inf, e)
 
     def _poly_setup(self, norm_Linv):
@@ -3191,17 +3214,19 @@ class LatentVariance:
             own_n = np.where(np.isfinite(own_n), own_n, np.inf)
         return own, skl, a_box, own_n
 
-    def input_rounding(self, lo, hi, dhi, qmax=None):
+    def input_rounding(self, lo, hi, dhi, qmax=None, nE=None):
         """(B,) bound on |q(r~) - q(r)| when the kernel values r~ carry the
         input-rounding error of :meth:`KernelAdapter.rounding` (|dr| <= E):
         ``2 ||A r|| ||A dr|| + ||A dr||^2`` with ``||A r||^2 = q <= (1 + rho)
         k(x, x)`` (the lemma for the float factor) and, where the caller
         passes ``qmax`` (B,), a proven upper bound of ||A r(x)||^2 over each
         box that needs no lemma (:meth:`_direct_qmax`; module doc, "Without
-        the lemma")."""
+        the lemma"); ``nE``: the row norms of ``adapter.rounding(lo, hi)``
+        when the caller has them."""
         if self.n_support == 0:
             return np.zeros(len(lo))
-        nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
+        if nE is None:
+            nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
         a = np.sqrt(self.lam_max) * nE
         with np.errstate(over="ignore", invalid="ignore"):
             qa = np.maximum(dhi, 0.0) * (1.0 + self.rho)

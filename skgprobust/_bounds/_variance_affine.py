@@ -97,7 +97,8 @@ def affine_variance_enclosure(variance, lo, hi):
     # The RKHS remainder ||A dr||^2 <= (1 + rho) sup ||k_x - k_x0||_H^2, as in
     # LatentVariance.bounds (module doc of _variance, "The RKHS remainder"
     # and "The lemma for the float factor").
-    e = np.minimum(e, variance.rkhs_remainder(lo, hi))
+    nE = np.linalg.norm(ad.rounding(lo, hi), axis=1)
+    e = np.minimum(e, variance.rkhs_remainder(lo, hi, nE=nE))
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (
         np.abs(q0)
@@ -109,7 +110,7 @@ def affine_variance_enclosure(variance, lo, hi):
     # the margin's headroom absorbs (module doc of _variance, "Without the
     # lemma"): the direct margin.
     qmax = variance._direct_qmax(q0, e)
-    mg = variance.margin_direct(scale0 + e, d) + variance.input_rounding(lo, hi, dhi, qmax=qmax)
+    mg = variance.margin_direct(scale0 + e, d) + variance.input_rounding(lo, hi, dhi, qmax=qmax, nE=nE)
     with np.errstate(invalid="ignore", over="ignore"):
         c_hi = dhi - q0 + g_r0 + mg
         c_lo = dlo - q0 + g_r0 - e - mg
