@@ -802,7 +802,7 @@ def test_local_bound_makes_high_snr_std_ranges_converge():
             v.smooth = None
             # and without the RKHS remainder of the adapters (which alone makes
             # these ranges converge too since rkhs_increment)
-            v.rkhs_remainder = lambda lo, hi, nE=None: np.full(len(lo), np.inf)
+            v.rkhs_remainder = lambda lo, hi, n_centre=None: np.full(len(lo), np.inf)
         r_off = mo_off.prediction_range(x, gamma, statistic="std", epsilon=eps, max_iter=40, random_state=0)
     assert not r_off.converged.all()
     rng = np.random.default_rng(0)

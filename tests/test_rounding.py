@@ -559,8 +559,9 @@ def test_exponentiation_rounding_carries_the_base_relative_rounding(e):
 
 
 def test_platform_elementary_functions():
-    """The platform assumption of KernelAdapter.value_ulps: numpy's exp, sin
-    and pow (non-integer exponents; the integer case is in test_proof_gaps)
+    """The platform assumption of KernelAdapter.value_ulps: numpy's exp,
+    expm1, log1p (the log-domain fractional powers), sin and pow
+    (non-integer exponents; the integer case is in test_proof_gaps)
     within 8 ulps (16 u relative for normal results), over wide arguments."""
     mp = pytest.importorskip("mpmath")
     mp.mp.prec = 120
@@ -576,7 +577,9 @@ def test_platform_elementary_functions():
     # log1p as the log-domain psi of fractional powers uses it (Matern, RationalQuadratic)
     xl = np.concatenate([10.0 ** rng.uniform(-300, 0, 100), 10.0 ** rng.uniform(0, 300, 200)])
     with np.errstate(over="ignore", under="ignore"):
+        xm = np.concatenate([-(10.0 ** rng.uniform(-300, 2.8, 200)), 10.0 ** rng.uniform(-300, 2.8, 200)])
         cases = {"log1p": (np.log1p(xl), [mp.log1p(mp.mpf(float(a))) for a in xl]),
+                 "expm1": (np.expm1(xm), [mp.expm1(mp.mpf(float(a))) for a in xm]),
                  "exp": (np.exp(xe), [mp.exp(mp.mpf(float(a))) for a in xe]),
                  "sin": (np.sin(xs), [mp.sin(mp.mpf(float(a))) for a in xs]),
                  "pow": (b**p, [mp.mpf(float(a)) ** mp.mpf(float(q)) for a, q in zip(b, p)])}
@@ -637,18 +640,18 @@ def test_local_bound_value_rounding_is_the_adapters(kernel):
     ids=["rbf", "m0.5", "m1.5", "m2.5", "minf", "rq1e-3", "rq0.7", "rq1e5", "rbf**0.3", "m2.5**0.45"],
 )
 def test_log_psi_error_bounds_against_mpmath(kernel):
-    """log_psi's error bound and dlog_psi's 8 u (the inputs of the log-domain
+    """_log_psi's error bound and _dlog_psi's 8 u (the inputs of the log-domain
     fractional powers' rounding, PoweredStationaryAdapter._own_rounding) hold
     at 200-bit precision, from subnormal phi to 1e12."""
     mp = pytest.importorskip("mpmath")
     mp.mp.prec = 200
     u = 2.0**-53
     ad = make_adapter(kernel, np.zeros((1, 1)))
-    assert ad.has_log_psi
+    assert ad._has_log_psi
     rng = np.random.default_rng(0)
     phi = np.concatenate([[0.0, 5e-324, 1e-300], 10.0 ** rng.uniform(-20, 12, 400)])
-    L, err = ad.log_psi(phi)
-    dL = ad.dlog_psi(phi)
+    L, err = ad._log_psi(phi)
+    dL = ad._dlog_psi(phi)
 
     def exact(p):
         p = mp.mpf(float(p))

@@ -115,7 +115,7 @@ def test_truncated_spectral_split_bit_identical_and_sound(kernel, monkeypatch):
     # The spectral split runs only without a finite RKHS remainder (which
     # every kernel here has since the adapters' rkhs_increment): switched off
     # to exercise the split.
-    monkeypatch.setattr(LatentVariance, "rkhs_remainder", lambda self, lo, hi, nE=None: np.full(len(lo), np.inf))
+    monkeypatch.setattr(LatentVariance, "rkhs_remainder", lambda self, lo, hi, n_centre=None: np.full(len(lo), np.inf))
     lo, hi = _boxes(8, seed=1)
     b = var.bounds(lo, hi)
     assert calls and all(c == m for c in calls)

@@ -318,6 +318,7 @@ def test_empty_and_point_boxes():
         (RBF(1.0) + ConstantKernel(1.0), "ConstantKernel"),
         (RBF(1.0) + Matern(1.0, nu=1.5), "Matern"),
         (RBF(1.0) ** 0.5, "0.5"),  # log-domain power: its own rounding, which the reference does not read
+        ((ConstantKernel(2.0) * RBF(1.0)) ** 2, "RBF"),  # ScaledPowerAdapter: a rounded c^e
     ],
 )
 def test_unsupported_kernel_raises(kernel, name):

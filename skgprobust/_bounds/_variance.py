@@ -2721,8 +2721,8 @@ class LatentVariance:
         # remainder"): free, independent of N and of the noise, and within a
         # small factor of the spectral split (which costs 2m mean-type
         # bounds per box).
-        nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1) if N > 0 else np.zeros(B)
-        e_rkhs = self.rkhs_remainder(lo, hi, nE=nE)
+        nE, nEA = self.centre_rounding_norm(lo, hi)
+        e_rkhs = self.rkhs_remainder(lo, hi, n_centre=nEA)
         e = np.minimum(e, e_rkhs)
         if self.smooth is not None or np.all(np.isfinite(e_rkhs)):
             m = 0
@@ -2794,6 +2794,35 @@ class LatentVariance:
             arg_max = np.where(use_hi[:, None], amax3, arg_max)
             score = np.where((use_lo | use_hi)[:, None], score3, score)
         return VarianceBound(lower, upper, arg_min, arg_max, score)
+
+    def centre_rounding_norm(self, lo, hi):
+        """``(||E||, ||E + c_val u A||)`` per box (B,) each: E =
+        ``adapter.rounding(lo, hi)``, A its term magnitude bound
+        (``rounding_parts``), c_val = ``adapter.value_ulps(d)``; the second
+        bounds ||r~(x) - r(x)|| at every x of the box (the adapter's
+        contract), the first is what :meth:`input_rounding` takes (its
+        relative part is in the kappa-scaled margin).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+
+        Returns
+        -------
+        nE, nEA : ndarray of shape (B,)
+            The two norms, rounded up.
+        """
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        if self.n_support == 0:
+            z = np.zeros(len(lo))
+            return z, z
+        R, _, _, A = self.adapter.rounding_parts(lo, hi)
+        c = float(self.adapter.value_ulps(lo.shape[1]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            nE = np.linalg.norm(R, axis=1)
+            nEA = np.linalg.norm(R + c * _U * A, axis=1) * (1.0 + 1e-12)
+        return nE, np.where(np.isnan(nEA), np.inf, nEA)
 
     def _bounds_margin(self, q0, g, r0, g_r0, gmax, gmin, e, dhi, scale0, d):
         """The rounding margin of :meth:`bounds` (sklearn's evaluation at every
@@ -2879,7 +2908,7 @@ class LatentVariance:
             out.append((np.where(np.isnan(v), -np.inf, v), np.clip(centre + np.where(np.isfinite(u), u, 0.0), lo, hi)))
         return out[0][0], -out[1][0], out[0][1], out[1][1]
 
-    def rkhs_remainder(self, lo, hi, nE=None):
+    def rkhs_remainder(self, lo, hi, n_centre=None):
         """(B,) upper bound of ||A (r(x) - r0~)||^2 over each box, r0~ =
         ``adapter.values(c)`` the computed kernel vector at the float centre
         c (what :meth:`bounds` and ``affine_variance_enclosure`` expand
@@ -2892,9 +2921,12 @@ class LatentVariance:
         with one: products with dot products, periodic kernels, Matern 0.5
         ...), both bounds of sup ||k_x - k_c||_H^2 (module doc, "The RKHS
         remainder": A^T A = S and P <= (1 + rho) I). a_c = sqrt(lam_max)
-        ||E|| >= ||A (r(c) - r0~)|| (triangle inequality), E =
-        ``adapter.rounding(lo, hi)`` (|r0~ - r(c)| <= E entrywise: c lies in
-        the box; ``nE`` its row norms when the caller has them). Before
+        ||E + c_val u A|| >= ||A (r(c) - r0~)|| (triangle inequality): by the
+        adapter's contract |r0~ - r(c)| <= E + c_val u A entrywise, E =
+        ``adapter.rounding(lo, hi)``, c_val = ``adapter.value_ulps(d)`` and A
+        the term magnitude bound of ``rounding_parts`` (c lies in the box);
+        ``n_centre``: that norm (:meth:`centre_rounding_norm`) when the
+        caller has it. Before
         session 27 the bound was e_H alone, which covers r(c) but not the
         computed r0~: a gap of 2 sqrt(e_H) a_c + a_c^2, negligible where the
         kernel values carry a few ulps (the margins' headroom took it), not
@@ -2913,9 +2945,9 @@ class LatentVariance:
                 D = np.minimum(D, self.smooth.increment2(lo, hi, h1))
             e = D * (1.0 + self.rho) * (1.0 + 1e-12)
             if np.isfinite(e).any() and self.n_support > 0:
-                if nE is None:
-                    nE = np.linalg.norm(self.adapter.rounding(lo, hi), axis=1)
-                a_c = np.sqrt(self.lam_max) * nE * (1.0 + 1e-12)
+                if n_centre is None:
+                    n_centre = self.centre_rounding_norm(lo, hi)[1]
+                a_c = np.sqrt(self.lam_max) * n_centre * (1.0 + 1e-12)
                 e = (np.sqrt(e) + a_c) ** 2 * (1.0 + 1e-12)
         return np.where(np.isnan(e), np.inf, e)
 

@@ -97,8 +97,8 @@ def affine_variance_enclosure(variance, lo, hi):
     # The RKHS remainder ||A dr||^2 <= (1 + rho) sup ||k_x - k_x0||_H^2, as in
     # LatentVariance.bounds (module doc of _variance, "The RKHS remainder"
     # and "The lemma for the float factor").
-    nE = np.linalg.norm(ad.rounding(lo, hi), axis=1)
-    e = np.minimum(e, variance.rkhs_remainder(lo, hi, nE=nE))
+    nE, nEA = variance.centre_rounding_norm(lo, hi)
+    e = np.minimum(e, variance.rkhs_remainder(lo, hi, n_centre=nEA))
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (
         np.abs(q0)
@@ -106,11 +106,16 @@ def affine_variance_enclosure(variance, lo, hi):
         + np.linalg.norm(g, axis=1) * np.linalg.norm(rmax, axis=1)
         + np.abs(dhi)
     )
-    # scale0 + e bounds q and |k(x, x)| over the box by itself, up to what
-    # the margin's headroom absorbs (module doc of _variance, "Without the
-    # lemma"): the direct margin.
+    # The margin of LatentVariance.bounds (_bounds_margin, proof there): with
+    # the lemma, margin(2.4 |q0| + e + |dhi|) plus the rounding of g . r0 and
+    # of the sums (here dhi - q0 + g_r0 + mg and dlo - q0 + g_r0 - e - mg: no
+    # gmax / gmin, their magnitude terms 0); without it, the direct margin of
+    # scale0 + e, which bounds q and |k(x, x)| over the box by itself (module
+    # doc of _variance, "Without the lemma").
     qmax = variance._direct_qmax(q0, e)
-    mg = variance.margin_direct(scale0 + e, d) + variance.input_rounding(lo, hi, dhi, qmax=qmax, nE=nE)
+    zero = np.zeros(B)
+    mg = variance._bounds_margin(q0, g, r0, g_r0, zero, zero, e, dhi, scale0, d) \
+        + variance.input_rounding(lo, hi, dhi, qmax=qmax, nE=nE)
     with np.errstate(invalid="ignore", over="ignore"):
         c_hi = dhi - q0 + g_r0 + mg
         c_lo = dlo - q0 + g_r0 - e - mg

@@ -108,7 +108,9 @@ def _stationary_part(adapter):
         # (Fractional powers, evaluated in the log domain, carry their own
         # evaluation error in ``rounding``, which this reference does not read.)
         return adapter, 1.0
-    if isinstance(adapter, ProductAdapter) and adapter.const is not None and adapter.const > 0:
+    # (type is ProductAdapter: not ScaledPowerAdapter, whose constant is
+    # sklearn's rounded c^e, not the product the reference assumes.)
+    if type(adapter) is ProductAdapter and adapter.const is not None and adapter.const > 0:
         stat, c = _stationary_part(adapter.other)
         return stat, c * adapter.const
     if isinstance(adapter, SumAdapter):

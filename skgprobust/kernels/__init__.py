@@ -102,7 +102,7 @@ def _exponentiation(kernel, Xs, make):
     def relaxable(b):
         # psi^e stays convex and decreasing (0 < e < 1: a log-convex base,
         # evaluated in the log domain; PoweredStationaryAdapter's docstring).
-        return isinstance(b, StationaryAdapter) and (e >= 1 or (e > 0 and b.has_log_psi))
+        return isinstance(b, StationaryAdapter) and (e >= 1 or (e > 0 and b._has_log_psi))
 
     if relaxable(base):
         return PoweredStationaryAdapter(kernel, base)
@@ -111,7 +111,7 @@ def _exponentiation(kernel, Xs, make):
         consts, core = split
         c = float(np.prod(consts))
         core_adapter = make(core, Xs)
-        if np.isfinite(c) and c > 0 and relaxable(core_adapter):
+        if np.isfinite(c) and c > 0 and e * (len(consts) - 1) <= 1e6 and relaxable(core_adapter):
             # (c * k) ** e = c^e k^e: the powered relaxation, sklearn's numbers
             # from the tree as written (ScaledPowerAdapter's docstring).
             powered = PoweredStationaryAdapter(K.Exponentiation(core, e), core_adapter)

@@ -633,10 +633,21 @@ class ExponentiationAdapter(KernelAdapter):
 
 
 def constant_times_one_kernel(kernel):
-    """``(constants, core)`` when ``kernel`` is a tree of ``Product`` nodes
-    whose leaves are ``ConstantKernel``s and exactly one other kernel
-    ``core`` (sklearn builds ``2.0 * C(1.5) * RBF()`` as ``Product(Product(C,
-    C), RBF)``); None otherwise."""
+    """Split a product of constants and one kernel.
+
+    Parameters
+    ----------
+    kernel : sklearn Kernel
+        Any kernel.
+
+    Returns
+    -------
+    split : tuple or None
+        ``(constants, core)`` when ``kernel`` is a tree of ``Product`` nodes
+        whose leaves are ``ConstantKernel``s (their values, a list) and
+        exactly one other kernel ``core`` (sklearn builds ``2.0 * C(1.5) *
+        RBF()`` as ``Product(Product(C, C), RBF)``); None otherwise.
+    """
     from sklearn.gaussian_process.kernels import Product
 
     consts, others, stack = [], [], [kernel]
@@ -667,6 +678,17 @@ class ScaledPowerAdapter(ProductAdapter):
     ** 2`` kept a mean range [-0.20, 1.26] after 2000 splits where the same
     function as ``C(4) * RBF(0.5 ** 0.5)`` converged at the root).
 
+    Parameters
+    ----------
+    kernel : sklearn Exponentiation
+        The kernel as written, ``(c_1 * ... * c_n * k) ** e``.
+    Xs : ndarray of shape (N, d)
+        Support inputs.
+    make : callable
+        :func:`~skgprobust.kernels.make_adapter`.
+    powered : PoweredStationaryAdapter
+        The adapter of ``k ** e``.
+
     Soundness. The real adapter's contract (its proof) bounds sklearn's k~
     against the exact k = (c psi)^e = c^e psi^e: |k~ - k| <= R + c_p u A, A =
     k (non-negative). The bounds here are of a psi^e with a = sklearn's own
@@ -677,8 +699,14 @@ class ScaledPowerAdapter(ProductAdapter):
     :meth:`value_ulps` is the real adapter's c_p plus e (n - 1) + 17, and
     every margin built from it (the mean bounds' :meth:`mean_rtol`, the
     variance bounds' c_val) covers the difference between the relaxed
-    function and the exact one; :meth:`rkhs_increment` (a times the power's)
-    is raised by 4 |eta| relative for the same reason.
+    function and the exact one; :meth:`rounding` adds a times the power's
+    own evaluation error where it is computed in the log domain (0 < e < 1:
+    :meth:`~.stationary.PoweredStationaryAdapter._own_rounding`, which the
+    relaxation of a psi^e carries; referee, session 27); and
+    :meth:`rkhs_increment` (a times the power's) is raised by 4 |eta|
+    relative. The bound on eta is first order: (1 + 2^-20) covers the rest
+    while e (n - 1) u < 2^-30 (the dispatch keeps e (n - 1) <= 1e6); a
+    subnormal c^e errs absolutely, inside the real rounding's SUBNORMAL.
     """
 
     def __init__(self, kernel, Xs, make, powered):
@@ -723,10 +751,15 @@ class ScaledPowerAdapter(ProductAdapter):
         return KernelAdapter.diag_taylor(self, lo, hi, sign)
 
     def rounding(self, lo, hi):
-        return self.real.rounding(lo, hi)
+        return self.rounding_parts(lo, hi)[0]
 
     def rounding_parts(self, lo, hi):
-        return self.real.rounding_parts(lo, hi)
+        R, klo, khi, A = self.real.rounding_parts(lo, hi)
+        p = self.other
+        if p.log_domain:
+            _, pL, pU = p.base._rounding_ranges(lo, hi)
+            R = R + abs(self.const) * p._own_rounding(pL, pU) * WIDEN + SUBNORMAL
+        return R, klo, khi, A
 
     def value_ulps(self, d):
         """The real adapter's plus e (n - 1) + 17 (class docstring)."""
