@@ -968,3 +968,32 @@ def test_power_of_a_constant_times_a_stationary_kernel(kernel):
         assert r.min_lower[0, 0] <= v.min() and v.max() <= r.max_upper[0, 0]
         assert r.min_lower[0, 0] <= r.min_upper[0, 0] and r.max_lower[0, 0] <= r.max_upper[0, 0]
         assert r.converged.all(), (stat, r.n_iter)
+
+
+def test_scaled_power_does_not_underflow_where_sklearn_does_not():
+    """(c * k) ** e with a huge c^e is evaluated as exp(log c^e + e log psi)
+    (ScaledPowerAdapter, soundness hunt, session 27): the first version
+    formed psi^e and multiplied by c^e, and psi^e flushed to 0 where
+    sklearn's (c psi)^e does not. (i) (C(316.84) * RBF) ** 37.3, one training
+    point 6.6 away: max_upper was 1.52e-260 against predict's 1.78e-259 at
+    the box face, on every exit path. (ii) ((C(1e4) * RBF) ** 30) ** 0.001
+    (an outer power reads the inner interval): max_upper 1.29028 against
+    predict 1.29057 in the box."""
+    d, gamma = 3, 1e-2
+    X = np.zeros((1, d))
+    X[0, -1], X[0, :-1] = 6.6, 0.37 * gamma
+    reg = RobustGaussianProcessRegressor((C(316.84) * RBF(1.0)) ** 37.3, alpha=1e-10, optimizer=None)
+    reg.fit(X, np.array([1e93]))
+    face = X[0].copy()
+    face[-1] = gamma
+    vf = reg.predict(face[None])[0]
+    for kw in (dict(max_iter=1), dict(time_limit=1e-3), dict(max_iter=2000)):
+        r = reg.prediction_range(np.zeros((1, d)), gamma, epsilon=0.01, **kw)
+        assert r.max_upper[0, 0] >= vf > 0
+    reg = RobustGaussianProcessRegressor(((C(1e4) * RBF(1.0)) ** 30) ** 0.001, alpha=1e-6, optimizer=None)
+    reg.fit(np.array([[0.0], [15.0]]), np.array([1.0, 2.0]))
+    for g in (1e-4, 3e-3):
+        v = reg.predict(np.linspace(7.5 - g, 7.5 + g, 2001)[:, None])
+        for kw in (dict(max_iter=1), dict(max_iter=2000, epsilon=1e-9)):
+            r = reg.prediction_range([[7.5]], g, **kw)
+            assert r.min_lower[0, 0] <= v.min() and v.max() <= r.max_upper[0, 0]

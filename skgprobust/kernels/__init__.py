@@ -111,7 +111,10 @@ def _exponentiation(kernel, Xs, make):
         consts, core = split
         c = float(np.prod(consts))
         core_adapter = make(core, Xs)
-        if np.isfinite(c) and c > 0 and e * (len(consts) - 1) <= 1e6 and relaxable(core_adapter):
+        with np.errstate(over="ignore"):
+            finite = np.isfinite(c ** e)
+        if np.isfinite(c) and c > 0 and finite and e * (len(consts) - 1) <= 1e6 and relaxable(core_adapter) \
+                and core_adapter._has_log_psi:
             # (c * k) ** e = c^e k^e: the powered relaxation, sklearn's numbers
             # from the tree as written (ScaledPowerAdapter's docstring).
             powered = PoweredStationaryAdapter(K.Exponentiation(core, e), core_adapter)

@@ -667,27 +667,19 @@ def constant_times_one_kernel(kernel):
 class ScaledPowerAdapter(ProductAdapter):
     """``(c * k) ** e``: sklearn's ``Exponentiation`` of a product of
     ``ConstantKernel``s (overall c > 0) and one stationary kernel k whose
-    power has the stationary relaxation (:class:`~.stationary.PoweredStationaryAdapter`).
+    power has the stationary relaxation (:class:`~.stationary.PoweredStationaryAdapter`)
+    and a log-domain psi.
 
-    The function is c^e k^e, so it is bounded as the product of the constant
-    a and ``k ** e`` (relaxation, intervals, split scores of the powered
-    adapter, with the weights scaled by a), while everything about sklearn's
-    own numbers (values, gradients, diagonal, rounding, term magnitudes) is
-    that of the kernel as written: :class:`ExponentiationAdapter` of the real
-    tree (before, the only adapter: interval-type bounds; ``(C(2) * RBF(1))
-    ** 2`` kept a mean range [-0.20, 1.26] after 2000 splits where the same
-    function as ``C(4) * RBF(0.5 ** 0.5)`` converged at the root).
-
-    Parameters
-    ----------
-    kernel : sklearn Exponentiation
-        The kernel as written, ``(c_1 * ... * c_n * k) ** e``.
-    Xs : ndarray of shape (N, d)
-        Support inputs.
-    make : callable
-        :func:`~skgprobust.kernels.make_adapter`.
-    powered : PoweredStationaryAdapter
-        The adapter of ``k ** e``.
+    The function is c^e k^e = a psi^e, convex and decreasing in phi, so it is
+    bounded with the stationary relaxation of a log-domain copy of ``k ** e``
+    that evaluates a psi^e = exp(log a + e log psi) (``log_scale = log a``;
+    ProductAdapter's constant-factor path with the constant 1), while
+    everything about sklearn's own numbers (values, gradients, diagonal,
+    rounding, term magnitudes) is that of the kernel as written:
+    :class:`ExponentiationAdapter` of the real tree (before, the only
+    adapter: interval-type bounds; ``(C(2) * RBF(1)) ** 2`` kept a mean
+    range [-0.20, 1.26] after 2000 splits where the same function as ``C(4) *
+    RBF(0.5 ** 0.5)`` converged at the root).
 
     Soundness. The real adapter's contract (its proof) bounds sklearn's k~
     against the exact k = (c psi)^e = c^e psi^e: |k~ - k| <= R + c_p u A, A =
@@ -699,33 +691,53 @@ class ScaledPowerAdapter(ProductAdapter):
     :meth:`value_ulps` is the real adapter's c_p plus e (n - 1) + 17, and
     every margin built from it (the mean bounds' :meth:`mean_rtol`, the
     variance bounds' c_val) covers the difference between the relaxed
-    function and the exact one; :meth:`rounding` adds a times the power's
-    own evaluation error where it is computed in the log domain (0 < e < 1:
-    :meth:`~.stationary.PoweredStationaryAdapter._own_rounding`, which the
-    relaxation of a psi^e carries; referee, session 27); and
-    :meth:`rkhs_increment` (a times the power's) is raised by 4 |eta|
-    relative. The bound on eta is first order: (1 + 2^-20) covers the rest
-    while e (n - 1) u < 2^-30 (the dispatch keeps e (n - 1) <= 1e6); a
+    function and the exact one. :meth:`rounding` adds the copy's own
+    evaluation error (:meth:`~.stationary.PoweredStationaryAdapter._own_rounding`,
+    with log a's rounding), which its relaxation, intervals and enclosure
+    carry; :meth:`rkhs_increment` is a times the unit power's, raised by 4
+    |eta| relative. The bound on eta is first order: (1 + 2^-20) covers the
+    rest while e (n - 1) u < 2^-30 (the dispatch keeps e (n - 1) <= 1e6); a
     subnormal c^e errs absolutely, inside the real rounding's SUBNORMAL.
+
+    Why in the exponent (soundness hunt, session 27): the first version
+    computed psi^e and multiplied by a, and psi^e flushed to 0 where
+    sklearn's (c psi)^e does not (a = 1.9e93, psi^e ~ 1e-352: a mean range
+    91% short of predict; ``((C(1e4) * RBF) ** 30) ** 0.001``: an interval
+    [0, 0] where the kernel is 0.567).
+
+    Parameters
+    ----------
+    kernel : sklearn Exponentiation
+        The kernel as written, ``(c_1 * ... * c_n * k) ** e``.
+    Xs : ndarray of shape (N, d)
+        Support inputs.
+    make : callable
+        :func:`~skgprobust.kernels.make_adapter`.
+    powered : PoweredStationaryAdapter
+        The adapter of ``k ** e``.
     """
 
     def __init__(self, kernel, Xs, make, powered):
         from sklearn.gaussian_process.kernels import Exponentiation
+
+        from .basic import ConstantAdapter
+        from .stationary import PoweredStationaryAdapter
 
         real = ExponentiationAdapter(kernel, Xs, make)
         consts, core = constant_times_one_kernel(kernel.kernel)
         e = float(kernel.exponent)
         with np.errstate(all="ignore"):
             a = float(np.asarray(kernel.diag(np.zeros((1, Xs.shape[1]))))[0])  # sklearn's fl(c ** e)
-        synthetic = ConstantKernel(a, "fixed") * Exponentiation(core, e)
-        from .basic import ConstantAdapter
-
-        self.k1, self.k2 = ConstantAdapter(synthetic.k1, Xs), powered
+        # a psi^e = exp(log a + e log psi), evaluated by a log-domain copy of the power
+        scaled = PoweredStationaryAdapter(Exponentiation(core, e), powered.base)
+        scaled.log_domain, scaled.log_scale = True, float(np.log(a))
+        self.k1, self.k2 = ConstantAdapter(ConstantKernel(a, "fixed"), Xs), powered
         KernelAdapter.__init__(self, kernel, Xs)
-        self.const, self.other = a, powered
+        # ProductAdapter's constant-factor path with the constant inside `other`
+        self.const, self.other, self.a, self.unit = 1.0, scaled, a, powered
         self.real, self.e, self.n_const = real, e, len(consts)
         self.nonnegative = True
-        self.psd = bool(powered.psd)
+        self.psd = bool(powered.psd and a > 0)
         self._dominated = bool(powered.dominated)
         self.infinitely_divisible = bool(powered.infinitely_divisible)
         self.magnitude_is_value = True
@@ -756,10 +768,8 @@ class ScaledPowerAdapter(ProductAdapter):
     def rounding_parts(self, lo, hi):
         R, klo, khi, A = self.real.rounding_parts(lo, hi)
         p = self.other
-        if p.log_domain:
-            _, pL, pU = p.base._rounding_ranges(lo, hi)
-            R = R + abs(self.const) * p._own_rounding(pL, pU) * WIDEN + SUBNORMAL
-        return R, klo, khi, A
+        _, pL, pU = p.base._rounding_ranges(lo, hi)
+        return R + p._own_rounding(pL, pU) * WIDEN + SUBNORMAL, klo, khi, A
 
     def value_ulps(self, d):
         """The real adapter's plus e (n - 1) + 17 (class docstring)."""
@@ -769,4 +779,6 @@ class ScaledPowerAdapter(ProductAdapter):
         return KernelAdapter.mean_rtol(self, n_support, n_features)
 
     def rkhs_increment(self, lo, hi):
-        return ProductAdapter.rkhs_increment(self, lo, hi) * (1.0 + 4.0 * self._eta)
+        """a times the unit power's (its ``_one_minus_psi_upper`` needs psi(0)
+        = 1), raised by 4 |eta| relative (class docstring)."""
+        return self.a * self.unit.rkhs_increment(lo, hi) * (1.0 + 1e-12) * (1.0 + 4.0 * self._eta)

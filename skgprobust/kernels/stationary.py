@@ -1091,6 +1091,11 @@ class PoweredStationaryAdapter(StationaryAdapter):
         self.length_scale, self.inv_ls2, self.Zs = base.length_scale, base.inv_ls2, base.Zs
         #: psi^e = exp(e log psi_b) (0 < e < 1; class docstring).
         self.log_domain = self.e < 1.0
+        #: log of a constant factor a > 0 evaluated inside the exponent, a
+        #: psi^e = exp(log a + e log psi_b) (log domain only; 0: none). Set by
+        #: :class:`~.composite.ScaledPowerAdapter` on its own copy, so that a
+        #: huge a times an underflowed psi^e is never formed.
+        self.log_scale = 0.0
         if self.log_domain and not base._has_log_psi:
             raise ValueError(f"{type(base).__name__} has no log-domain psi: exponent {self.e} needs it.")
         self._has_log_psi = base._has_log_psi
@@ -1130,13 +1135,13 @@ class PoweredStationaryAdapter(StationaryAdapter):
     def psi(self, phi):
         if self.log_domain:
             with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-                return np.exp(self.e * self.base._log_psi(phi)[0])
+                return np.exp(self.log_scale + self.e * self.base._log_psi(phi)[0])
         return self.base.psi(phi) ** self.e
 
     def dpsi(self, phi):
         if self.log_domain:
             with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
-                return self.e * self.base._dlog_psi(phi) * np.exp(self.e * self.base._log_psi(phi)[0])
+                return self.e * self.base._dlog_psi(phi) * np.exp(self.log_scale + self.e * self.base._log_psi(phi)[0])
         return self.e * self.base.psi(phi) ** (self.e - 1.0) * self.base.dpsi(phi)
 
     def rounding(self, lo, hi):
@@ -1192,15 +1197,20 @@ class PoweredStationaryAdapter(StationaryAdapter):
         the interval ends and of the enclosure, khi = exp(e (L~(pL) +
         err(pL))) (1 + 2^-40) >= psi^e on the range. Past expm1's reach (x
         >= 700: phi astronomically large) the bound is infinite (never
-        wrong)."""
+        wrong). With a constant inside the exponent (``log_scale`` = fl(log
+        a), numpy's log within 8 ulps: 16 u |log a|), the exponent fl(ls +
+        fl(e L~)) also errs by u |ls + e L~| <= u (|ls| + |e L~|) and by the
+        log's 16 u |ls|: x gains 17 u |ls| + u |e L~|, and khi = exp(ls + e
+        (L~(pL) + err(pL)) + 16 u |ls|) bounds a psi^e on the range."""
         u = 2.0**-53
+        ls = float(self.log_scale)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             LU, eU = self.base._log_psi(pU)
-            x = (self.e * eU + u * np.abs(self.e * LU)) * (1.0 + 2.0**-40)
+            x = (self.e * eU + 2.0 * u * np.abs(self.e * LU) + 17.0 * u * abs(ls)) * (1.0 + 2.0**-40)
             rel0 = np.expm1(np.minimum(x, 700.0)) * (1.0 + 16.0 * u) + 16.0 * u
             rel = 2.0 * rel0 + 10.0 * u
             LL, eL = self.base._log_psi(pL)
-            khi = np.exp(self.e * (LL + eL)) * (1.0 + 2.0**-40) + SUBNORMAL
+            khi = np.exp(ls + self.e * (LL + eL) + 16.0 * u * abs(ls)) * (1.0 + 2.0**-40) + SUBNORMAL
             out = 2.0 * rel * khi * WIDEN + SUBNORMAL
         return np.where((x < 700.0) & np.isfinite(out), out, np.inf)
 
