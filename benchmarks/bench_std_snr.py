@@ -315,6 +315,11 @@ def kernel(kind, d):
         return ConstantKernel(1.0) * RBF(np.ones(d)) * Matern(1.0, nu=2.5) + WhiteKernel(0.1)
     if kind == "rbf*matern*dp2":
         return ConstantKernel(1.0) * RBF(np.ones(d)) * Matern(1.0, nu=2.5) * DotProduct(1.0) ** 2 + WhiteKernel(0.1)
+    if kind == "rbf+m05":
+        # no local RKHS bound (Matern 0.5 is first order): LatentVariance.bounds decides
+        return ConstantKernel(1.0) * RBF(np.ones(d)) + ConstantKernel(1.0) * Matern(np.ones(d), nu=0.5) + WhiteKernel(0.1)
+    if kind == "m05":
+        return ConstantKernel(1.0) * Matern(np.ones(d), nu=0.5) + WhiteKernel(0.1)
     return ConstantKernel(1.0) * Matern(np.ones(d), nu=2.5) + WhiteKernel(0.1)
 
 
@@ -408,7 +413,7 @@ def main():
                         all_t.append(t)
                         all_c.append(c)
                         p = reg.kernel_.get_params()
-                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp", "rbf*rbf", "rbf*matern"):
+                        if kind in ("rbf+dp", "rbf+dp2", "rbf*dp", "rbf*rbf", "rbf*matern", "rbf+m05"):
                             # (C * RBF {+, *} second part) + White: the RBF's C
                             snr = p["k2__noise_level"] / p["k1__k1__k1__constant_value"]
                         elif kind == "rbf*matern*dp2":

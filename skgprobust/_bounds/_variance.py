@@ -2757,7 +2757,7 @@ class LatentVariance:
                 e[need] = np.minimum(e[need], self._spectral(lo[need], hi[need], r0[need], dr2[need], m))
         q_upper = q0 - g_r0 + gmax + e
 
-        mg = self._bounds_margin(q0, g, r0, g_r0, gmax, gmin, e, dhi, scale0, d) + rin
+        mg = self._bounds_margin(q0, g, r0, rmax, g_r0, gmax, gmin, e, dhi, scale0, d) + rin
         lower = dlo - q_upper - mg
         upper = dhi - q_lower + mg
         lower = np.where(np.isfinite(lower), lower, -np.inf)
@@ -2824,7 +2824,7 @@ class LatentVariance:
             nEA = np.linalg.norm(R + c * _U * A, axis=1) * (1.0 + 1e-12)
         return nE, np.where(np.isnan(nEA), np.inf, nEA)
 
-    def _bounds_margin(self, q0, g, r0, g_r0, gmax, gmin, e, dhi, scale0, d):
+    def _bounds_margin(self, q0, g, r0, rmax, g_r0, gmax, gmin, e, dhi, scale0, d):
         """The rounding margin of :meth:`bounds` (sklearn's evaluation at every
         x of the box, and ours of q0, g, g . r0 and the sums), without the
         input rounding (added by the caller).
@@ -2852,10 +2852,15 @@ class LatentVariance:
         >= kappa_a), inside gam kappa (2.4 |q0| + e). (iii) The rounding of
         g_r0 = fl(g . r0~): E2 = gamma_(N+1) sum_i |g_i r0~_i| (Higham, any
         order); gmax, gmin carry their own margins (affine_lower). (iv) The
-        sums q0 - g_r0 + gmax + e, dlo - q_upper and dhi - q_lower: E4 = 4 u
-        (|q0| + |g_r0| + max(|gmax|, |gmin|) + e + |dhi|), a few roundings
-        of terms of these sizes (u each; 4x for the second order and the
-        clip at 0).
+        sums q0 - g_r0 + gmax + e, dlo - q_upper and dhi - q_lower and the
+        margin's own additions: E4 = 6 u (|q0| + |g_r0| + max(|gmax|, |gmin|)
+        + e + |dhi|) (five roundings of terms of these sizes, u each, one
+        spare), and the margin's total times (1 + 4 u). (v) With a column
+        scale (the Laplace classifiers) g = fl(2 D y~): the product with D
+        rounds each g_i by u |g_i| outside the solve's error that (ii) pairs
+        with A dr, so g . dr moves by <= u sum_i |g_i| |dr_i| <= E5 = u
+        sum_i |g_i| rmax_i (|dr_i| <= rmax_i = |r0~_i| + max |k_i| over the
+        box; referee, session 27; charged for every model, it is small).
 
         Before, the lemma case used the direct margin's scale too: its
         terms sum_i |g_i| rmax_i + ||g|| ||rmax|| are ~10-30 q0 on high
@@ -2870,8 +2875,9 @@ class LatentVariance:
             S = 2.4 * np.abs(q0) + e + np.abs(dhi)
             gam = (N + 1) * _U / (1.0 - (N + 1) * _U)
             E2 = gam * np.einsum("bi,bi->b", np.abs(g), np.abs(r0)) * (1.0 + 1e-12)
-            E4 = 4.0 * _U * (np.abs(q0) + np.abs(g_r0) + np.maximum(np.abs(gmax), np.abs(gmin)) + e + np.abs(dhi))
-            out = self.margin(S, d) + E2 + E4
+            E4 = 6.0 * _U * (np.abs(q0) + np.abs(g_r0) + np.maximum(np.abs(gmax), np.abs(gmin)) + e + np.abs(dhi))
+            E5 = _U * np.einsum("bi,bi->b", np.abs(g), rmax) * (1.0 + 1e-12)
+            out = (self.margin(S, d) + E2 + E4 + E5) * (1.0 + 4.0 * _U)
         return np.where(np.isnan(out), np.inf, out)
 
     def _diag_joint(self, lo, hi, g, tm):

@@ -114,7 +114,7 @@ def affine_variance_enclosure(variance, lo, hi):
     # doc of _variance, "Without the lemma").
     qmax = variance._direct_qmax(q0, e)
     zero = np.zeros(B)
-    mg = variance._bounds_margin(q0, g, r0, g_r0, zero, zero, e, dhi, scale0, d) \
+    mg = variance._bounds_margin(q0, g, r0, rmax, g_r0, zero, zero, e, dhi, scale0, d) \
         + variance.input_rounding(lo, hi, dhi, qmax=qmax, nE=nE)
     with np.errstate(invalid="ignore", over="ignore"):
         c_hi = dhi - q0 + g_r0 + mg
