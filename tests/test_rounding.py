@@ -560,7 +560,7 @@ def test_exponentiation_rounding_carries_the_base_relative_rounding(e):
 
 def test_platform_elementary_functions():
     """The platform assumption of KernelAdapter.value_ulps: numpy's exp,
-    expm1, log1p (the log-domain fractional powers), sin and pow
+    expm1, log1p, log (the log-domain powers), sin and pow
     (non-integer exponents; the integer case is in test_proof_gaps)
     within 8 ulps (16 u relative for normal results), over wide arguments."""
     mp = pytest.importorskip("mpmath")
@@ -578,7 +578,9 @@ def test_platform_elementary_functions():
     xl = np.concatenate([10.0 ** rng.uniform(-300, 0, 100), 10.0 ** rng.uniform(0, 300, 200)])
     with np.errstate(over="ignore", under="ignore"):
         xm = np.concatenate([-(10.0 ** rng.uniform(-300, 2.8, 200)), 10.0 ** rng.uniform(-300, 2.8, 200)])
+        xg = 10.0 ** rng.uniform(-300, 300, 300)  # log: the scaled powers' log a
         cases = {"log1p": (np.log1p(xl), [mp.log1p(mp.mpf(float(a))) for a in xl]),
+                 "log": (np.log(xg), [mp.log(mp.mpf(float(a))) for a in xg]),
                  "expm1": (np.expm1(xm), [mp.expm1(mp.mpf(float(a))) for a in xm]),
                  "exp": (np.exp(xe), [mp.exp(mp.mpf(float(a))) for a in xe]),
                  "sin": (np.sin(xs), [mp.sin(mp.mpf(float(a))) for a in xs]),

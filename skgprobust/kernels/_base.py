@@ -34,7 +34,7 @@ sklearn's ``diag``. The relative constants are small and d-independent
 every error that is not a bounded multiple of the value (rounded inputs,
 the distance, a power's e-fold amplification of its base's rounding, sin
 and the square amplified by ExpSineSquared's exp) is in ``rounding``.
-Platform assumption: numpy's exp, expm1, log1p, sin and pow within 8 ulps (measured about
+Platform assumption: numpy's exp, expm1, log, log1p, sin and pow within 8 ulps (measured about
 1 ulp, ``tests/test_rounding.py``). Composite adapters compute their
 rounding from their children's :meth:`KernelAdapter.rounding_parts` in one
 pass (one ``cdist`` per stationary leaf).
@@ -602,7 +602,7 @@ class KernelAdapter:
 
         Platform assumption (as numpy's ``pow`` in
         :mod:`skgprobust.kernels.polynomial`): numpy's ``exp``, ``expm1``,
-        ``log1p``, ``sin`` and ``pow`` err by at most 8 ulps, i.e. 16 u relative plus 2^-1071 for
+        ``log``, ``log1p``, ``sin`` and ``pow`` err by at most 8 ulps, i.e. 16 u relative plus 2^-1071 for
         subnormal results (measured: ``tests/test_rounding.py::test_platform_elementary_functions``).
         Every adapter here overrides this with a proven constant (its
         docstring); the default, ``2 d + 64``, is the earlier convention, an
