@@ -997,3 +997,34 @@ def test_scaled_power_does_not_underflow_where_sklearn_does_not():
         for kw in (dict(max_iter=1), dict(max_iter=2000, epsilon=1e-9)):
             r = reg.prediction_range([[7.5]], g, **kw)
             assert r.min_lower[0, 0] <= v.min() and v.max() <= r.max_upper[0, 0]
+
+
+def test_overflowing_relaxation_gives_a_finite_or_minus_inf_lower_bound():
+    """A candidate lower bound that overflows (+inf or NaN) never wins
+    (``_mean._valid``; soundness hunt, session 27): (RBF * C * C * C) ** 2.58
+    with c^e ~ 1e307 gave affine_lower = +inf where the function lies in
+    [-1.75e306, -6.98e305], and so did the same function written C(1e307) *
+    RBF. And (C(1e10) * RBF) ** 40, whose c^e overflows, falls back to the
+    generic adapter instead of raising OverflowError."""
+    from skgprobust._bounds._mean import affine_lower
+
+    K = (RBF(0.06781441676210041) * C(9.718764135888516e39) * C(3.6002221335977197e39)
+         * C(2.1106761661998458e39)) ** 2.5826889087556566
+    Xs = np.array([-0.13411260615863507, -0.1341126077374056, 0.049253415379816395, -0.09570421429554082,
+                   0.030316379724023616])[:, None]
+    W = np.array([0.0032469409649658423, -0.6631836726501398, -0.06808365940914779, 0.0016536959373379305,
+                  0.004004490996244919])
+    lo, hi = np.array([[-0.2235474764159332]]), np.array([[-0.2029230737084574]])
+    P = np.linspace(lo[0, 0], hi[0, 0], 1001)[:, None]
+    with np.errstate(all="ignore"):
+        f = K(P, Xs) @ W
+        a = float(K.diag(Xs[:1])[0])
+        for kern in (K, C(a) * RBF(0.06781441676210041 / np.sqrt(K.exponent))):
+            for s in (1.0, -1.0):
+                fv = s * (kern(P, Xs) @ W)
+                low = affine_lower(make_adapter(kern, Xs), s * W[None], 0.0, lo, hi).lower[0]
+                assert np.isfinite(fv).all() and (low == -np.inf or low <= fv.min())
+    assert np.isfinite(f).all()
+    from skgprobust.kernels.composite import ExponentiationAdapter
+
+    assert type(make_adapter((C(1e10) * RBF(1.0)) ** 40, np.zeros((2, 2)))) is ExponentiationAdapter

@@ -410,9 +410,9 @@ def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None, roundin
         absolute = absolute + np.einsum("bi,bi->b", np.abs(W), E)
         r, t = adapter.linearise(lo, hi, W) if linearised is None else linearised[k]
         if separate and len(parts) > 1:  # this part's own best bound (before the margin)
-            own = np.maximum(r.const + minimise_separable(r.alpha, r.beta, h)[0], r.ilb)
+            own = np.maximum(_valid(r.const + minimise_separable(r.alpha, r.beta, h)[0]), _valid(r.ilb))
             if t is not None:
-                own = np.maximum(own, taylor_lower(t, h, dual=True)[0])
+                own = np.maximum(own, _valid(taylor_lower(t, h, dual=True)[0]))
             own_sum = own_sum + own
         rel = r if rel is None else rel + r
         has_tm = has_tm and t is not None
@@ -420,11 +420,13 @@ def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None, roundin
     if len(parts) > 1:
         rtol = rtol + len(parts) * UNIT_ROUNDOFF
     qmin, u = minimise_separable(rel.alpha, rel.beta, h)
-    lower = np.maximum(rel.const + qmin, rel.ilb) - rtol * (rel.mag + np.abs(c))
+    with np.errstate(invalid="ignore", over="ignore"):
+        lower = np.maximum(_valid(rel.const + qmin), _valid(rel.ilb)) - rtol * (rel.mag + np.abs(c))
     argmin = np.clip(centre + u, lo, hi)
     if tm is not None:
         lower_t, u_t = taylor_lower(tm, h, dual=True)
-        lower_t = lower_t - rtol * (tm.mag + np.abs(c))
+        with np.errstate(invalid="ignore", over="ignore"):
+            lower_t = _valid(lower_t) - rtol * (tm.mag + np.abs(c))
         use_t = lower_t > lower
         argmin = np.where(use_t[:, None], np.clip(centre + u_t, lo, hi), argmin)
         lower = np.maximum(lower, lower_t)
@@ -433,9 +435,21 @@ def affine_lower_parts(parts, c, lo, hi, separate=True, linearised=None, roundin
         # the parts' best relaxations differ (one part's Taylor model, another's interval).
         mag = rel.mag if tm is None else rel.mag + tm.mag  # >= sum_p of the magnitude each part used
         lower = np.maximum(lower, own_sum - rtol * (mag + np.abs(c)))
-    lower = c + lower - absolute - 1e-300
-    lower = np.where(np.isnan(lower), -np.inf, lower)
-    return BoxBound(lower, argmin, rel.score)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lower = c + lower - absolute - 1e-300
+    return BoxBound(_valid(lower), argmin, rel.score)
+
+
+def _valid(v):
+    """A candidate lower bound with every non-finite entry replaced by -inf.
+    Overflow (kernel values or relaxation coefficients near 1e308) can make
+    a candidate +inf or NaN, which must never win the maximum over
+    candidates nor be returned: soundness hunt, session 27
+    (``(RBF(0.0678) * C * C * C) ** 2.58``, c^e = 1e307: a lower bound of
+    +inf where the function lies in [-1.75e306, -6.98e305]; ``C(1e307) *
+    RBF`` the same)."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.where(np.isfinite(v), v, -np.inf)
 
 
 class AffineMean:

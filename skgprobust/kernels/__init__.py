@@ -111,8 +111,8 @@ def _exponentiation(kernel, Xs, make):
         consts, core = split
         c = float(np.prod(consts))
         core_adapter = make(core, Xs)
-        with np.errstate(over="ignore"):
-            finite = np.isfinite(c ** e)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.isfinite(np.float64(c) ** e))  # numpy: inf on overflow (Python's ** raises)
         if np.isfinite(c) and c > 0 and finite and e * (len(consts) - 1) <= 1e6 and relaxable(core_adapter) \
                 and core_adapter._has_log_psi:
             # (c * k) ** e = c^e k^e: the powered relaxation, sklearn's numbers
