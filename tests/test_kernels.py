@@ -1028,3 +1028,34 @@ def test_overflowing_relaxation_gives_a_finite_or_minus_inf_lower_bound():
     from skgprobust.kernels.composite import ExponentiationAdapter
 
     assert type(make_adapter((C(1e10) * RBF(1.0)) ** 40, np.zeros((2, 2)))) is ExponentiationAdapter
+    # c^e underflowing to 0 (log c^e = -inf would make every bound infinite): the generic adapter too
+    assert type(make_adapter((C(1e-5) * RBF(1.0)) ** 100, np.zeros((2, 2)))) is ExponentiationAdapter
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(1.0) ** 0.5, (C(2.0) * RBF(1.0)) ** 2, (C(3.0) * Matern(1.0, nu=0.5)) ** 0.3,
+     RationalQuadratic(1.0, 2.0) ** 0.7 + WhiteKernel(1e-3)],
+    ids=["rbf**0.5", "(c*rbf)**2", "(c*m05)**0.3", "rq**0.7+white"],
+)
+@pytest.mark.parametrize("n_train", [1, 15])
+@pytest.mark.filterwarnings("ignore")  # budget warnings of the one-split paths; sklearn's own sqrt warning
+def test_power_ranges_on_degenerate_inputs_and_every_exit_path(kernel, n_train):
+    """Fractional and scaled powers (session 27) on float32 inputs, one
+    training point, point boxes and wide ones, three exit paths (one split,
+    an expired time limit, converged): mean and std ranges contain
+    sklearn's predictions at float32 points inside the (float64) box."""
+    rng = np.random.default_rng(n_train)
+    X = rng.uniform(-2, 2, (n_train, 2)).astype(np.float32)
+    y = (np.sin(X[:, 0]) + 1.0).astype(np.float32)
+    reg = RobustGaussianProcessRegressor(kernel, alpha=1e-8, optimizer=None).fit(X, y)
+    x = X[:1] + np.float32(0.03)
+    x64 = x.astype(np.float64)
+    for g in (0.0, 0.05, 0.5):
+        P = np.vstack([x64 + g * (2 * rng.random((400, 2)) - 1), x64 - g, x64 + g]).astype(np.float32)
+        P = P[np.all((P >= x64 - g) & (P <= x64 + g), axis=1)]
+        mu, sd = reg.predict(P, return_std=True)
+        for stat, v in (("mean", mu), ("std", sd)):
+            for kw in (dict(max_iter=1), dict(time_limit=1e-6), dict(max_iter=300)):
+                r = reg.prediction_range(x, g, statistic=stat, epsilon=1e-3, **kw)
+                assert r.min_lower[0, 0] <= v.min() and v.max() <= r.max_upper[0, 0], (stat, g, kw)

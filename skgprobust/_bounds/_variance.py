@@ -477,8 +477,9 @@ in 50 digits in the tests). In :meth:`LatentVariance.bounds` this
 replaces the spectral split (2m mean-type bounds per box, within a factor ~2 of
 it on the fitted models measured) by ``min(lam_max ||dr||^2, Dh^2)``. There
 the expansion is about the *computed* r0~ = r~(x0), so the bound used is
-(Dh + sqrt(lam_max) ||E||)^2, E the adapter's rounding over the box
-(|r0~ - r(x0)| <= E; :meth:`LatentVariance.rkhs_remainder`, since session
+(Dh + sqrt(lam_max) ||E + c_val u A||)^2, E the adapter's rounding over
+the box, c_val u A its relative part (|r0~ - r(x0)| <= E + c_val u A, the
+adapter's contract; :meth:`LatentVariance.rkhs_remainder`, since session
 27). (The
 linear part adds lin ||u||^2 exactly, which H0 includes; dot-product
 powers add their own increment, ``SmoothCovariance.increment2``, module

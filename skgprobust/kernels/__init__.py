@@ -111,10 +111,12 @@ def _exponentiation(kernel, Xs, make):
         consts, core = split
         c = float(np.prod(consts))
         core_adapter = make(core, Xs)
-        with np.errstate(over="ignore", invalid="ignore"):
-            finite = bool(np.isfinite(np.float64(c) ** e))  # numpy: inf on overflow (Python's ** raises)
-        if np.isfinite(c) and c > 0 and finite and e * (len(consts) - 1) <= 1e6 and relaxable(core_adapter) \
-                and core_adapter._has_log_psi:
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            ce = np.float64(c) ** e  # numpy: inf / 0 on over- / underflow (Python's ** raises)
+        # c^e a normal positive number: log(c^e) is what the adapter evaluates in
+        # the exponent (an underflowed 0 would make every bound infinite).
+        if np.isfinite(c) and c > 0 and 2.0**-1000 < ce < np.inf and e * (len(consts) - 1) <= 1e6 \
+                and relaxable(core_adapter) and core_adapter._has_log_psi:
             # (c * k) ** e = c^e k^e: the powered relaxation, sklearn's numbers
             # from the tree as written (ScaledPowerAdapter's docstring).
             powered = PoweredStationaryAdapter(K.Exponentiation(core, e), core_adapter)
