@@ -2483,12 +2483,26 @@ class SoftmaxGaussianProcessClassifier(ClassifierBoundsMixin, ClassifierMixin, B
         except np.linalg.LinAlgError:
             discard_fit(self)  # not fitted: certify / predict must not use that model
             raise
-        f, a, converged = _laplace_mode(Ks, self.y_train_, self._a_cache, self.max_iter_predict)
+        try:
+            f, a, converged = _laplace_mode(Ks, self.y_train_, self._a_cache, self.max_iter_predict)
+            P = _softmax(f)
+            Ls, Es, M = _factors(Ks, P)
+        except np.linalg.LinAlgError as exc:
+            # I + D^1/2 K D^1/2 is positive definite in exact arithmetic; a
+            # float Cholesky fails only when K's rounding dwarfs the identity
+            # (hunt, session 28: a duplicated point with amplitude 1e150).
+            kernels = self.kernels_[0] if self.shared_kernel_ else self.kernels_
+            discard_fit(self)
+            exc.args = (
+                f"The Laplace approximation failed for the kernel {kernels}: "
+                "a Cholesky factor of I + D^1/2 K D^1/2 is not positive definite in floating point (the Gram "
+                "matrix's rounding dwarfs the identity; a smaller kernel amplitude or distinct training "
+                "points avoid it).",
+            ) + exc.args
+            raise
         if not converged:
             warnings.warn("The Laplace mode search did not converge within max_iter_predict.", ConvergenceWarning)
         self._a_cache = a
-        P = _softmax(f)
-        Ls, Es, M = _factors(Ks, P)
         self.f_ = f
         self.pi_ = P
         self.log_marginal_likelihood_value_ = float(

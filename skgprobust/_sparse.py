@@ -1011,7 +1011,11 @@ def _probit_setup(kernel, X, s, Z, approximation, eval_gradient=False):
     (V^T v)_i); with eval_gradient also the kernel derivatives the chain rule
     of :func:`_probit_chain` needs."""
     Kzz, dKzz = _kzz(kernel, Z, eval_gradient)
-    Lz = cholesky(Kzz, lower=True, check_finite=False)
+    try:
+        Lz = cholesky(Kzz, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as exc:
+        exc.args = (f"The kernel {kernel} is not positive definite on the inducing points.",) + exc.args
+        raise
     V = solve_triangular(Lz, kernel(X, Z).T, lower=True, check_finite=False)
     parts = _diag_parts(kernel, X, eval_gradient)
     white, cov = parts[0], parts[1]

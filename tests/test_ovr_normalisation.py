@@ -100,3 +100,57 @@ def test_ovr_ranges_sound_when_every_optional_step_is_skipped(monkeypatch):
     pp = clf2.predict_proba(P).reshape(4, 2000, 3)
     assert calls["row"] > 0
     assert np.all(pp >= cut.min_lower[:, None, :]) and np.all(pp <= cut.max_upper[:, None, :])
+
+
+def test_unit_interval_links_normalise_into_unit_interval():
+    """With values in [0, 1] (the probit's ndtr), sklearn's normalised
+    p~_c / fl(sum_k p~_k) lies in [0, 1] exactly, zero sums included, so the
+    interval is intersected with [0, 1] (boxes without a positive certified
+    sum get [0, 1] instead of (-inf, inf)); checked on random values,
+    including tiny, zero and subnormal ones."""
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        K = int(rng.integers(2, 11))
+        z = rng.normal(size=(50, K)) * rng.choice([1.0, 10.0, 40.0])
+        P = ndtr(z)
+        P[rng.uniform(size=P.shape) < 0.1] = 0.0
+        assert np.all((P >= 0) & (P <= 1))
+        Y = _sklearn_normalise(P)
+        assert np.all((Y >= 0) & (Y <= 1)), Y[(Y < 0) | (Y > 1)]
+        plo, phi = P.min(axis=0, keepdims=True), P.max(axis=0, keepdims=True)
+        for c in range(K):
+            low, high, _, pos = _normalised_interval(plo, phi, c, unit=True)
+            assert 0.0 <= low[0] <= high[0] <= 1.0
+            assert np.all((Y[:, c] >= low[0]) & (Y[:, c] <= high[0]))
+            if not pos[0]:
+                assert low[0] == 0.0 and high[0] == 1.0
+
+
+def test_ep_and_sparse_ovr_ranges_finite_at_large_amplitude():
+    """Hunt (session 28): probit one-vs-rest models with amplitude 1e4 got
+    probability bounds (-inf, inf) at max_iter=1 / time_limit 1e-3 (no
+    certified positive sum at the root box); now within [0, 1] up to the
+    margin, and containing predict_proba at points of the box."""
+    from skgprobust import EPGaussianProcessClassifier, SparseGaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import DotProduct
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (6, 1)) * 1e-3
+    y = np.array([0, 1, 2, 0, 1, 2])
+    k = C(1e4) * (RBF(1e-3) + DotProduct(0.1))
+    gamma = 1e-3
+    for est in (EPGaussianProcessClassifier(k, optimizer=None),
+                SparseGaussianProcessClassifier(k, inducing_points=6, optimizer=None, random_state=0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+            for kw in (dict(max_iter=1), dict(time_limit=1e-3), dict(max_iter=30)):
+                r = est.prediction_range(X[:2], gamma, epsilon=1e-4, random_state=0, **kw)
+                assert np.all(np.isfinite(r.min_lower)) and np.all(np.isfinite(r.max_upper))
+                assert np.all(r.min_lower >= -1e-12) and np.all(r.max_upper <= 1 + 1e-12)
+                for i in range(2):
+                    pts = X[i] + np.linspace(-gamma, gamma, 201)[:, None]
+                    P = est.predict_proba(pts)
+                    assert np.all(P >= r.min_lower[i]) and np.all(P <= r.max_upper[i])

@@ -1299,3 +1299,19 @@ def test_componentwise_route_allowance_on_amplitudes_far_apart():
             ap = np.einsum("jab,nab->nj", clf._Q, cv)
             b_lo, b_hi = red.bounds(lo[None], hi[None])
             assert np.all(b_lo[0] <= ap) and np.all(ap <= b_hi[0])
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_laplace_factor_failure_is_named_and_leaves_no_fit(shared):
+    """Hunt (session 28): a duplicated training point with amplitude 1e150
+    made the Cholesky of I + D^1/2 K D^1/2 fail in floating point with a
+    bare LinAlgError; now the message names the kernel and the model is
+    left unfitted."""
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.5], [3.0, 2.0]])
+    y = np.array([2, 1, 0, 0])
+    k = ConstantKernel(1e150) * RBF(1.0) + WhiteKernel(0.01)
+    clf = SoftmaxGaussianProcessClassifier(k, optimizer=None, shared_kernel=shared)
+    with pytest.raises(np.linalg.LinAlgError, match="Laplace approximation failed for the kernel"):
+        clf.fit(X, y)
+    with pytest.raises(NotFittedError):
+        clf.predict_proba(X)

@@ -474,3 +474,18 @@ def test_sparse_classifier_lemma_certified_and_per_point_path_sound(inference):
             atk = attack(lambda P, j=j: clf.predict_proba(P)[:, j], x0[i] - gamma, x0[i] + gamma,
                          np.random.default_rng(i), n_samples=2000)
             assert r.min_lower[i, j] <= atk.min and atk.max <= r.max_upper[i, j]
+
+
+@pytest.mark.parametrize("inference", ["ep", "laplace"])
+def test_kernel_not_positive_definite_on_inducing_points_is_named(inference):
+    """Hunt (session 28): a kernel that is not positive definite on the
+    inducing points (ExpSineSquared in 2-D) raised a bare LinAlgError from
+    the probit set-up; now the regressor's message naming the kernel."""
+    from sklearn.gaussian_process.kernels import ConstantKernel, ExpSineSquared
+
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, (30, 2))
+    y = np.arange(30) % 2
+    k = ConstantKernel(10.0) * ExpSineSquared(0.1, 0.3)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite on the inducing points"):
+        SparseGaussianProcessClassifier(k, inducing_points=10, optimizer=None, random_state=44,
+                                        inference=inference).fit(X, y)

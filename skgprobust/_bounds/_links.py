@@ -59,6 +59,10 @@ class Link:
     #: ceiling (see the subclasses).
     finite_variance_floor = 0.0
     finite_variance_ceiling = np.inf
+    #: True when every value :meth:`value` returns (NaN aside) lies in [0, 1]
+    #: exactly, in floating point: then a one-vs-rest model's normalised
+    #: probabilities do too (see ``ProbaObjective``), whatever the boxes.
+    unit_interval = False
 
     def value(self, mu, v):
         """The probability p(mu, v) = E[g(f)], f ~ N(mu, v), element-wise.
@@ -547,6 +551,9 @@ class ProbitLink(Link):
     #: (-1 before session 25, which called EP models with a non-PSD kernel
     #: "may be NaN" where their variance fell below -1; hunt).
     finite_variance_floor = -np.inf
+    #: scipy's ndtr is 1 - erfc(-x / sqrt 2) / 2 or erfc(x / sqrt 2) / 2 with
+    #: erfc in [0, 2]: its float values lie in [0, 1].
+    unit_interval = True
 
     def derivative_sups(self):
         """sup |phi''| = phi(0) and sup |phi'''| = (3 y - y^3) phi(y) at

@@ -1860,7 +1860,7 @@ def _proba(P, cls, binary):
         return np.where(tot != 0, P[:, cls] / np.where(tot != 0, tot, 1.0), P[:, cls])
 
 
-def _normalised_interval(plo, phi, c):
+def _normalised_interval(plo, phi, c, unit=False):
     """Bounds of sklearn's one-vs-rest ``predict_proba`` column c from bounds
     of the per-class values over each box: ``(low, high, rel, pos)``.
 
@@ -1881,6 +1881,14 @@ def _normalised_interval(plo, phi, c):
     + 2 g / S_L is the relative correction for a bound t of p~_c / sum_k p~_k
     (the joint bound of :func:`_ratio_bound`): S~ differs from the sum by
     at most g <= (g / S_L) sum (doubled for room), and the division adds u.
+
+    ``unit`` (the link's values lie in [0, 1] exactly, e.g. the probit's
+    ndtr: :attr:`~skgprobust._bounds._links.Link.unit_interval`): every
+    p~_k is then in [0, 1], so sklearn's quotient p~_c / S~ lies in [0, 1]
+    too (S~ is a float sum of non-negative terms that include p~_c, so
+    S~ >= p~_c by the monotonicity of rounding, and fl(p~_c / S~) <= 1; a
+    zero sum leaves the zeros), and the ends are intersected with [0, 1]
+    (boxes without a positive S_L get [0, 1] instead of (-inf, inf)).
     """
     K = plo.shape[1]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -1898,6 +1906,8 @@ def _normalised_interval(plo, phi, c):
         rel = 4.0 * _U + 2.0 * g / np.where(pos, S_L, 1.0)
     low = np.where(pos, low, -np.inf)
     high = np.where(pos, high, np.inf)
+    if unit:
+        low, high = np.fmax(low, 0.0), np.fmin(high, 1.0)
     return low, high, rel, pos
 
 
@@ -1935,7 +1945,7 @@ class ProbaObjective:
             return BoxBound(lower - m, arg, b.score)
         # Normalised (sklearn: p~_c / fl(sum_k p~_k) where the sum is not 0):
         # proven only where the sum is certified positive (_normalised_interval).
-        low, high, rel, pos = _normalised_interval(plo, phi, c)
+        low, high, rel, pos = _normalised_interval(plo, phi, c, unit=self.probs.link.unit_interval)
         margin = 4 * len(boxes) * m
         b = boxes[c]
         score = sum(bx.score for bx in boxes)
