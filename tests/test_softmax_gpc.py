@@ -1315,3 +1315,19 @@ def test_laplace_factor_failure_is_named_and_leaves_no_fit(shared):
         clf.fit(X, y)
     with pytest.raises(NotFittedError):
         clf.predict_proba(X)
+
+
+def test_enclosure_refines_beyond_64_cells_up_to_ten_classes():
+    """Up to ten classes a small ``proba_tol`` refines the enclosure past 64
+    cells (it stopped there for m > 5 until session 28), so the proven error
+    shrinks with it; the enclosures stay nested around the rule's target."""
+    from skgprobust._softmax_gpc import softmax_enclosure
+
+    rng = np.random.default_rng(8)
+    mu = rng.normal(size=(2, 6)) * 1.5
+    a = rng.uniform(0.5, 4.0, size=(2, 6))
+    lo1, hi1 = softmax_enclosure(mu, a, 0.1)
+    lo2, hi2 = softmax_enclosure(mu, a, 0.03)
+    w1, w2 = (hi1 - lo1).max(axis=1), (hi2 - lo2).max(axis=1)
+    assert np.all(w2 < 0.6 * w1), (w1, w2)
+    assert np.all(lo2 <= hi1 + 1e-12) and np.all(lo1 <= hi2 + 1e-12)  # both contain the integral
