@@ -265,3 +265,34 @@ def test_polish_stops_at_its_deadline_and_never_worsens():
     # Deadline already passed: the start comes back unchanged.
     x, fx = polish(f, lo, hi, x0, 7.0, deadline=time.perf_counter() - 1.0)
     assert np.array_equal(x, x0) and fx == 7.0
+
+
+def test_local_search_stops_when_it_stalls():
+    """``stall_tol``: the search ends once its best value has improved by less
+    than stall_tol over STALL_STEPS steps; it returns an evaluated point of
+    the box with its value, within stall_tol-scale of the full search on a
+    smooth objective, after fewer evaluations. stall_tol=None is the full
+    search (bitwise)."""
+    from skgprobust._engine._search import STALL_STEPS
+
+    class Counting:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def value(self, X):
+            return self.f.value(X)
+
+        def value_and_grad(self, X):
+            self.n += 1
+            return self.f.value_and_grad(X)
+
+    lo, hi, x0 = _box()
+    base = SlowQuadratic([0.3, -0.2, 0.1])
+    full, stalled = Counting(base), Counting(base)
+    xa, fa = local_search(full, lo, hi, x0[None])
+    xb, fb = local_search(stalled, lo, hi, x0[None], stall_tol=1e-3)
+    assert full.n == 30 and STALL_STEPS < stalled.n < full.n
+    assert np.all((lo <= xb) & (xb <= hi)) and fb == base.value(xb[None])[0]
+    assert fa <= fb <= fa + 1e-2
+    xc, fc = local_search(Counting(base), lo, hi, x0[None], stall_tol=None)
+    assert np.array_equal(xa, xc) and fa == fc

@@ -5,7 +5,11 @@ import time
 import numpy as np
 
 
-def local_search(objective, lo, hi, starts, n_steps=30, deadline=None, corner=False):
+#: Steps over which :func:`local_search` measures a stall (``stall_tol``).
+STALL_STEPS = 5
+
+
+def local_search(objective, lo, hi, starts, n_steps=30, deadline=None, corner=False, stall_tol=None):
     """Minimise ``objective`` over the box from several starts at once.
 
     Projected gradient steps, scaled per coordinate by the box width and
@@ -26,6 +30,12 @@ def local_search(objective, lo, hi, starts, n_steps=30, deadline=None, corner=Fa
     the minima at a vertex that the scaled steps of a start inside the box
     reach slowly in many dimensions.
 
+    ``stall_tol`` (optional): stop once the best value found has improved by
+    less than ``stall_tol`` over the last ``STALL_STEPS`` steps (the steps
+    shrink geometrically, so later ones rarely matter more than that; a
+    range objective passes a fraction of its epsilon). The result is the
+    best point evaluated so far, as at a deadline.
+
     Returns
     -------
     x_best : ndarray of shape (d,)
@@ -41,6 +51,7 @@ def local_search(objective, lo, hi, starts, n_steps=30, deadline=None, corner=Fa
     etas = np.geomspace(0.5, 0.005, n_steps)
     last = 0.0  # duration of the previous step
     n_done = 0
+    history = []  # best value after each step (stall_tol)
     for eta in etas:
         if deadline is not None:
             t0 = time.perf_counter()
@@ -59,6 +70,10 @@ def local_search(objective, lo, hi, starts, n_steps=30, deadline=None, corner=Fa
         n_done += 1
         if deadline is not None:
             last = time.perf_counter() - t0
+        if stall_tol is not None:
+            history.append(best_f)
+            if len(history) > STALL_STEPS and not history[-1 - STALL_STEPS] - best_f >= stall_tol:
+                break
     else:
         n_done = -1  # all steps: evaluate the last iterate too
     if n_done > 0:

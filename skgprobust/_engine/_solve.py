@@ -16,7 +16,9 @@ Time limits hold for the whole row: its clock starts when its
 row), so the root bounds, the local search and branch and bound all count.
 The local search gets at most ``SEARCH_SHARE`` of the time left when it
 starts (split evenly between the row's sub-problems) and stops between
-gradient steps, so branch and bound always gets the rest; branch and bound
+gradient steps (a range objective's search also once it stalls: less than
+``STALL_SHARE * epsilon`` of improvement over a few steps), so branch and
+bound always gets the rest; branch and bound
 pops only as many boxes as its measured cost per split predicts to fit
 before the deadline, and checks the clock between chunks of a batch (see
 :mod:`._bnb`). A row can still end after its deadline by up to
@@ -40,6 +42,10 @@ N_RANDOM_STARTS = 6
 
 #: Largest share of the time left that the local search of a row may take.
 SEARCH_SHARE = 0.25
+#: A range objective's local search stops once its best value improves by
+#: less than this fraction of epsilon over a few steps (``stall_tol`` of
+#: :func:`~._search.local_search`).
+STALL_SHARE = 0.05
 #: A last split may end ``GRACE_SHARE * time_limit + GRACE_SECONDS`` after the
 #: deadline (half of the 10% + 50 ms tolerance; the rest absorbs mispredictions).
 GRACE_SHARE = 0.05
@@ -103,7 +109,7 @@ def _starts(state, x0, rng):
     return np.vstack([x0[None], state.best_x[None], random_starts(state.lo, state.hi, N_RANDOM_STARTS, rng)])
 
 
-def _improve(state, x0, rng, deadline=None):
+def _improve(state, x0, rng, deadline=None, stall_tol=None):
     """Local search from x0, the incumbent, random starts and the sign-of-the-
     gradient corner of x0, then a quasi-Newton polish of its best point
     (:func:`~._search.polish`; not when the search already reached the
@@ -112,7 +118,7 @@ def _improve(state, x0, rng, deadline=None):
     if deadline is not None and time.perf_counter() >= deadline:
         return
     x, f = local_search(state.objective, state.lo, state.hi, _starts(state, x0, rng), deadline=deadline,
-                        corner=True)
+                        corner=True, stall_tol=stall_tol)
     if state.target is None or not f <= state.target:  # a decision's counterexample needs no polish
         x, _ = polish(state.objective, state.lo, state.hi, x, f, deadline=deadline)
     state.offer(x[None])
@@ -137,7 +143,7 @@ def _solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
     states = [BranchAndBound(f, lo, hi, candidates=x0) for f in objectives]
     todo = [s for s in states if s.gap > epsilon and not s.exhausted]
     for s, deadline in zip(todo, budget.search_deadlines(len(todo))):
-        _improve(s, x0, rng, deadline)
+        _improve(s, x0, rng, deadline, stall_tol=STALL_SHARE * epsilon)
     while not budget.spent():
         open_ = [s for s in states if s.gap > epsilon and not s.exhausted]
         if not open_:
