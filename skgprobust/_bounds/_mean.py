@@ -311,6 +311,22 @@ def taylor_lower(tm, h, dual=False):
             better = lower_a > lower
             u = np.where(better[:, None], va * h, u)
             lower = np.where(better, lower_a, lower)
+            # Rows whose remainder is the RKHS one
+            # (StationaryAdapter._rkhs_remainder) also get the dual bound of
+            # the model itself: there the main model, not the alternative,
+            # is usually the tighter one.
+            rk = getattr(tm, "rkhs", None)
+            if rk is not None and np.any(rk):
+                rk = np.asarray(rk, dtype=bool) & finite
+                Ad = A[rk] + 2.0 * (tm.diag[rk] * h[rk] * h[rk])[:, :, None] * np.eye(h.shape[1])
+                qm, vm = dual_quadratic_lower(Ad, tm.grad[rk] * h[rk])
+                lower_m = tm.value[rk] + qm + tm.rem[rk]
+                cur = lower[rk]
+                better = lower_m > cur
+                idx = np.flatnonzero(rk)[better]
+                lower = lower.copy()
+                lower[idx] = lower_m[better]
+                u[idx] = vm[better] * h[idx]
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
 

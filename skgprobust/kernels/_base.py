@@ -620,6 +620,136 @@ class KernelAdapter:
         """
         return 2 * d + 64
 
+    # -- RKHS norms of weight vectors (mean Taylor models) ----------------
+    #: Largest support size for which :meth:`register_rkhs_weights` computes
+    #: norms (one pass over the Gram matrix in row chunks, never stored).
+    RKHS_NORM_MAX_N = 20000
+    #: Rows of the Gram matrix evaluated at once by that pass.
+    _RKHS_CHUNK = 512
+
+    def register_rkhs_weights(self, W):
+        """Remember weight vectors whose RKHS norms the Taylor models may use.
+
+        A fixed-weight mean ``sum_i w_i k(x, x_i)`` (a latent mean, a
+        regressor's predictive mean) is bounded over many boxes with the
+        same w; a leaf whose Taylor model has an RKHS remainder
+        (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rkhs_third_derivative`)
+        computes ``||sum_i w_i k(., x_i)||_H`` once for each registered w
+        (lazily, all pending ones in one pass over the Gram matrix) and finds
+        it again by the weight row's bytes (w and -w). Composites pass the
+        weights on as their own :meth:`taylor` passes them to their children
+        (a constant factor c: the rows c w, computed by the same float
+        product). The default registers nothing: no adapter needs to.
+
+        Parameters
+        ----------
+        W : ndarray of shape (N,) or (N, P)
+            One weight vector per column, over this adapter's support.
+        """
+
+    def _rkhs_store(self):
+        store = self.__dict__.get("_rkhs_norms")
+        if store is None:
+            store = self.__dict__.setdefault("_rkhs_norms", {})
+        return store
+
+    def _register_rows(self, W):
+        """Store the columns of W (and their negations) as pending norms."""
+        W = np.asarray(W, dtype=np.float64)
+        W = W.reshape(len(self.Xs), -1)
+        if not self.psd or len(self.Xs) == 0 or len(self.Xs) > self.RKHS_NORM_MAX_N:
+            return
+        store = self._rkhs_store()
+        for j in range(W.shape[1]):
+            w = np.ascontiguousarray(W[:, j])
+            if not np.all(np.isfinite(w)):
+                continue
+            for v in (w, -w):
+                store.setdefault(v.tobytes(), None)
+
+    def rkhs_weight_norms(self, W):
+        """Upper bounds of ``||sum_i W[b, i] k(., x_i)||_H`` per row of W.
+
+        H is the RKHS of this (PSD) kernel. Only rows registered with
+        :meth:`register_rkhs_weights` (or their negations) get a finite
+        value; the others get +inf (no claim). Pending norms are computed
+        here, all in one pass.
+
+        Proof of the bound. sklearn's kernel values satisfy |K~_ij - K_ij| <=
+        R_ij + c u |K_ij| (the adapter's contract, :meth:`rounding` at the
+        point box x_i and :meth:`value_ulps` c; A = |k| for a leaf), so
+        |w^T (K - K~) w| <= r ||w||_1^2 + c u / (1 - c u) (|w|^T |K~| |w| +
+        r ||w||_1^2) with r = max R_ij. The computed q~ = fl(w . fl(K~ w))
+        errs from w^T K~ w by at most 2 gamma_N (1 + gamma_N) |w|^T |K~| |w|
+        (two sums of N terms), and |w|^T |K~| |w| is computed from
+        non-negative terms, so it is at most its computed value times (1 +
+        4 gamma_N). Hence ||g||^2 = w^T K w <= q~ + 1.01 ((2 gamma_N + 2 c
+        u) m~ (1 + 4 gamma_N) + 2 r ||w||_1^2) (m~ the computed |w|^T |K~|
+        |w|, ||w||_1 rounded up), clipped at 0; the square root is rounded
+        up by 1 + 4 u.
+
+        Parameters
+        ----------
+        W : ndarray of shape (B, N)
+            Weight rows.
+
+        Returns
+        -------
+        norms : ndarray of shape (B,)
+            Upper bounds, +inf where not known.
+        """
+        W = np.asarray(W, dtype=np.float64)
+        B = W.shape[0]
+        out = np.full(B, np.inf)
+        store = self.__dict__.get("_rkhs_norms")
+        if not store or W.ndim != 2 or W.shape[1] != len(self.Xs):
+            return out
+        keys = [np.ascontiguousarray(W[b]).tobytes() for b in range(B)]
+        found = [store.get(k, False) for k in keys]
+        if any(f is None for f in found):
+            self._compute_pending_norms(store)
+            found = [store.get(k, False) for k in keys]
+        for b, f in enumerate(found):
+            if f is not None and f is not False:
+                out[b] = f
+        return out
+
+    def _compute_pending_norms(self, store):
+        pending = [k for k, v in store.items() if v is None]
+        Ws = np.stack([np.frombuffer(k, dtype=np.float64) for k in pending], axis=1)  # (N, r)
+        N, d = self.Xs.shape
+        Y = np.zeros_like(Ws)
+        Ya = np.zeros_like(Ws)
+        aW = np.abs(Ws)
+        r_max = 0.0
+        try:
+            for s in range(0, N, self._RKHS_CHUNK):
+                Xc = self.Xs[s : s + self._RKHS_CHUNK]
+                Kc = np.asarray(self.kernel(Xc, self.Xs), dtype=np.float64)
+                Rc = np.asarray(self.rounding(Xc, Xc), dtype=np.float64)
+                r_max = max(r_max, float(np.max(Rc, initial=0.0)))
+                aK = np.abs(Kc)
+                # One product per vector (not one matrix product): each
+                # norm is then the same bits whichever vectors are pending
+                # together (a result that does not depend on the history).
+                for j in range(Ws.shape[1]):
+                    Y[s : s + len(Xc), j] = Kc @ Ws[:, j]
+                    Ya[s : s + len(Xc), j] = aK @ aW[:, j]
+        except Exception:  # no claim where the kernel cannot be evaluated here
+            for k in pending:
+                store[k] = np.inf
+            return
+        c = float(self.value_ulps(d))
+        gam = N * _U / (1.0 - N * _U)
+        with np.errstate(over="ignore", invalid="ignore"):
+            q = np.einsum("nr,nr->r", Ws, Y)
+            m = np.einsum("nr,nr->r", aW, Ya) * (1.0 + 4.0 * gam)
+            s1 = aW.sum(axis=0) * (1.0 + gam)
+            q2 = q + 1.01 * ((2.0 * gam + 2.0 * c * _U) * m + 2.0 * r_max * s1 * s1)
+            nrm = np.sqrt(np.maximum(q2, 0.0)) * (1.0 + 4.0 * _U)
+        for k, v in zip(pending, nrm):
+            store[k] = float(v) if np.isfinite(v) else np.inf
+
     def rounding_parts(self, lo, hi):
         """``(R, klo, khi, A)``, each (B, N): :meth:`rounding`, an enclosure
         [klo, khi] of k over each box (possibly wider than :meth:`interval`:

@@ -102,6 +102,11 @@ class SumAdapter(KernelAdapter):
     def values(self, X):
         return self.k1.values(X) + self.k2.values(X)
 
+    def register_rkhs_weights(self, W):
+        """Both children see the sum's weights (:meth:`taylor` passes them on)."""
+        self.k1.register_rkhs_weights(W)
+        self.k2.register_rkhs_weights(W)
+
     def value_and_grad(self, X):
         K1, G1 = self.k1.value_and_grad(X)
         K2, G2 = self.k2.value_and_grad(X)
@@ -239,6 +244,13 @@ class ProductAdapter(KernelAdapter):
 
     def values(self, X):
         return self.k1.values(X) * self.k2.values(X)
+
+    def register_rkhs_weights(self, W):
+        """A constant factor c: the other factor's Taylor model sees the
+        weights c w (:meth:`taylor`), registered as that same float product.
+        Other products have no RKHS remainder."""
+        if self.const is not None:
+            self.other.register_rkhs_weights(self.const * np.asarray(W, dtype=np.float64))
 
     def value_and_grad(self, X):
         K1, G1 = self.k1.value_and_grad(X)

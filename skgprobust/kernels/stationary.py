@@ -642,7 +642,9 @@ class StationaryAdapter(KernelAdapter):
         rem = rem + np.maximum(r2, r3).sum(-1)
         rem = np.where(bad, -np.inf, rem)
         mag = (np.abs(w) * (k_c + np.abs(d1) * (pc + pU) + m2hi * (pU + qmax[:, None]) ** 2)).sum(-1)
+        rem, rkhs = self._rkhs_remainder(lo, hi, w, rem)
         tm = TaylorModel(value, grad, diag, M, rem, mag)
+        tm.rkhs = rkhs
         if lo.shape[1] >= 8:
             tm.alt = self._quadratic_remainder(Es, aE, hs, sw, w, coef, m3, pU - pc, pc - pL, qmax, M, rem0,
                                                bad, mag)
@@ -652,6 +654,81 @@ class StationaryAdapter(KernelAdapter):
         # the margin grows with them (coefficient_ulps).
         tm.mag = widen_for_coefficient_ulps(tm.mag, self.coefficient_ulps())
         return tm
+
+    def rkhs_third_derivative(self):
+        """C3 with ``||D^3 k_x [u, u, u]||_H = C3 |u|_l^3`` for every x (unit
+        amplitude; |u|_l = sqrt(sum_j u_j^2 / l_j^2)), or None where the
+        feature map x -> k(., x) is not three times differentiable into the
+        RKHS H (Matern nu < 3) or no constant is known. Enables the RKHS
+        remainder of :meth:`taylor` (:meth:`_rkhs_remainder`).
+
+        For k(x, y) = kappa(|x - y|_l) the squared norm is
+        d^3/ds^3 d^3/dr^3 kappa(|(s - r) u|_l) at s = r = 0, i.e.
+        -kappa_u^(6)(0) with kappa_u(z) = kappa(z |u|_l), the sixth
+        derivative of the profile along u (a moment of the spectral density,
+        finite for RBF and RationalQuadratic).
+
+        Returns
+        -------
+        C3 : float or None
+            The constant (an upper bound), or None where there is none.
+        """
+        return None
+
+    def register_rkhs_weights(self, W):
+        """Registers the columns of W when :meth:`rkhs_third_derivative` is
+        known (see :meth:`KernelAdapter.register_rkhs_weights`).
+
+        Parameters
+        ----------
+        W : ndarray of shape (N,) or (N, P)
+            One weight vector per column, over this adapter's support.
+        """
+        if self.rkhs_third_derivative() is not None:
+            self._register_rows(W)
+
+    def _rkhs_remainder(self, lo, hi, w, rem):
+        """The remainder of :meth:`taylor`, improved by the RKHS form where
+        it is larger; also the rows where it is (bool (B,)).
+
+        *RKHS remainder.* For f(x) = sum_i w_i k(x, x_i) = <g, k_x>_H with g
+        = sum_i w_i k(., x_i) (k PSD, H its RKHS) and x = c + u, Taylor's
+        theorem for the H-valued map x -> k_x (three times continuously
+        differentiable when C3 exists; integral form, valid in any Banach
+        space) gives k_x = T_2 k(u) + E_2(u), E_2(u) = int_0^1 (1 - s)^2 / 2
+        D^3 k_{c + s u}[u, u, u] ds, and <g, D^j k_c[u^j]> = D^j f(c)[u^j]
+        (derivative reproducing property). So f(c + u) = T_2 f(u) + <g,
+        E_2(u)>, T_2 f the exact second-order Taylor polynomial of f at c,
+        which is the model's value + grad.u + sum_j diag_j u_j^2 + 1/2 u^T M
+        u (psi'(pc) q + psi''(pc) l_i^2 / 2 are the second-order terms of
+        psi(pc + l_i + q)), and |<g, E_2(u)>| <= ||g||_H (1/6) C3 |u|_l^3
+        (the norm of D^3 k_y[u^3] is C3 |u|_l^3 at every y: stationary).
+        Over the box |u|_l <= t = |h1|_l with h1 the half-widths about the
+        float centre, rounded up (:func:`box_halfwidths`). Unlike the
+        per-point remainder it needs no sum over the support points of
+        |w_i| times a per-point error (which loses the cancellation between
+        weights of both signs when the box is wide against the length
+        scales); ||g||_H = sqrt(w^T K w) is computed once per registered
+        weight vector (:meth:`KernelAdapter.rkhs_weight_norms`, with its
+        rounding). Both remainders bound the same difference f - T_2 f from
+        below, so the larger is valid. Rounding of the product below: a few
+        operations on non-negative numbers, inside the factor 1 + 1e-12.
+        """
+        B = len(lo)
+        used = np.zeros(B, dtype=bool)
+        c3 = self.rkhs_third_derivative()
+        if c3 is None:
+            return rem, used
+        nrm = self.rkhs_weight_norms(w)
+        ok = np.isfinite(nrm)
+        if not ok.any():
+            return rem, used
+        _, h1 = box_halfwidths(lo, hi)
+        with np.errstate(over="ignore", invalid="ignore"):
+            t2 = ((h1 / self.length_scale) ** 2).sum(-1)
+            rk = -(nrm * (c3 / 6.0)) * (t2 * np.sqrt(t2)) * (1.0 + 1e-12)
+        used = ok & np.isfinite(rk) & (rk > rem)
+        return np.where(used, rk, rem), used
 
     @staticmethod
     def _quadratic_remainder(Es, aE, hs, sw, w, coef, m3, dpos, dneg, qmax, M, rem0, bad, mag):
@@ -747,6 +824,11 @@ class RBFAdapter(StationaryAdapter):
 
     def d3psi(self, phi):
         return -0.125 * np.exp(-0.5 * phi)
+
+    def rkhs_third_derivative(self):
+        """sqrt(15): kappa_u(z) = exp(-z^2 t^2 / 2), t = |u|_l, has
+        kappa_u^(6)(0) = 720 (-t^2 / 2)^3 / 3! = -15 t^6."""
+        return float(np.sqrt(15.0))
 
 
 class MaternAdapter(StationaryAdapter):
@@ -884,6 +966,12 @@ class MaternAdapter(StationaryAdapter):
             return -(3.0 * s3 / 8.0) * np.exp(-s3 * r) * (s3 * r + 1.0) / r**3
         s5 = np.sqrt(5.0)
         return -(25.0 / 12.0) * (s5 / (2.0 * r)) * np.exp(-s5 * r)
+
+    def rkhs_third_derivative(self):
+        """sqrt(15) for nu = inf (the RBF); None for finite nu (the feature
+        map of a Matern kernel is differentiable into its RKHS only fewer
+        than nu times: the sixth spectral moment diverges for nu <= 3)."""
+        return float(np.sqrt(15.0)) if self.nu == np.inf else None
 
 
 class RationalQuadraticAdapter(StationaryAdapter):
@@ -1055,6 +1143,15 @@ class RationalQuadraticAdapter(StationaryAdapter):
         a = self.a
         b = 1.0 + phi / (2.0 * a)
         return -(a + 1.0) * (a + 2.0) / (8.0 * a * a) * (b**-a / b / b / b)
+
+    def rkhs_third_derivative(self):
+        """sqrt(15 (1 + 1/alpha)(1 + 2/alpha)): kappa_u(z) = (1 + z^2 t^2 /
+        (2 alpha))^-alpha has the z^6 coefficient binom(-alpha, 3) (t^2 / (2
+        alpha))^3 = -alpha (alpha + 1)(alpha + 2) t^6 / (48 alpha^3), so
+        kappa_u^(6)(0) = -15 (1 + 1/alpha)(1 + 2/alpha) t^6 (the RBF's 15 as
+        alpha -> inf). Rounded up by 1 + 1e-12."""
+        a = self.a
+        return float(np.sqrt(15.0 * (1.0 + 1.0 / a) * (1.0 + 2.0 / a))) * (1.0 + 1e-12)
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
