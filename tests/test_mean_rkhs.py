@@ -33,14 +33,60 @@ def _exact_quadratic(kernel_name, Xs, ls, w, alpha=None, amp=1.0):
     D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     if kernel_name == "rq":
         K = (1 + D / (2 * np.longdouble(alpha))) ** (-np.longdouble(alpha))
+    elif kernel_name == "m25":
+        r = np.sqrt(5 * D)
+        K = (1 + r + r * r / 3) * np.exp(-r)
     else:
         K = np.exp(-D / 2)
     wl = w.astype(np.longdouble)
     return float(wl @ (np.longdouble(amp) * K) @ wl)
 
 
+def _remainder_norm(profile, k4_0, t):
+    """||E_2(u)||_H at |u|_l = t in 50-digit arithmetic: 2 + kappa4_u(0) /
+    4 - 2 kappa_u(1) + 2 kappa1_u(1) - kappa2_u(1) (kappaN_u the N-th
+    derivative of kappa_u(z) = profile(z t); the inner products of the
+    feature map's derivatives), kappa4_u(0) = k4_0 t^4 given."""
+    import mpmath as mp
+
+    ku = lambda z: profile(z * t)  # noqa: E731
+    return mp.sqrt(2 + k4_0 * t**4 / 4 - 2 * ku(1) + 2 * mp.diff(ku, 1, 1) - mp.diff(ku, 1, 2))
+
+
+def _profiles(which):
+    import mpmath as mp
+
+    if which == "rbf":
+        return RBF(1.0), (lambda r: mp.e ** (-(r**2) / 2)), 3
+    if which == "m25":
+        return (Matern(1.0, nu=2.5), (lambda r: (1 + mp.sqrt(5) * abs(r) + 5 * r**2 / 3) * mp.e ** (-mp.sqrt(5) * abs(r))),
+                25)
+    a = mp.mpf(which[2:])
+    return (RationalQuadratic(1.0, alpha=float(which[2:])), (lambda r: (1 + r**2 / (2 * a)) ** (-a)),
+            3 * (1 + 1 / a))
+
+
+@pytest.mark.parametrize("which", ["rbf", "m25", "rq0.3", "rq5"])
+def test_remainder_constants_against_the_exact_norm(which):
+    """C |u|_l^p of rkhs_remainder bounds ||E_2(u)||_H computed exactly (in
+    50 digits) from the profile's derivatives, from t = 1e-3 to 10, and is
+    tight for small t."""
+    import mpmath as mp
+
+    mp.mp.dps = 50
+    kernel, profile, k4_0 = _profiles(which)
+    C, p = make_adapter(kernel, np.zeros((1, 1))).rkhs_remainder()
+    ratios = []
+    for t in ["1e-3", "0.01", "0.1", "0.3", "1", "3", "10"]:
+        t = mp.mpf(t)
+        exact = _remainder_norm(profile, k4_0, t)
+        assert exact <= C * t**p
+        ratios.append(float(exact / (C * t**p)))
+    assert ratios[0] > 0.8
+
+
 @pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("kind", ["rbf", "rbf_ard", "rq", "m_inf"])
+@pytest.mark.parametrize("kind", ["rbf", "rbf_ard", "rq", "m_inf", "m25"])
 def test_norm_bound_against_extended_precision(seed, kind):
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 6))
@@ -48,7 +94,7 @@ def test_norm_bound_against_extended_precision(seed, kind):
     Xs = rng.normal(size=(N, d)) * rng.choice([0.1, 1.0, 5.0]) + rng.choice([0.0, 1e3])
     ls = rng.uniform(0.2, 3.0, d) if kind == "rbf_ard" else float(rng.uniform(0.2, 3.0))
     kernel = {"rbf": RBF(ls), "rbf_ard": RBF(ls), "rq": RationalQuadratic(ls, alpha=1.7),
-              "m_inf": Matern(ls, nu=np.inf)}[kind]
+              "m_inf": Matern(ls, nu=np.inf), "m25": Matern(ls, nu=2.5)}[kind]
     ad = make_adapter(kernel, Xs)
     W = rng.normal(size=(N, 3)) * rng.choice([1e-3, 1.0, 1e4])
     # A near-cancelling direction: the eigenvector of the smallest eigenvalue.
@@ -58,7 +104,7 @@ def test_norm_bound_against_extended_precision(seed, kind):
     got = ad.rkhs_weight_norms(np.vstack([W.T, -W.T]))
     assert np.all(np.isfinite(got))
     for j in range(3):
-        exact = _exact_quadratic("rq" if kind == "rq" else "rbf", Xs, ls, W[:, j], alpha=1.7)
+        exact = _exact_quadratic({"rq": "rq", "m25": "m25"}.get(kind, "rbf"), Xs, ls, W[:, j], alpha=1.7)
         assert got[j] ** 2 >= exact
         assert got[j] == got[j + 3]
         # Tight where the form does not cancel.
@@ -78,7 +124,7 @@ def test_unregistered_weights_keep_the_old_bounds():
     assert affine_lower(ad, w[None], 0.0, lo, hi).lower[0] == plain[0]
     assert np.isinf(ad.rkhs_weight_norms(w[None])[0])
     # Non-PSD or unsupported leaves register nothing.
-    ad2 = make_adapter(Matern(0.7, nu=2.5), Xs)
+    ad2 = make_adapter(Matern(0.7, nu=1.5), Xs)
     ad2.register_rkhs_weights(w)
     assert np.isinf(ad2.rkhs_weight_norms(w[None])[0])
 
@@ -88,6 +134,7 @@ KERNELS = {
     "c_rbf_ard": lambda d: ConstantKernel(400.0) * RBF(np.linspace(0.6, 2.0, d)),
     "rq": lambda d: RationalQuadratic(0.9, alpha=0.8),
     "matern_inf": lambda d: Matern(0.7, nu=np.inf),
+    "c_matern25_ard": lambda d: ConstantKernel(200.0) * Matern(np.linspace(0.7, 2.0, d), nu=2.5),
     "sum_rbf": lambda d: ConstantKernel(50.0) * RBF(0.5) + ConstantKernel(5.0) * RBF(3.0),
     "sum_rbf_rq": lambda d: ConstantKernel(30.0) * RBF(0.8) + ConstantKernel(2.0) * RationalQuadratic(1.2, alpha=3.0),
 }
@@ -186,7 +233,7 @@ def test_high_amplitude_ovr_end_to_end(high_amplitude_ovr):
     ls=st.floats(0.1, 5.0),
     amp=st.sampled_from([1e-3, 1.0, 100.0, 1e5]),
     half=st.floats(1e-4, 2.0),
-    kind=st.sampled_from(["rbf", "rbf_ard", "rq", "m_inf", "sum"]),
+    kind=st.sampled_from(["rbf", "rbf_ard", "rq", "m_inf", "m25", "m25_ard", "sum"]),
     offset=st.sampled_from([0.0, 1e4]),
     far=st.booleans(),
 )
@@ -194,6 +241,7 @@ def test_rkhs_remainder_sweep(seed, d, n, ls, amp, half, kind, offset, far):
     rng = np.random.default_rng(seed)
     base = {"rbf": RBF(ls), "rbf_ard": RBF(rng.uniform(0.5, 2.0, d) * ls),
             "rq": RationalQuadratic(ls, alpha=float(rng.uniform(0.1, 20.0))), "m_inf": Matern(ls, nu=np.inf),
+            "m25": Matern(ls, nu=2.5), "m25_ard": Matern(rng.uniform(0.5, 2.0, d) * ls, nu=2.5),
             "sum": RBF(ls) + ConstantKernel(0.3) * RBF(3.0 * ls)}[kind]
     kernel = ConstantKernel(amp) * base
     Xs = rng.normal(size=(n, d)) + offset

@@ -633,7 +633,7 @@ class KernelAdapter:
         A fixed-weight mean ``sum_i w_i k(x, x_i)`` (a latent mean, a
         regressor's predictive mean) is bounded over many boxes with the
         same w; a leaf whose Taylor model has an RKHS remainder
-        (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rkhs_third_derivative`)
+        (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rkhs_remainder`)
         computes ``||sum_i w_i k(., x_i)||_H`` once for each registered w
         (lazily, all pending ones in one pass over the Gram matrix) and finds
         it again by the weight row's bytes (w and -w). Composites pass the

@@ -30,6 +30,8 @@ from ._base import (
 
 # psi(phi) below this range is treated as a point: constant bounding lines.
 _TINY = 1e-200
+#: :meth:`StationaryAdapter.rkhs_remainder` of the RBF: sqrt(15) / 6, rounded up.
+_RBF_REMAINDER = (float(np.sqrt(15.0)) / 6.0 * (1.0 + 1e-12), 3.0)
 
 
 class StationaryAdapter(KernelAdapter):
@@ -655,28 +657,35 @@ class StationaryAdapter(KernelAdapter):
         tm.mag = widen_for_coefficient_ulps(tm.mag, self.coefficient_ulps())
         return tm
 
-    def rkhs_third_derivative(self):
-        """C3 with ``||D^3 k_x [u, u, u]||_H = C3 |u|_l^3`` for every x (unit
-        amplitude; |u|_l = sqrt(sum_j u_j^2 / l_j^2)), or None where the
-        feature map x -> k(., x) is not three times differentiable into the
-        RKHS H (Matern nu < 3) or no constant is known. Enables the RKHS
-        remainder of :meth:`taylor` (:meth:`_rkhs_remainder`).
+    def rkhs_remainder(self):
+        """``(C, p)`` with ``||E_2(u)||_H <= C |u|_l^p`` for every centre c
+        (unit amplitude; |u|_l = sqrt(sum_j u_j^2 / l_j^2)), E_2(u) = k_{c+u}
+        - k_c - D k_c[u] - D^2 k_c[u, u] / 2 the second-order Taylor
+        remainder of the feature map x -> k(., x) into the RKHS H; or None
+        where none is known (Matern nu < 2: the feature map is not twice
+        differentiable into H). Enables the RKHS remainder of
+        :meth:`taylor` (:meth:`_rkhs_remainder`).
 
-        For k(x, y) = kappa(|x - y|_l) the squared norm is
-        d^3/ds^3 d^3/dr^3 kappa(|(s - r) u|_l) at s = r = 0, i.e.
-        -kappa_u^(6)(0) with kappa_u(z) = kappa(z |u|_l), the sixth
-        derivative of the profile along u (a moment of the spectral density,
-        finite for RBF and RationalQuadratic).
+        Along u, with kappa_u(z) = kappa(z |u|_l) (kappa the profile in the
+        scaled distance), <D^a k_y[u^a], D^b k_c[u^b]> = (-1)^b kappa_u^(a +
+        b)(s) for y = c + s u (derivatives of k(x, y) = kappa_u(s - r)).
+        Taylor's theorem in integral form (valid in any Banach space) gives
+        E_2(u) = int_0^1 (1 - s)^2 / 2 D^3 k_{c + s u}[u^3] ds, so ||E_2|| <=
+        ||D^3 k[u^3]|| / 6 = sqrt(-kappa_u^(6)(0)) / 6 where the feature map
+        is three times differentiable (RBF, RationalQuadratic), and E_2(u) =
+        int_0^1 (1 - s) (D^2 k_{c + s u} - D^2 k_c)[u^2] ds with ||(D^2 k_y -
+        D^2 k_c)[u^2]||^2 = 2 (kappa_u^(4)(0) - kappa_u^(4)(s)) where it is
+        only twice (Matern nu = 2.5).
 
         Returns
         -------
-        C3 : float or None
-            The constant (an upper bound), or None where there is none.
+        remainder : tuple of (float, float) or None
+            (C, p), C an upper bound, or None where there is none.
         """
         return None
 
     def register_rkhs_weights(self, W):
-        """Registers the columns of W when :meth:`rkhs_third_derivative` is
+        """Registers the columns of W when :meth:`rkhs_remainder` is
         known (see :meth:`KernelAdapter.register_rkhs_weights`).
 
         Parameters
@@ -684,7 +693,7 @@ class StationaryAdapter(KernelAdapter):
         W : ndarray of shape (N,) or (N, P)
             One weight vector per column, over this adapter's support.
         """
-        if self.rkhs_third_derivative() is not None:
+        if self.rkhs_remainder() is not None:
             self._register_rows(W)
 
     def _rkhs_remainder(self, lo, hi, w, rem):
@@ -692,33 +701,31 @@ class StationaryAdapter(KernelAdapter):
         it is larger; also the rows where it is (bool (B,)).
 
         *RKHS remainder.* For f(x) = sum_i w_i k(x, x_i) = <g, k_x>_H with g
-        = sum_i w_i k(., x_i) (k PSD, H its RKHS) and x = c + u, Taylor's
-        theorem for the H-valued map x -> k_x (three times continuously
-        differentiable when C3 exists; integral form, valid in any Banach
-        space) gives k_x = T_2 k(u) + E_2(u), E_2(u) = int_0^1 (1 - s)^2 / 2
-        D^3 k_{c + s u}[u, u, u] ds, and <g, D^j k_c[u^j]> = D^j f(c)[u^j]
-        (derivative reproducing property). So f(c + u) = T_2 f(u) + <g,
-        E_2(u)>, T_2 f the exact second-order Taylor polynomial of f at c,
-        which is the model's value + grad.u + sum_j diag_j u_j^2 + 1/2 u^T M
-        u (psi'(pc) q + psi''(pc) l_i^2 / 2 are the second-order terms of
-        psi(pc + l_i + q)), and |<g, E_2(u)>| <= ||g||_H (1/6) C3 |u|_l^3
-        (the norm of D^3 k_y[u^3] is C3 |u|_l^3 at every y: stationary).
-        Over the box |u|_l <= t = |h1|_l with h1 the half-widths about the
-        float centre, rounded up (:func:`box_halfwidths`). Unlike the
-        per-point remainder it needs no sum over the support points of
-        |w_i| times a per-point error (which loses the cancellation between
-        weights of both signs when the box is wide against the length
-        scales); ||g||_H = sqrt(w^T K w) is computed once per registered
-        weight vector (:meth:`KernelAdapter.rkhs_weight_norms`, with its
-        rounding). Both remainders bound the same difference f - T_2 f from
-        below, so the larger is valid. Rounding of the product below: a few
-        operations on non-negative numbers, inside the factor 1 + 1e-12.
+        = sum_i w_i k(., x_i) (k PSD, H its RKHS) and x = c + u, k_x = T_2
+        k(u) + E_2(u) (:meth:`rkhs_remainder`: ||E_2(u)|| <= C |u|_l^p) and
+        <g, D^j k_c[u^j]> = D^j f(c)[u^j] (derivative reproducing property),
+        so f(c + u) = T_2 f(u) + <g, E_2(u)> with T_2 f the exact
+        second-order Taylor polynomial of f at c, which is the model's value
+        + grad.u + sum_j diag_j u_j^2 + 1/2 u^T M u (psi'(pc) q + psi''(pc)
+        l_i^2 / 2 are the second-order terms of psi(pc + l_i + q)), and
+        |<g, E_2(u)>| <= ||g||_H C |u|_l^p. Over the box |u|_l <= t = |h1|_l
+        with h1 the half-widths about the float centre, rounded up
+        (:func:`box_halfwidths`). Unlike the per-point remainder it needs no
+        sum over the support points of |w_i| times a per-point error (which
+        loses the cancellation between weights of both signs when the box is
+        wide against the length scales); ||g||_H = sqrt(w^T K w) is computed
+        once per registered weight vector
+        (:meth:`KernelAdapter.rkhs_weight_norms`, with its rounding). Both
+        remainders bound the same difference f - T_2 f from below, so the
+        larger is valid. Rounding of the product below: a few operations on
+        non-negative numbers (and a power), inside the factor 1 + 1e-12.
         """
         B = len(lo)
         used = np.zeros(B, dtype=bool)
-        c3 = self.rkhs_third_derivative()
-        if c3 is None:
+        cp = self.rkhs_remainder()
+        if cp is None:
             return rem, used
+        coef, power = cp
         nrm = self.rkhs_weight_norms(w)
         ok = np.isfinite(nrm)
         if not ok.any():
@@ -726,7 +733,8 @@ class StationaryAdapter(KernelAdapter):
         _, h1 = box_halfwidths(lo, hi)
         with np.errstate(over="ignore", invalid="ignore"):
             t2 = ((h1 / self.length_scale) ** 2).sum(-1)
-            rk = -(nrm * (c3 / 6.0)) * (t2 * np.sqrt(t2)) * (1.0 + 1e-12)
+            tp = t2 * np.sqrt(t2) if power == 3.0 else np.sqrt(t2) ** power
+            rk = -(nrm * coef) * tp * (1.0 + 1e-12)
         used = ok & np.isfinite(rk) & (rk > rem)
         return np.where(used, rk, rem), used
 
@@ -825,10 +833,17 @@ class RBFAdapter(StationaryAdapter):
     def d3psi(self, phi):
         return -0.125 * np.exp(-0.5 * phi)
 
-    def rkhs_third_derivative(self):
-        """sqrt(15): kappa_u(z) = exp(-z^2 t^2 / 2), t = |u|_l, has
-        kappa_u^(6)(0) = 720 (-t^2 / 2)^3 / 3! = -15 t^6."""
-        return float(np.sqrt(15.0))
+    def rkhs_remainder(self):
+        """(sqrt(15) / 6, 3): kappa_u(z) = exp(-z^2 t^2 / 2), t = |u|_l, has
+        kappa_u^(6)(0) = 720 (-t^2 / 2)^3 / 3! = -15 t^6
+        (:meth:`StationaryAdapter.rkhs_remainder`).
+
+        Returns
+        -------
+        remainder : tuple of (float, float)
+            (C, p).
+        """
+        return _RBF_REMAINDER
 
 
 class MaternAdapter(StationaryAdapter):
@@ -967,11 +982,38 @@ class MaternAdapter(StationaryAdapter):
         s5 = np.sqrt(5.0)
         return -(25.0 / 12.0) * (s5 / (2.0 * r)) * np.exp(-s5 * r)
 
-    def rkhs_third_derivative(self):
-        """sqrt(15) for nu = inf (the RBF); None for finite nu (the feature
-        map of a Matern kernel is differentiable into its RKHS only fewer
-        than nu times: the sixth spectral moment diverges for nu <= 3)."""
-        return float(np.sqrt(15.0)) if self.nu == np.inf else None
+    def rkhs_remainder(self):
+        """nu = inf: the RBF's (sqrt(15) / 6, 3). nu = 2.5: (4.61, 2.5).
+        nu = 0.5, 1.5: None (the feature map is twice differentiable into
+        the RKHS only for nu > 2).
+
+        Proof for nu = 2.5 (:meth:`StationaryAdapter.rkhs_remainder`): the
+        profile kappa(r) = (1 + a r + a^2 r^2 / 3) exp(-a r), a = sqrt(5),
+        is C^4 as an even function (its series 1 - 5 r^2 / 6 + 25 r^4 / 24
+        - 5 sqrt(5) r^5 / 9 + ... has no r^3 term), with kappa^(4)(r) = (25
+        / 3)(5 r^2 - 5 a r + 3) exp(-a r) for r >= 0, kappa^(4)(0) = 25, and
+        kappa^(5)(r) = -(25 / 3)(5 a r^2 - 35 r + 8 a) exp(-a r), whose
+        largest magnitude on r >= 0 is at r = 0+, 200 a / 3 = 149.07 (the
+        polynomial factor is 8 a = 17.9 at 0 and above -9.4 between its
+        roots 0.644 and 2.487, where exp(-a r) <= 0.24). So kappa^(4)(0) -
+        kappa^(4)(r) <= 149.07 r, ||(D^2 k_y - D^2 k_c)[u^2]|| <= t^2
+        sqrt(2 * 149.07 s t) for y = c + s u, and ||E_2(u)|| <= t^2.5
+        sqrt(298.14) int_0^1 (1 - s) sqrt(s) ds = (4 / 15) sqrt(298.14)
+        t^2.5 = 4.6045 t^2.5 (checked against the exact norm, 2 +
+        kappa_u^(4)(0) / 4 - 2 kappa_u(1) + 2 kappa_u^(1)(1) -
+        kappa_u^(2)(1), in 50-digit arithmetic: ratio 0.84 at t = 1e-3,
+        0.17 at t = 10; tests/test_mean_rkhs.py).
+
+        Returns
+        -------
+        remainder : tuple of (float, float) or None
+            (C, p), or None.
+        """
+        if self.nu == np.inf:
+            return _RBF_REMAINDER
+        if self.nu == 2.5:
+            return (4.61, 2.5)
+        return None
 
 
 class RationalQuadraticAdapter(StationaryAdapter):
@@ -1144,14 +1186,21 @@ class RationalQuadraticAdapter(StationaryAdapter):
         b = 1.0 + phi / (2.0 * a)
         return -(a + 1.0) * (a + 2.0) / (8.0 * a * a) * (b**-a / b / b / b)
 
-    def rkhs_third_derivative(self):
-        """sqrt(15 (1 + 1/alpha)(1 + 2/alpha)): kappa_u(z) = (1 + z^2 t^2 /
-        (2 alpha))^-alpha has the z^6 coefficient binom(-alpha, 3) (t^2 / (2
-        alpha))^3 = -alpha (alpha + 1)(alpha + 2) t^6 / (48 alpha^3), so
-        kappa_u^(6)(0) = -15 (1 + 1/alpha)(1 + 2/alpha) t^6 (the RBF's 15 as
-        alpha -> inf). Rounded up by 1 + 1e-12."""
+    def rkhs_remainder(self):
+        """(sqrt(15 (1 + 1/alpha)(1 + 2/alpha)) / 6, 3): kappa_u(z) = (1 + z^2
+        t^2 / (2 alpha))^-alpha has the z^6 coefficient binom(-alpha, 3)
+        (t^2 / (2 alpha))^3 = -alpha (alpha + 1)(alpha + 2) t^6 / (48
+        alpha^3), so kappa_u^(6)(0) = -15 (1 + 1/alpha)(1 + 2/alpha) t^6 (the
+        RBF's 15 as alpha -> inf; :meth:`StationaryAdapter.rkhs_remainder`).
+        Rounded up by 1 + 1e-12.
+
+        Returns
+        -------
+        remainder : tuple of (float, float)
+            (C, p).
+        """
         a = self.a
-        return float(np.sqrt(15.0 * (1.0 + 1.0 / a) * (1.0 + 2.0 / a))) * (1.0 + 1e-12)
+        return (float(np.sqrt(15.0 * (1.0 + 1.0 / a) * (1.0 + 2.0 / a))) / 6.0 * (1.0 + 1e-12), 3.0)
 
 
 class PoweredStationaryAdapter(StationaryAdapter):
