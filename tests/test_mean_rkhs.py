@@ -254,3 +254,38 @@ def test_rkhs_remainder_sweep(seed, d, n, ls, amp, half, kind, offset, far):
     res = attack(lambda P: kernel(P, Xs) @ w, lo, hi, rng, n_samples=600, n_starts=3)
     assert bb.lower[0] <= res.min
     assert -bb.lower[1] >= res.max
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-300, 5e-324, 1e150, 1e300])
+def test_norm_bound_tiny_and_huge_weights(scale):
+    """The norm is computed on the vector scaled by a power of two (hunt,
+    session 29: weights of 1e-170 gave a norm bound of 0, and the certified
+    lower bound -7.6e-171 was above the mean's minimum -1e-170)."""
+    kernel = RBF(1.0)
+    Xs = np.array([[2.5], [0.0], [-1.0]])
+    w = np.array([-1.0, 0.3, -0.7]) * scale
+    ad = make_adapter(kernel, Xs)
+    ad.register_rkhs_weights(w)
+    got = ad.rkhs_weight_norms(w[None])[0]
+    exact = np.sqrt(max(_exact_quadratic("rbf", Xs, 1.0, w / scale), 0.0)) * scale
+    if np.isfinite(exact):
+        assert got >= exact
+    assert got > 0
+    lo, hi = np.array([[-3.0]]), np.array([[2.5]])
+    bb = affine_lower(ad, np.vstack([w, -w]), 0.0, np.vstack([lo, lo]), np.vstack([hi, hi]))
+    f = kernel(np.linspace(-3, 2.5, 20001)[:, None], Xs) @ w
+    assert bb.lower[0] <= f.min() and -bb.lower[1] >= f.max()
+
+
+def test_norm_bound_vector_spanning_many_binades():
+    """Entries from 1e300 down to 1e-300: the scaling sends the small ones
+    below the subnormals; the bound still holds (N 2^-1073 added)."""
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(5, 2))
+    w = np.array([1e300, -3e299, 1e-300, -5e-310, 2e-200])
+    ad = make_adapter(RBF(0.9), Xs)
+    ad.register_rkhs_weights(w)
+    got = ad.rkhs_weight_norms(w[None])[0]
+    wl = w / 1e300
+    exact = np.sqrt(_exact_quadratic("rbf", Xs, 0.9, wl)) * 1e300
+    assert got >= exact * (1 - 1e-15) and got <= exact * (1 + 1e-10)

@@ -717,6 +717,17 @@ class KernelAdapter:
     def _compute_pending_norms(self, store):
         pending = [k for k, v in store.items() if v is None]
         Ws = np.stack([np.frombuffer(k, dtype=np.float64) for k in pending], axis=1)  # (N, r)
+        # Each vector scaled by a power of two to a largest entry in [1/2, 1)
+        # (the norm is homogeneous): the quadratic form then neither
+        # underflows nor overflows, and its relative allowances hold (with
+        # the vector's largest entry, |w|^T |K| |w| >= K_ii / 4 > 0). An entry
+        # that the scaling sends below the smallest subnormal (a vector
+        # spanning more than ~2000 binades) changes by <= 2^-1074, i.e. g by
+        # <= 2^-1074 sqrt(K_ii) in H: N 2^-1073 is added (triangle
+        # inequality). The scaled norm goes back by ldexp, rounded up by one
+        # ulp where that result is subnormal or zero.
+        _, expo = np.frexp(np.max(np.abs(Ws), axis=0, initial=0.0))
+        Ws = np.ldexp(Ws, -expo[None, :])
         N, d = self.Xs.shape
         Y = np.zeros_like(Ws)
         Ya = np.zeros_like(Ws)
@@ -746,7 +757,9 @@ class KernelAdapter:
             m = np.einsum("nr,nr->r", aW, Ya) * (1.0 + 4.0 * gam)
             s1 = aW.sum(axis=0) * (1.0 + gam)
             q2 = q + 1.01 * ((2.0 * gam + 2.0 * c * _U) * m + 2.0 * r_max * s1 * s1)
-            nrm = np.sqrt(np.maximum(q2, 0.0)) * (1.0 + 4.0 * _U)
+            nrm = np.sqrt(np.maximum(q2, 0.0)) * (1.0 + 4.0 * _U) + N * 2.0**-1073
+            nrm = np.ldexp(nrm, expo)
+            nrm = np.where(nrm < 2.0**-1022, np.nextafter(nrm, np.inf), nrm)
         for k, v in zip(pending, nrm):
             store[k] = float(v) if np.isfinite(v) else np.inf
 
