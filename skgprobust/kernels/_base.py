@@ -675,18 +675,20 @@ class KernelAdapter:
         value; the others get +inf (no claim). Pending norms are computed
         here, all in one pass.
 
-        Proof of the bound. sklearn's kernel values satisfy |K~_ij - K_ij| <=
-        R_ij + c u |K_ij| (the adapter's contract, :meth:`rounding` at the
-        point box x_i and :meth:`value_ulps` c; A = |k| for a leaf), so
-        |w^T (K - K~) w| <= r ||w||_1^2 + c u / (1 - c u) (|w|^T |K~| |w| +
-        r ||w||_1^2) with r = max R_ij. The computed q~ = fl(w . fl(K~ w))
-        errs from w^T K~ w by at most 2 gamma_N (1 + gamma_N) |w|^T |K~| |w|
-        (two sums of N terms), and |w|^T |K~| |w| is computed from
-        non-negative terms, so it is at most its computed value times (1 +
-        4 gamma_N). Hence ||g||^2 = w^T K w <= q~ + 1.01 ((2 gamma_N + 2 c
-        u) m~ (1 + 4 gamma_N) + 2 r ||w||_1^2) (m~ the computed |w|^T |K~|
-        |w|, ||w||_1 rounded up), clipped at 0; the square root is rounded
-        up by 1 + 4 u.
+        Proof of the bound. sklearn's kernel values satisfy
+        ``abs(K~_ij - K_ij) <= R_ij + c u abs(K_ij)`` (the adapter's
+        contract: :meth:`rounding` at the point box x_i and
+        :meth:`value_ulps` c; A = abs(k) for a leaf), so ``abs(w^T (K - K~)
+        w) <= r s1^2 + c u / (1 - c u) (m + r s1^2)`` with ``r = max R_ij``,
+        ``s1 = sum_i abs(w_i)`` and ``m = sum_ij abs(w_i) abs(K~_ij)
+        abs(w_j)``. The computed ``q~ = fl(w . fl(K~ w))`` errs from ``w^T
+        K~ w`` by at most ``2 gamma_N (1 + gamma_N) m`` (two sums of N
+        terms), and m, a sum of non-negative terms, is at most its computed
+        value times ``1 + 4 gamma_N``. Hence ``||g||^2 = w^T K w <= q~ +
+        1.01 ((2 gamma_N + 2 c u) m~ (1 + 4 gamma_N) + 2 r s1^2)`` (m~ the
+        computed m, s1 rounded up), clipped at 0; the square root is rounded
+        up by ``1 + 4 u``. Each vector is first scaled by a power of two
+        (below), so that nothing underflows.
 
         Parameters
         ----------

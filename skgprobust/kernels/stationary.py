@@ -658,24 +658,25 @@ class StationaryAdapter(KernelAdapter):
         return tm
 
     def rkhs_remainder(self):
-        """``(C, p)`` with ``||E_2(u)||_H <= C |u|_l^p`` for every centre c
-        (unit amplitude; |u|_l = sqrt(sum_j u_j^2 / l_j^2)), E_2(u) = k_{c+u}
-        - k_c - D k_c[u] - D^2 k_c[u, u] / 2 the second-order Taylor
-        remainder of the feature map x -> k(., x) into the RKHS H; or None
-        where none is known (Matern nu < 2: the feature map is not twice
-        differentiable into H). Enables the RKHS remainder of
-        :meth:`taylor` (:meth:`_rkhs_remainder`).
+        """``(C, p)`` with ``||E_2(u)||_H <= C t^p`` for every centre c and
+        displacement u, ``t = sqrt(sum_j u_j^2 / l_j^2)`` (unit amplitude),
+        ``E_2(u) = k_{c+u} - k_c - D k_c[u] - D^2 k_c[u, u] / 2`` the
+        second-order Taylor remainder of the feature map ``x -> k(., x)``
+        into the RKHS H; or None where none is known (Matern nu < 2: the
+        feature map is not twice differentiable into H). Enables the RKHS
+        remainder of :meth:`taylor` (:meth:`_rkhs_remainder`).
 
-        Along u, with kappa_u(z) = kappa(z |u|_l) (kappa the profile in the
-        scaled distance), <D^a k_y[u^a], D^b k_c[u^b]> = (-1)^b kappa_u^(a +
-        b)(s) for y = c + s u (derivatives of k(x, y) = kappa_u(s - r)).
-        Taylor's theorem in integral form (valid in any Banach space) gives
-        E_2(u) = int_0^1 (1 - s)^2 / 2 D^3 k_{c + s u}[u^3] ds, so ||E_2|| <=
-        ||D^3 k[u^3]|| / 6 = sqrt(-kappa_u^(6)(0)) / 6 where the feature map
-        is three times differentiable (RBF, RationalQuadratic), and E_2(u) =
-        int_0^1 (1 - s) (D^2 k_{c + s u} - D^2 k_c)[u^2] ds with ||(D^2 k_y -
-        D^2 k_c)[u^2]||^2 = 2 (kappa_u^(4)(0) - kappa_u^(4)(s)) where it is
-        only twice (Matern nu = 2.5).
+        Along u, with ``kappa_u(z) = kappa(z t)`` (kappa the profile in the
+        scaled distance), ``<D^a k_y[u^a], D^b k_c[u^b]> = (-1)^b
+        kappa_u^(a + b)(s)`` for ``y = c + s u`` (derivatives of ``k(x, y) =
+        kappa_u(s - r)``). Taylor's theorem in integral form (valid in any
+        Banach space) gives ``E_2(u) = int_0^1 (1 - s)^2 / 2 D^3 k_{c + s
+        u}[u^3] ds``, so ``||E_2|| <= ||D^3 k[u^3]|| / 6 = sqrt(-kappa_u^(6)(0))
+        / 6`` where the feature map is three times differentiable (RBF,
+        RationalQuadratic), and ``E_2(u) = int_0^1 (1 - s) (D^2 k_{c + s u} -
+        D^2 k_c)[u^2] ds`` with ``||(D^2 k_y - D^2 k_c)[u^2]||^2 = 2
+        (kappa_u^(4)(0) - kappa_u^(4)(s))`` where it is only twice (Matern
+        nu = 2.5).
 
         Returns
         -------
