@@ -302,31 +302,23 @@ def taylor_lower(tm, h, dual=False):
         lower = tm.value + q + tm.rem
         if dual and alt is not None and h.shape[1] >= 8:
             # The same model with its remainder as a concave quadratic form
-            # (M_alt, rem_alt), see StationaryAdapter._quadratic_remainder.
+            # (M_alt, rem_alt), see StationaryAdapter._quadratic_remainder;
+            # or, on rows whose remainder is the RKHS one
+            # (StationaryAdapter._rkhs_remainder) and at least rem_alt, the
+            # model itself: there it dominates the alternative (M >= M_alt,
+            # rem >= rem_alt), so its dual bound is the one to compute.
             M_alt, rem_alt, _ = alt
-            A2 = M_alt * h[:, :, None] * h[:, None, :] + 2.0 * (tm.diag * h * h)[:, :, None] * np.eye(h.shape[1])
-            ok2 = np.isfinite(A2).all(axis=(1, 2)) & np.isfinite(rem_alt)
+            rk = getattr(tm, "rkhs", None)
+            main = np.zeros(len(h), dtype=bool) if rk is None else np.asarray(rk, dtype=bool) & (tm.rem >= rem_alt)
+            M2 = np.where(main[:, None, None], tm.M, M_alt)
+            rem2 = np.where(main, tm.rem, rem_alt)
+            A2 = M2 * h[:, :, None] * h[:, None, :] + 2.0 * (tm.diag * h * h)[:, :, None] * np.eye(h.shape[1])
+            ok2 = np.isfinite(A2).all(axis=(1, 2)) & np.isfinite(rem2)
             qa, va = dual_quadratic_lower(np.where(ok2[:, None, None], A2, 0.0), tm.grad * h)
-            lower_a = np.where(ok2, tm.value + qa + rem_alt, -np.inf)
+            lower_a = np.where(ok2, tm.value + qa + rem2, -np.inf)
             better = lower_a > lower
             u = np.where(better[:, None], va * h, u)
             lower = np.where(better, lower_a, lower)
-            # Rows whose remainder is the RKHS one
-            # (StationaryAdapter._rkhs_remainder) also get the dual bound of
-            # the model itself: there the main model, not the alternative,
-            # is usually the tighter one.
-            rk = getattr(tm, "rkhs", None)
-            if rk is not None and np.any(rk):
-                rk = np.asarray(rk, dtype=bool) & finite
-                Ad = A[rk] + 2.0 * (tm.diag[rk] * h[rk] * h[rk])[:, :, None] * np.eye(h.shape[1])
-                qm, vm = dual_quadratic_lower(Ad, tm.grad[rk] * h[rk])
-                lower_m = tm.value[rk] + qm + tm.rem[rk]
-                cur = lower[rk]
-                better = lower_m > cur
-                idx = np.flatnonzero(rk)[better]
-                lower = lower.copy()
-                lower[idx] = lower_m[better]
-                u[idx] = vm[better] * h[idx]
     return np.where(finite & np.isfinite(lower), lower, -np.inf), u
 
 

@@ -677,7 +677,8 @@ class KernelAdapter:
 
         Proof of the bound. sklearn's kernel values satisfy
         ``abs(K~_ij - K_ij) <= R_ij + c u abs(K_ij)`` (the adapter's
-        contract: :meth:`rounding` at the point box x_i and
+        contract: :meth:`rounding` over the support's hull box, which holds
+        at every x_i, and
         :meth:`value_ulps` c; A = abs(k) for a leaf), so ``abs(w^T (K - K~)
         w) <= r s1^2 + c u / (1 - c u) (m + r s1^2)`` with ``r = max R_ij``,
         ``s1 = sum_i abs(w_i)`` and ``m = sum_ij abs(w_i) abs(K~_ij)
@@ -734,13 +735,14 @@ class KernelAdapter:
         Y = np.zeros_like(Ws)
         Ya = np.zeros_like(Ws)
         aW = np.abs(Ws)
-        r_max = 0.0
         try:
+            # R over the support's hull box (every x_i lies in it, so its
+            # bounds hold at each point box x_i): one row, not N.
+            hull_lo, hull_hi = self.Xs.min(axis=0)[None], self.Xs.max(axis=0)[None]
+            r_max = float(np.max(np.asarray(self.rounding(hull_lo, hull_hi), dtype=np.float64), initial=0.0))
             for s in range(0, N, self._RKHS_CHUNK):
                 Xc = self.Xs[s : s + self._RKHS_CHUNK]
                 Kc = np.asarray(self.kernel(Xc, self.Xs), dtype=np.float64)
-                Rc = np.asarray(self.rounding(Xc, Xc), dtype=np.float64)
-                r_max = max(r_max, float(np.max(Rc, initial=0.0)))
                 aK = np.abs(Kc)
                 # One product per vector (not one matrix product): each
                 # norm is then the same bits whichever vectors are pending
