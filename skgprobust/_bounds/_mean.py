@@ -256,9 +256,12 @@ def taylor_lower(tm, h, dual=False):
     :meth:`~skgprobust.kernels.stationary.StationaryAdapter.taylor` in
     d >= 8, whose ``mag`` already covers ``mag_alt``) gets the dual bound
     of that model instead (the alternative's remainder is the tighter one
-    where the dual matters; one dual ascent per box, for speed), and the
-    larger of it and the eigenvalue / Gershgorin bounds of the model is
-    used.
+    where the dual matters; one dual ascent per box, for speed), except on
+    rows flagged ``rkhs`` (the RKHS remainder,
+    :meth:`~skgprobust.kernels.stationary.StationaryAdapter._rkhs_remainder`)
+    whose remainder is at least rem_alt: there the model dominates its
+    alternative (M >= M_alt) and gets the dual bound itself. The larger of
+    that and the eigenvalue / Gershgorin bounds of the model is used.
 
     Parameters
     ----------

@@ -624,8 +624,10 @@ class KernelAdapter:
     #: Largest support size for which :meth:`register_rkhs_weights` computes
     #: norms (one pass over the Gram matrix in row chunks, never stored).
     RKHS_NORM_MAX_N = 20000
-    #: Rows of the Gram matrix evaluated at once by that pass.
+    #: Rows of the Gram matrix evaluated at once by that pass (fewer for a
+    #: large support: at most ``_RKHS_CHUNK_ELEMENTS`` entries, 32 MiB).
     _RKHS_CHUNK = 512
+    _RKHS_CHUNK_ELEMENTS = 2**22
 
     def register_rkhs_weights(self, W):
         """Remember weight vectors whose RKHS norms the Taylor models may use.
@@ -634,12 +636,15 @@ class KernelAdapter:
         regressor's predictive mean) is bounded over many boxes with the
         same w; a leaf whose Taylor model has an RKHS remainder
         (:meth:`~skgprobust.kernels.stationary.StationaryAdapter.rkhs_remainder`)
-        computes ``||sum_i w_i k(., x_i)||_H`` once for each registered w
-        (lazily, all pending ones in one pass over the Gram matrix) and finds
-        it again by the weight row's bytes (w and -w). Composites pass the
-        weights on as their own :meth:`taylor` passes them to their children
-        (a constant factor c: the rows c w, computed by the same float
-        product). The default registers nothing: no adapter needs to.
+        computes ``||sum_i w_i k(., x_i)||_H`` here, once for each
+        registered w (all columns of W in one pass over the Gram matrix, so
+        the cost, O(N^2 d), is paid when the bound model is built, before
+        any row and its time limit, and travels with the adapter to
+        parallel workers), and finds it again by the weight row's bytes (w
+        and -w: the same norm). Composites pass the weights on as their own
+        :meth:`taylor` passes them to their children (a constant factor c:
+        the rows c w, computed by the same float product). The default
+        registers nothing: no adapter needs to.
 
         Parameters
         ----------
@@ -654,26 +659,31 @@ class KernelAdapter:
         return store
 
     def _register_rows(self, W):
-        """Store the columns of W (and their negations) as pending norms."""
+        """Compute and store the norms of the columns of W (each also under
+        the bytes of its negation)."""
         W = np.asarray(W, dtype=np.float64)
         W = W.reshape(len(self.Xs), -1)
         if not self.psd or len(self.Xs) == 0 or len(self.Xs) > self.RKHS_NORM_MAX_N:
             return
         store = self._rkhs_store()
+        new = []
         for j in range(W.shape[1]):
             w = np.ascontiguousarray(W[:, j])
-            if not np.all(np.isfinite(w)):
-                continue
-            for v in (w, -w):
-                store.setdefault(v.tobytes(), None)
+            if np.all(np.isfinite(w)) and w.tobytes() not in store:
+                new.append(w)
+        if not new:
+            return
+        norms = self._rkhs_norms_of(np.stack(new, axis=1))
+        for w, v in zip(new, norms):
+            store[w.tobytes()] = v
+            store[(-w).tobytes()] = v
 
     def rkhs_weight_norms(self, W):
         """Upper bounds of ``||sum_i W[b, i] k(., x_i)||_H`` per row of W.
 
         H is the RKHS of this (PSD) kernel. Only rows registered with
         :meth:`register_rkhs_weights` (or their negations) get a finite
-        value; the others get +inf (no claim). Pending norms are computed
-        here, all in one pass.
+        value; the others get +inf (no claim).
 
         Proof of the bound. sklearn's kernel values satisfy
         ``abs(K~_ij - K_ij) <= R_ij + c u abs(K_ij)`` (the adapter's
@@ -707,19 +717,14 @@ class KernelAdapter:
         store = self.__dict__.get("_rkhs_norms")
         if not store or W.ndim != 2 or W.shape[1] != len(self.Xs):
             return out
-        keys = [np.ascontiguousarray(W[b]).tobytes() for b in range(B)]
-        found = [store.get(k, False) for k in keys]
-        if any(f is None for f in found):
-            self._compute_pending_norms(store)
-            found = [store.get(k, False) for k in keys]
-        for b, f in enumerate(found):
-            if f is not None and f is not False:
-                out[b] = f
+        for b in range(B):
+            out[b] = store.get(np.ascontiguousarray(W[b]).tobytes(), np.inf)
         return out
 
-    def _compute_pending_norms(self, store):
-        pending = [k for k, v in store.items() if v is None]
-        Ws = np.stack([np.frombuffer(k, dtype=np.float64) for k in pending], axis=1)  # (N, r)
+    def _rkhs_norms_of(self, Ws):
+        """Upper bounds (r,) of the RKHS norms of the columns of Ws (N, r)
+        (proof: :meth:`rkhs_weight_norms`); +inf where the kernel cannot be
+        evaluated here."""
         # Each vector scaled by a power of two to a largest entry in [1/2, 1)
         # (the norm is homogeneous): the quadratic form then neither
         # underflows nor overflows, and its relative allowances hold (with
@@ -740,20 +745,19 @@ class KernelAdapter:
             # bounds hold at each point box x_i): one row, not N.
             hull_lo, hull_hi = self.Xs.min(axis=0)[None], self.Xs.max(axis=0)[None]
             r_max = float(np.max(np.asarray(self.rounding(hull_lo, hull_hi), dtype=np.float64), initial=0.0))
-            for s in range(0, N, self._RKHS_CHUNK):
-                Xc = self.Xs[s : s + self._RKHS_CHUNK]
+            chunk = max(16, min(self._RKHS_CHUNK, self._RKHS_CHUNK_ELEMENTS // max(N, 1)))
+            for s in range(0, N, chunk):
+                Xc = self.Xs[s : s + chunk]
                 Kc = np.asarray(self.kernel(Xc, self.Xs), dtype=np.float64)
                 aK = np.abs(Kc)
                 # One product per vector (not one matrix product): each
-                # norm is then the same bits whichever vectors are pending
+                # norm is then the same bits whichever vectors are registered
                 # together (a result that does not depend on the history).
                 for j in range(Ws.shape[1]):
                     Y[s : s + len(Xc), j] = Kc @ Ws[:, j]
                     Ya[s : s + len(Xc), j] = aK @ aW[:, j]
         except Exception:  # no claim where the kernel cannot be evaluated here
-            for k in pending:
-                store[k] = np.inf
-            return
+            return np.full(Ws.shape[1], np.inf)
         c = float(self.value_ulps(d))
         gam = N * _U / (1.0 - N * _U)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -764,8 +768,7 @@ class KernelAdapter:
             nrm = np.sqrt(np.maximum(q2, 0.0)) * (1.0 + 4.0 * _U) + N * 2.0**-1073
             nrm = np.ldexp(nrm, expo)
             nrm = np.where(nrm < 2.0**-1022, np.nextafter(nrm, np.inf), nrm)
-        for k, v in zip(pending, nrm):
-            store[k] = float(v) if np.isfinite(v) else np.inf
+        return np.where(np.isfinite(nrm), nrm, np.inf)
 
     def rounding_parts(self, lo, hi):
         """``(R, klo, khi, A)``, each (B, N): :meth:`rounding`, an enclosure

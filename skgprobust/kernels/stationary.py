@@ -644,7 +644,7 @@ class StationaryAdapter(KernelAdapter):
         rem = rem + np.maximum(r2, r3).sum(-1)
         rem = np.where(bad, -np.inf, rem)
         mag = (np.abs(w) * (k_c + np.abs(d1) * (pc + pU) + m2hi * (pU + qmax[:, None]) ** 2)).sum(-1)
-        rem, rkhs = self._rkhs_remainder(lo, hi, w, rem)
+        rem, rkhs = self._rkhs_remainder(lo, hi, w, rem, bad)
         tm = TaylorModel(value, grad, diag, M, rem, mag)
         tm.rkhs = rkhs
         if lo.shape[1] >= 8:
@@ -697,7 +697,7 @@ class StationaryAdapter(KernelAdapter):
         if self.rkhs_remainder() is not None:
             self._register_rows(W)
 
-    def _rkhs_remainder(self, lo, hi, w, rem):
+    def _rkhs_remainder(self, lo, hi, w, rem, bad=None):
         """The remainder of :meth:`taylor`, improved by the RKHS form where
         it is larger; also the rows where it is (bool (B,)).
 
@@ -720,6 +720,8 @@ class StationaryAdapter(KernelAdapter):
         remainders bound the same difference f - T_2 f from below, so the
         larger is valid. Rounding of the product below: a few operations on
         non-negative numbers (and a power), inside the factor 1 + 1e-12.
+        Rows the model marks ``bad`` (a derivative not finite: its
+        coefficients were zeroed) keep their remainder of -inf.
         """
         B = len(lo)
         used = np.zeros(B, dtype=bool)
@@ -737,6 +739,8 @@ class StationaryAdapter(KernelAdapter):
             tp = t2 * np.sqrt(t2) if power == 3.0 else np.sqrt(t2) ** power
             rk = -(nrm * coef) * tp * (1.0 + 1e-12)
         used = ok & np.isfinite(rk) & (rk > rem)
+        if bad is not None:
+            used &= ~np.asarray(bad, dtype=bool)
         return np.where(used, rk, rem), used
 
     @staticmethod
@@ -837,14 +841,15 @@ class RBFAdapter(StationaryAdapter):
     def rkhs_remainder(self):
         """(sqrt(15) / 6, 3): kappa_u(z) = exp(-z^2 t^2 / 2), t = |u|_l, has
         kappa_u^(6)(0) = 720 (-t^2 / 2)^3 / 3! = -15 t^6
-        (:meth:`StationaryAdapter.rkhs_remainder`).
+        (:meth:`StationaryAdapter.rkhs_remainder`). None for a subclass that
+        changes the profile (``psi``): the constant is the RBF's.
 
         Returns
         -------
-        remainder : tuple of (float, float)
+        remainder : tuple of (float, float) or None
             (C, p).
         """
-        return _RBF_REMAINDER
+        return _RBF_REMAINDER if type(self).psi is RBFAdapter.psi else None
 
 
 class MaternAdapter(StationaryAdapter):
@@ -996,7 +1001,7 @@ class MaternAdapter(StationaryAdapter):
         kappa^(5)(r) = -(25 / 3)(5 a r^2 - 35 r + 8 a) exp(-a r), whose
         largest magnitude on r >= 0 is at r = 0+, 200 a / 3 = 149.07 (the
         polynomial factor is 8 a = 17.9 at 0 and above -9.4 between its
-        roots 0.644 and 2.487, where exp(-a r) <= 0.24). So kappa^(4)(0) -
+        roots 0.643 and 2.487, where exp(-a r) <= 0.24). So kappa^(4)(0) -
         kappa^(4)(r) <= 149.07 r, ||(D^2 k_y - D^2 k_c)[u^2]|| <= t^2
         sqrt(2 * 149.07 s t) for y = c + s u, and ||E_2(u)|| <= t^2.5
         sqrt(298.14) int_0^1 (1 - s) sqrt(s) ds = (4 / 15) sqrt(298.14)
@@ -1010,6 +1015,8 @@ class MaternAdapter(StationaryAdapter):
         remainder : tuple of (float, float) or None
             (C, p), or None.
         """
+        if type(self).psi is not MaternAdapter.psi:  # a subclass's own profile: no claim
+            return None
         if self.nu == np.inf:
             return _RBF_REMAINDER
         if self.nu == 2.5:
@@ -1200,6 +1207,8 @@ class RationalQuadraticAdapter(StationaryAdapter):
         remainder : tuple of (float, float)
             (C, p).
         """
+        if type(self).psi is not RationalQuadraticAdapter.psi:  # a subclass's own profile: no claim
+            return None
         a = self.a
         return (float(np.sqrt(15.0 * (1.0 + 1.0 / a) * (1.0 + 2.0 / a))) / 6.0 * (1.0 + 1e-12), 3.0)
 
