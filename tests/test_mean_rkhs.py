@@ -372,3 +372,18 @@ def test_norms_across_chunks_cutoff_and_pickling(monkeypatch):
     ad2 = make_adapter(RBF(0.9), Xs)
     ad2.register_rkhs_weights(w)
     assert np.isinf(ad2.rkhs_weight_norms(w[None])[0])
+
+
+def test_norms_do_not_depend_on_what_is_registered_with_them():
+    """Session 29 hunt: the column reductions were batched, so a norm's last
+    bits depended on the other vectors registered in the same call."""
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(300, 4))
+    k = Matern(1.0, nu=2.5)
+    for _ in range(5):
+        w1, w2 = rng.normal(size=300), rng.normal(size=300)
+        a = make_adapter(k, Xs)
+        a.register_rkhs_weights(w1)
+        b = make_adapter(k, Xs)
+        b.register_rkhs_weights(np.c_[w2, w1])
+        assert a.rkhs_weight_norms(w1[None])[0] == b.rkhs_weight_norms(w1[None])[0]

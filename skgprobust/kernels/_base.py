@@ -737,9 +737,13 @@ class KernelAdapter:
         _, expo = np.frexp(np.max(np.abs(Ws), axis=0, initial=0.0))
         Ws = np.ldexp(Ws, -expo[None, :])
         N, d = self.Xs.shape
+        # Vectors as contiguous rows (r, N): every product below sees the
+        # same memory layout whatever r is (BLAS sums strided and contiguous
+        # vectors in different orders).
+        Ws = np.ascontiguousarray(Ws.T)
+        aW = np.abs(Ws)
         Y = np.zeros_like(Ws)
         Ya = np.zeros_like(Ws)
-        aW = np.abs(Ws)
         try:
             # R over the support's hull box (every x_i lies in it, so its
             # bounds hold at each point box x_i): one row, not N.
@@ -753,17 +757,19 @@ class KernelAdapter:
                 # One product per vector (not one matrix product): each
                 # norm is then the same bits whichever vectors are registered
                 # together (a result that does not depend on the history).
-                for j in range(Ws.shape[1]):
-                    Y[s : s + len(Xc), j] = Kc @ Ws[:, j]
-                    Ya[s : s + len(Xc), j] = aK @ aW[:, j]
+                for j in range(len(Ws)):
+                    Y[j, s : s + len(Xc)] = Kc @ Ws[j]
+                    Ya[j, s : s + len(Xc)] = aK @ aW[j]
         except Exception:  # no claim where the kernel cannot be evaluated here
-            return np.full(Ws.shape[1], np.inf)
+            return np.full(len(Ws), np.inf)
         c = float(self.value_ulps(d))
         gam = N * _U / (1.0 - N * _U)
         with np.errstate(over="ignore", invalid="ignore"):
-            q = np.einsum("nr,nr->r", Ws, Y)
-            m = np.einsum("nr,nr->r", aW, Ya) * (1.0 + 4.0 * gam)
-            s1 = aW.sum(axis=0) * (1.0 + gam)
+            # Column by column: each norm's bits do not depend on the other
+            # vectors registered with it.
+            q = np.array([Ws[j] @ Y[j] for j in range(len(Ws))])
+            m = np.array([aW[j] @ Ya[j] for j in range(len(Ws))]) * (1.0 + 4.0 * gam)
+            s1 = np.array([aW[j].sum() for j in range(len(Ws))]) * (1.0 + gam)
             q2 = q + 1.01 * ((2.0 * gam + 2.0 * c * _U) * m + 2.0 * r_max * s1 * s1)
             nrm = np.sqrt(np.maximum(q2, 0.0)) * (1.0 + 4.0 * _U) + N * 2.0**-1073
             nrm = np.ldexp(nrm, expo)

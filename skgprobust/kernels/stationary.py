@@ -685,6 +685,16 @@ class StationaryAdapter(KernelAdapter):
         """
         return None
 
+    def _rkhs_lipschitz(self):
+        """L with 1 - kappa(r) <= L^2 r^2 / 2 for r >= 0 (kappa the unit
+        profile in the scaled distance): 1 for the RBF and RationalQuadratic
+        (1 - exp(-r^2 / 2) <= r^2 / 2; (1 + s)^-a >= 1 - a s), sqrt(5/3) for
+        Matern 2.5 (its series 1 - 5 r^2 / 6 + ..., and 1 - kappa(r) <= 5 r^2
+        / 6 on r >= 0: kappa''(r) >= -5/3), so that ||k(., y) - k(., x)||_H <=
+        L |x - y|_l."""
+        nu = getattr(self, "nu", np.inf)
+        return float(np.sqrt(5.0 / 3.0)) * (1.0 + 1e-12) if nu == 2.5 else 1.0
+
     def register_rkhs_weights(self, W):
         """Registers the columns of W when :meth:`rkhs_remainder` is
         known (see :meth:`KernelAdapter.register_rkhs_weights`).
@@ -721,7 +731,11 @@ class StationaryAdapter(KernelAdapter):
         larger is valid. Rounding of the product below: a few operations on
         non-negative numbers (and a power), inside the factor 1 + 1e-12.
         Rows the model marks ``bad`` (a derivative not finite: its
-        coefficients were zeroed) keep their remainder of -inf.
+        coefficients were zeroed) keep their remainder of -inf. The model's
+        float offsets make it the exact T_2 of the mean at support points y_i
+        within the offsets' rounding of the x_i (hunt, session 29): ||g|| is
+        raised by L delta sum_i |w_i| for that (:meth:`_rkhs_lipschitz`,
+        delta in the code).
         """
         B = len(lo)
         used = np.zeros(B, dtype=bool)
@@ -733,8 +747,23 @@ class StationaryAdapter(KernelAdapter):
         ok = np.isfinite(nrm)
         if not ok.any():
             return rem, used
-        _, h1 = box_halfwidths(lo, hi)
+        c, h1 = box_halfwidths(lo, hi)
         with np.errstate(over="ignore", invalid="ignore"):
+            # The model's offsets are Es = fl(Zs - fl(c sw)), not (x_i - c) /
+            # l: it is the exact T_2 of the mean at support points y_i with
+            # |y_i - x_i|_l <= delta, each coordinate's error within 3.03 u
+            # (|x_ij| + |c_j|) / l_j (three roundings of x / l, 1 / l, their
+            # product and the difference). ||k(., y) - k(., x)||_H^2 = 2 (1 -
+            # kappa(|x - y|_l)) <= L^2 |x - y|_l^2 (L = 1 for the RBF and
+            # RationalQuadratic, sqrt(5/3) for Matern 2.5: 1 - kappa(r) <= L^2
+            # r^2 / 2), so the norm of sum_i w_i k(., y_i) is at most ||g|| +
+            # L delta sum_i |w_i|.
+            zmax = self.__dict__.get("_zs_absmax")
+            if zmax is None:
+                zmax = self.__dict__.setdefault("_zs_absmax", np.max(np.abs(self.Zs), axis=0, initial=0.0))
+            delta = 3.03 * 2.0**-53 * np.sqrt(((zmax[None] + np.abs(c) / self.length_scale) ** 2).sum(-1))
+            l1 = np.abs(w).sum(-1) * (1.0 + w.shape[-1] * 2.0**-52)
+            nrm = (nrm + self._rkhs_lipschitz() * delta * l1) * (1.0 + 1e-12)
             t2 = ((h1 / self.length_scale) ** 2).sum(-1)
             tp = t2 * np.sqrt(t2) if power == 3.0 else np.sqrt(t2) ** power
             rk = -(nrm * coef) * tp * (1.0 + 1e-12)
@@ -999,12 +1028,12 @@ class MaternAdapter(StationaryAdapter):
         - 5 sqrt(5) r^5 / 9 + ... has no r^3 term), with kappa^(4)(r) = (25
         / 3)(5 r^2 - 5 a r + 3) exp(-a r) for r >= 0, kappa^(4)(0) = 25, and
         kappa^(5)(r) = -(25 / 3)(5 a r^2 - 35 r + 8 a) exp(-a r), whose
-        largest magnitude on r >= 0 is at r = 0+, 200 a / 3 = 149.07 (the
-        polynomial factor is 8 a = 17.9 at 0 and above -9.4 between its
+        largest magnitude on r >= 0 is at r = 0+, 200 a / 3 = 149.0712
+        (the polynomial factor is 8 a = 17.9 at 0 and above -9.4 between its
         roots 0.643 and 2.487, where exp(-a r) <= 0.24). So kappa^(4)(0) -
-        kappa^(4)(r) <= 149.07 r, ||(D^2 k_y - D^2 k_c)[u^2]|| <= t^2
-        sqrt(2 * 149.07 s t) for y = c + s u, and ||E_2(u)|| <= t^2.5
-        sqrt(298.14) int_0^1 (1 - s) sqrt(s) ds = (4 / 15) sqrt(298.14)
+        kappa^(4)(r) <= 149.072 r, ||(D^2 k_y - D^2 k_c)[u^2]|| <= t^2
+        sqrt(2 * 149.072 s t) for y = c + s u, and ||E_2(u)|| <= t^2.5
+        sqrt(298.144) int_0^1 (1 - s) sqrt(s) ds = (4 / 15) sqrt(298.144)
         t^2.5 = 4.6045 t^2.5 (checked against the exact norm, 2 +
         kappa_u^(4)(0) / 4 - 2 kappa_u(1) + 2 kappa_u^(1)(1) -
         kappa_u^(2)(1), in 50-digit arithmetic: ratio 0.84 at t = 1e-3,
