@@ -131,9 +131,9 @@ class LatentModel:
         self.scale = np.asarray(self.scale, dtype=np.float64).reshape(-1)
         if self.adapter is None:
             self.adapter = make_adapter(self.kernel, self.X_support)
-        # The means' fixed weight vectors: their RKHS norms (computed on first
-        # use) give the Taylor models a remainder that keeps the weights'
-        # cancellation on wide boxes (StationaryAdapter._rkhs_remainder).
+        # The means' fixed weight vectors: their RKHS norms (computed here,
+        # once per fit) give the Taylor models a remainder that keeps the
+        # weights' cancellation on wide boxes (StationaryAdapter._rkhs_remainder).
         self.adapter.register_rkhs_weights(self.weights)
 
     @property
