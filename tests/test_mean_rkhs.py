@@ -1,8 +1,9 @@
 """The RKHS remainder of the stationary Taylor models (issue 12: mean bounds
 on boxes that are wide against the length scales).
 
-``StationaryAdapter._rkhs_remainder`` bounds f - T_2 f by ||g||_H C3 |h|_l^3
-/ 6 for the registered fixed-weight means f = sum_i w_i k(., x_i)
+``StationaryAdapter._rkhs_remainder`` bounds f - T_2 f by ||g||_H C t^p
+(``rkhs_remainder``: (C, p), t the length-scaled half-width) for the
+registered fixed-weight means f = sum_i w_i k(., x_i)
 (``KernelAdapter.register_rkhs_weights``, ``rkhs_weight_norms``). Tested
 here: the norm bound against an extended-precision computation (also where
 w^T K w nearly cancels), the bounds against sampling and L-BFGS-B on
@@ -163,10 +164,10 @@ def test_wide_box_bounds_sound(name, d, offset):
         res = attack(lambda P: kernel(P, Xs) @ w, lo, hi, rng, n_samples=1500)
         assert bb.lower[0] <= res.min
         assert -bb.lower[1] >= res.max
+        # The Taylor model alone (sums too: their leaves' RKHS remainders add).
         _, tm = ad.linearise(lo[None], hi[None], w[None])
-        if tm is not None and getattr(tm, "rkhs", None) is not None:
-            low, _ = taylor_lower(tm, 0.5 * (hi - lo)[None], dual=True)
-            assert low[0] <= res.min
+        low, _ = taylor_lower(tm, 0.5 * (hi - lo)[None], dual=True)
+        assert low[0] <= res.min
 
 
 def test_gain_on_a_wide_box():
@@ -387,3 +388,27 @@ def test_norms_do_not_depend_on_what_is_registered_with_them():
         b = make_adapter(k, Xs)
         b.register_rkhs_weights(np.c_[w2, w1])
         assert a.rkhs_weight_norms(w1[None])[0] == b.rkhs_weight_norms(w1[None])[0]
+
+
+@pytest.mark.parametrize("exit_path", ["converged", "max_iter", "time_limit"])
+def test_regressor_one_point_and_float32_every_exit_path(exit_path):
+    """End to end through the regressor's own predict, on every exit path:
+    a single training point, and float32 inputs with a high-amplitude
+    ARD kernel and small noise (registered weights, wide boxes)."""
+    from skgprobust import RobustGaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    budget = {"converged": {}, "max_iter": {"max_iter": 1}, "time_limit": {"time_limit": 1e-3}}[exit_path]
+    rng = np.random.default_rng(7)
+    one = RobustGaussianProcessRegressor(ConstantKernel(50.0) * RBF(0.4), optimizer=None).fit([[0.3]], [1.7])
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    y = np.sin(X @ np.array([1.0, -2.0, 0.5], dtype=np.float32)).astype(np.float32)
+    many = RobustGaussianProcessRegressor(ConstantKernel(300.0**2) * RBF([0.8, 1.2, 2.0]) + WhiteKernel(1e-4),
+                                          optimizer=None, normalize_y=True).fit(X[:100], y[:100])
+    for reg, Xt, gamma in ((one, np.array([[0.1], [2.0]]), 0.5), (many, X[100:104], 0.4)):
+        r = reg.prediction_range(Xt, gamma, epsilon=1e-3, random_state=0, **budget)
+        for i in range(len(Xt)):
+            lo, hi = Xt[i] - gamma, Xt[i] + gamma
+            res = attack(lambda P: reg.predict(P.astype(Xt.dtype)), lo.astype(np.float64), hi.astype(np.float64),
+                         rng, n_samples=800)
+            assert r.min_lower[i, 0] <= res.min and r.max_upper[i, 0] >= res.max
