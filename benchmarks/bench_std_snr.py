@@ -246,6 +246,26 @@ RationalQuadratic factors, added next (fitted on Friedman #1 d = 8, N =
 0.01 s per row, ``C * RQ * DotProduct + White`` 0.08 -> 0.02 s per row
 (100% converged both).
 
+Session 30 (HEAD 5e9d889, ``--rows 5 --sizes 250 1000``, load 1-2 with
+one helper job; % of rows converged, median s per row; normalize_y True /
+False):
+
+* ``--kernels rbf+dp rbf+dp2 'rbf*dp'``: Friedman #1 d = 8 and d = 10
+  (noise / amplitude down to 1.5e-4), every configuration 100% / 100%,
+  medians 0.009-0.066 s. Friedman #3 (unscaled, features up to ~1700):
+  rbf+dp 100% / 100% at N = 250, 100% / 0% at N = 1000 (the float-factor
+  lemma's rho, above); rbf*dp 100% / 100% (0.07-0.19 s); rbf+dp2 0% / 0%
+  at both sizes (the model's own rounding, above).
+* ``--kernels m05 rbf+m05`` (Matern 0.5, which the local bound does not
+  cover: its feature map is not differentiable): m05 alone converges at
+  noise / amplitude ~6e-7 on 100% of the Friedman #3 and Friedman #1 d = 8
+  rows (median 0.04-0.27 s, but 0.55 / 3.2 s on Friedman #1 d = 8 with
+  N = 250 / 1000) and on 100% / 60% of the d = 10 rows (N = 250 / 1000,
+  median 0.89 / 1.52 s); rbf+m05 at noise / amplitude 1e-5 or less: 100%
+  of the Friedman #3 N = 250 rows, 0% at N = 1000 without normalize_y, and
+  0-20% of the Friedman #1 d = 8 rows, 80% / 0% at d = 10, N = 250, 0% at
+  N = 1000 (gaps 0.01-0.19 of the std at 5 s).
+
 How to run
 ----------
 ::
