@@ -499,6 +499,26 @@ Where it is finite the spectral split is skipped, as for smooth kernels
 3.8 s of it in the split, and 0.2 s without; the CO2 model's std ranges
 1 s -> 0.1 s per row).
 
+*The Jacobian remainder* (session 30; :meth:`LatentVariance.jacobian_remainder`,
+only where the local RKHS bound is off, ``smooth`` None). For Matern 0.5
+the feature map is not differentiable, so sup ||k_x - k_x0||_H^2 = 2 a (1 -
+e^-s) is *first* order in the box width, and nothing else here is second
+order: a fitted Matern 0.5 regressor at noise / amplitude ~1e-6 needed
+~2000 splits per std range (Friedman #1, d = 8, N = 1000: 3.2 s per row).
+But the kernel *vectors* r(x) are differentiable on a box that holds no
+support point, so with J any float matrix (the adapter's computed
+Jacobian at the centre), r(x) - r0~ = (r(x) - r(x0) - J u) + J u + (r(x0) -
+r0~) and ||A dr|| <= sum_j h_j ||A J_j|| + sqrt(lam_max) ||delta|| +
+sqrt(lam_max) ||r(x0) - r0~||, delta the per-point second-order Taylor
+remainder (with J's rounding) of the adapter's
+:meth:`~skgprobust.kernels.KernelAdapter.first_order` (RBF, Matern,
+RationalQuadratic, constants, sums, constant multiples). The first term
+keeps the cancellation inside A J (one solve with d right-hand sides per
+box); the second is second order, its factor sqrt(lam_max) moderate where
+the Gram matrix is well conditioned (Matern 0.5), large where an RBF term
+makes it nearly singular (then the solve is skipped: the ``cap``). The
+smaller of the three remainders is used.
+
 Non-constant diagonals
 ----------------------
 For a non-stationary kernel (a DotProduct term or factor) k(x, x) varies
@@ -2725,6 +2745,22 @@ class LatentVariance:
         nE, nEA = self.centre_rounding_norm(lo, hi)
         e_rkhs = self.rkhs_remainder(lo, hi, n_centre=nEA)
         e = np.minimum(e, e_rkhs)
+        if self.smooth is None and N > 0:
+            # Kernels without the local RKHS bound (Matern 0.5 terms): the
+            # Jacobian remainder, O(h^2) where the RKHS one is O(h). Tried
+            # only where the RKHS increment is not already of second order
+            # (it shrinks less than 3x when the box is halved; or it is
+            # infinite): on an RBF + Matern 0.5 fit dominated by the RBF term
+            # the first-order model cost 40% of the splits and never won. A
+            # choice of work only.
+            c_, h_ = box_halfwidths(lo, hi)
+            with np.errstate(over="ignore", invalid="ignore"):
+                D1 = self.adapter.rkhs_increment(lo, hi)
+                D2 = self.adapter.rkhs_increment(c_ - 0.5 * h_, c_ + 0.5 * h_)
+            go = ~np.isfinite(D1) | (D1 < 3.0 * D2)
+            if go.any():
+                e = e.copy()
+                e[go] = np.minimum(e[go], self.jacobian_remainder(lo[go], hi[go], n_centre=nEA[go], cap=e[go]))
         if self.smooth is not None or np.all(np.isfinite(e_rkhs)):
             m = 0
         rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
@@ -2914,6 +2950,94 @@ class LatentVariance:
             v = v - rtol * m.mag - absolute - 1e-300
             out.append((np.where(np.isnan(v), -np.inf, v), np.clip(centre + np.where(np.isfinite(u), u, 0.0), lo, hi)))
         return out[0][0], -out[1][0], out[0][1], out[1][1]
+
+    def jacobian_remainder(self, lo, hi, n_centre=None, cap=None):
+        """(B,) upper bound of ||A (r(x) - r0~)||^2 over each box from the
+        adapter's first-order model (:meth:`~skgprobust.kernels.KernelAdapter.first_order`);
+        +inf where it has none.
+
+        Proof. c the float centre, the box inside c +- h1
+        (:func:`box_halfwidths`), r0~ = ``adapter.values(c)``. For any float
+        matrix J and x = c + u in the box, r(x) - r0~ = (r(x) - r(c) - J u) + J
+        u + (r(c) - r0~), so ||A (r(x) - r0~)|| <= T1 + T2 + T3 with
+
+        * T1 = sum_j h1_j n_j, n_j >= ||A J_j|| (column j): computed as
+          sklearn solves (:meth:`_apply_A`: y~ from fl(D J_j)); by the
+          componentwise backward error of the triangular solve ((L + dL) y~
+          = fl(D J_j), |dL| <= gs |L|, gs as in the local bound's margins)
+          ||L^-1 fl(D J_j) - y~|| <= nLinv gs nLabs ||y~||, and the product
+          with D moves it by at most nLinv 1.01 u ||fl(D J_j)||;
+        * T2 = sqrt(lam_max) ||delta|| (||A|| <= sqrt(lam_max), the model's
+          |r_i(x) - r_i(c) - J_i . u| <= delta_i);
+        * T3 = sqrt(lam_max) n_centre >= ||A (r(c) - r0~)|| (the adapter's
+          contract, as in :meth:`rkhs_remainder`).
+
+        The norms are sums of N (or d) non-negative terms: factors 1 + (N +
+        4) u and 1 + (d + 2) u; the square and the sum 1 + 1e-10. Unlike
+        :meth:`rkhs_remainder` (sup ||k_x - k_c||_H^2, first order in the box
+        width for Matern 0.5, whose feature map is not differentiable) this
+        is second order wherever the kernel vectors are differentiable on
+        the box (no support point in it), with the cancellation of the
+        first-order term kept inside A J; it needs no positive
+        semi-definiteness. nLinv: sqrt(lam_max) for the regressor, the
+        set-up's proven ||L^-1|| with a column scale (the Laplace GPC).
+
+        Parameters
+        ----------
+        lo, hi : ndarray of shape (B, d)
+            Box corners.
+        n_centre : ndarray of shape (B,), default=None
+            The centre rounding norm (:meth:`centre_rounding_norm`'s second).
+        cap : ndarray of shape (B,), default=None
+            A bound the caller has already: boxes where (T2 + T3)^2 alone is
+            not below it skip the solve (its d right-hand sides per box are
+            the cost; with a large lam_max, e.g. an RBF term next to the
+            Matern 0.5 one at high signal-to-noise, T2 dominates) and get
+            +inf (a choice of work, not of soundness).
+
+        Returns
+        -------
+        e : ndarray of shape (B,)
+            The bound (+inf where unknown or skipped).
+        """
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        B, d = lo.shape
+        N = self.n_support
+        if N == 0:
+            return np.zeros(B)
+        c, h1 = box_halfwidths(lo, hi)
+        fo = self.adapter.first_order(c, h1)
+        if fo is None or not np.isfinite(self.lam_max):
+            return np.full(B, np.inf)
+        J, delta = fo
+        if n_centre is None:
+            n_centre = self.centre_rounding_norm(lo, hi)[1]
+        if "_nLabs" not in self.__dict__:
+            self._nLabs = nonneg_norm2_upper(self.L)
+        sl = float(np.sqrt(self.lam_max)) * (1.0 + 1e-12)
+        nLinv = sl if self.col_scale is None else float(self._norm_Linv)
+        gs = GS_FACTOR * (N + 1) * _U / (1.0 - (N + 1) * _U) * (1.0 + 1e-12)
+        out = np.full(B, np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            T2 = sl * np.sqrt(np.einsum("bn,bn->b", delta, delta)) * (1.0 + (N + 4) * _U)
+            T3 = sl * n_centre
+            go = np.isfinite(T2 + T3)
+            if cap is not None:
+                go &= (T2 + T3) ** 2 < np.asarray(cap)
+            if not go.any():
+                return out
+            Jg, h1g = J[go], h1[go]
+            Bg = len(Jg)
+            Y = self._apply_A(np.transpose(Jg, (0, 2, 1)).reshape(Bg * d, N))  # (N, Bg d)
+            nY = np.sqrt(np.einsum("nk,nk->k", Y, Y)).reshape(Bg, d)
+            nj = nY * (1.0 + nLinv * gs * self._nLabs)
+            if self.col_scale is not None:
+                DJ = Jg * self.col_scale[None, :, None]
+                nj = nj + nLinv * 1.01 * _U * np.sqrt(np.einsum("bnd,bnd->bd", DJ, DJ))
+            nj = nj * (1.0 + (N + 4) * _U)
+            T1 = (nj * h1g).sum(-1) * (1.0 + (d + 2) * _U)
+            out[go] = (T1 + T2[go] + T3[go]) ** 2 * (1.0 + 1e-10)
+        return np.where(np.isfinite(out), out, np.inf)
 
     def rkhs_remainder(self, lo, hi, n_centre=None):
         """(B,) upper bound of ||A (r(x) - r0~)||^2 over each box, r0~ =

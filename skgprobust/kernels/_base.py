@@ -964,6 +964,33 @@ class KernelAdapter:
         z = np.zeros((B, d))
         return TaylorModel(sign * dlo, z, z.copy(), np.zeros((B, d, d)), np.zeros(B), np.abs(dlo))
 
+    def first_order(self, c, h1):
+        """A first-order model of the kernel vectors around c, or None (the
+        default: none known).
+
+        Returns ``(J, delta)``: a float Jacobian J of shape (B, N, d) and
+        delta (B, N) with, for every b, i and every u with ``|u_j| <=
+        h1[b, j]``, ``|r_i(c_b + u) - r_i(c_b) - J[b, i] . u| <= delta[b,
+        i]``, r_i(x) the exact ``k(x, x_i)`` of this adapter's kernel at the
+        float points (rounding included: J may be any float matrix, its
+        distance to the exact gradient is in delta). Used by the variance
+        bounds' Jacobian remainder
+        (:meth:`~skgprobust._bounds._variance.LatentVariance.jacobian_remainder`).
+
+        Parameters
+        ----------
+        c : ndarray of shape (B, d)
+            Expansion points (the float box centres).
+        h1 : ndarray of shape (B, d)
+            Half-widths: the boxes lie in c +- h1.
+
+        Returns
+        -------
+        model : tuple of (ndarray, ndarray) or None
+            ``(J, delta)``, or None where this adapter has no such model.
+        """
+        return None
+
     def rkhs_increment(self, lo, hi):
         """Upper bound of sup_x ||k_x - k_c||_H^2 over each box, c = (lo + hi)
         / 2 its float centre, k_x = k(., x) the kernel's cross-covariance

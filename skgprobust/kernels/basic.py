@@ -59,6 +59,26 @@ class ConstantAdapter(KernelAdapter):
         zeros = np.zeros((B, d))
         return Relaxation(s, zeros, zeros.copy(), s, abs(self.c) * np.abs(w).sum(-1), zeros.copy())
 
+    def first_order(self, c, h1):
+        """J = 0 and delta = 0: the cross-covariance is the constant c (0 for
+        ``WhiteKernel``), exactly (see :meth:`KernelAdapter.first_order`).
+
+        Parameters
+        ----------
+        c : ndarray of shape (B, d)
+            Expansion points.
+        h1 : ndarray of shape (B, d)
+            Half-widths.
+
+        Returns
+        -------
+        model : tuple of (ndarray, ndarray)
+            Zeros of shapes (B, N, d) and (B, N).
+        """
+        B, d = np.atleast_2d(c).shape
+        N = len(self.Xs)
+        return np.zeros((B, N, d)), np.zeros((B, N))
+
     def rkhs_increment(self, lo, hi):
         """0 for c >= 0 (a constant feature map); +inf otherwise (not a
         covariance). ``WhiteKernel``: 0, its cross-covariance sections are 0."""

@@ -112,6 +112,40 @@ class SumAdapter(KernelAdapter):
         K2, G2 = self.k2.value_and_grad(X)
         return K1 + K2, G1 + G2
 
+    def first_order(self, c, h1):
+        """Both children's models added (see
+        :meth:`KernelAdapter.first_order`): r = r1 + r2 exactly, and J~ =
+        fl(J1 + J2) differs from J1 + J2 by at most u |J~| / (1 - u) per
+        entry, which moves J . u by at most 1.01 u sum_j |J~_ij| h1_j; the
+        few additions of non-negative numbers forming delta are covered by
+        the factor 1 + (2 d + 8) u. None if a child has none (or for a
+        subclass, which may compute something else).
+
+        Parameters
+        ----------
+        c : ndarray of shape (B, d)
+            Expansion points.
+        h1 : ndarray of shape (B, d)
+            Half-widths.
+
+        Returns
+        -------
+        model : tuple of (ndarray, ndarray) or None
+            ``(J, delta)``.
+        """
+        if type(self) is not SumAdapter:
+            return None
+        m1 = self.k1.first_order(c, h1)
+        m2 = None if m1 is None else self.k2.first_order(c, h1)
+        if m2 is None:
+            return None
+        d = np.atleast_2d(c).shape[1]
+        J = m1[0] + m2[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            rnd = 1.01 * _U * np.einsum("bnd,bd->bn", np.abs(J), np.atleast_2d(h1))
+            delta = (m1[1] + m2[1] + rnd) * (1.0 + (2 * d + 8) * _U)
+        return J, np.where(np.isnan(delta), np.inf, delta)
+
     def interval(self, lo, hi):
         l1, h1 = self.k1.interval(lo, hi)
         l2, h2 = self.k2.interval(lo, hi)
@@ -256,6 +290,39 @@ class ProductAdapter(KernelAdapter):
         K1, G1 = self.k1.value_and_grad(X)
         K2, G2 = self.k2.value_and_grad(X)
         return K1 * K2, K1[:, :, None] * G2 + K2[:, :, None] * G1
+
+    def first_order(self, c, h1):
+        """A constant factor times the other factor's model (see
+        :meth:`KernelAdapter.first_order`): r = const r_o exactly (the
+        float constant), J~ = fl(const J_o) within u |J~| / (1 - u) of const
+        J_o, and |const| delta_o bounds the rest. None for other products
+        (and for subclasses, which compute something else).
+
+        Parameters
+        ----------
+        c : ndarray of shape (B, d)
+            Expansion points.
+        h1 : ndarray of shape (B, d)
+            Half-widths.
+
+        Returns
+        -------
+        model : tuple of (ndarray, ndarray) or None
+            ``(J, delta)``.
+        """
+        if type(self) is not ProductAdapter or self.const is None:
+            return None
+        m = self.other.first_order(c, h1)
+        if m is None:
+            return None
+        d = np.atleast_2d(c).shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            J = self.const * m[0]
+            # the product's rounding: u relative, or 2^-1074 absolute per
+            # entry where it is subnormal (2^-1070 with headroom)
+            rnd = np.einsum("bnd,bd->bn", 1.01 * _U * np.abs(J) + 2.0**-1070, np.atleast_2d(h1))
+            delta = (abs(self.const) * m[1] + rnd) * (1.0 + (2 * d + 8) * _U)
+        return J, np.where(np.isnan(delta), np.inf, delta)
 
     def interval(self, lo, hi):
         if self.const is not None:

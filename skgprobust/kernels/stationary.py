@@ -657,6 +657,113 @@ class StationaryAdapter(KernelAdapter):
         tm.mag = widen_for_coefficient_ulps(tm.mag, self.coefficient_ulps())
         return tm
 
+    def _own_profile(self):
+        """True where psi, dpsi and d2psi are those of this package's RBF,
+        Matern or RationalQuadratic adapter (a subclass with a profile of
+        its own, e.g. a power, makes no claim)."""
+        for cls in (RBFAdapter, MaternAdapter, RationalQuadraticAdapter):
+            if isinstance(self, cls):
+                t = type(self)
+                return t.psi is cls.psi and t.dpsi is cls.dpsi and t.d2psi is cls.d2psi
+        return False
+
+    def first_order(self, c, h1):
+        """First-order model of the kernel vectors around c (see
+        :meth:`KernelAdapter.first_order`): RBF, Matern (every nu) and
+        RationalQuadratic; None for other profiles.
+
+        Proof. With phi_i(x) = sum_j ((x_j - x_ij) / l_j)^2 and r_i = psi(phi_i),
+        x = c + u: phi_i(c + u) = pc_i + l_i(u) + q(u), l_i(u) = grad phi_i(c)
+        . u and q(u) = sum_j (u_j / l_j)^2 >= 0, and grad r_i(c) . u = psi'(pc_i)
+        l_i(u). So with delta_phi = l_i + q,
+
+            r_i(c + u) - r_i(c) - grad r_i(c) . u
+              = [psi(pc + delta_phi) - psi(pc) - psi'(pc) delta_phi] + psi'(pc) q,
+
+        the bracket equal to psi''(eta) delta_phi^2 / 2 for an eta between pc_i
+        and phi_i(c + u) (Taylor, Lagrange form). psi'' is positive and
+        decreasing for every profile here (:meth:`d2psi`), so psi''(eta) <=
+        psi''(phimin_i), phimin_i <= the minimum of phi_i over the box, and
+        |delta_phi| <= 2 sum_j |E_ij| hs_j + sum_j hs_j^2 (E_ij = (x_ij - c_j) /
+        l_j, hs_j >= h1_j / l_j), q <= qmax = sum_j hs_j^2. Hence the bound
+        rho_i = psi''(phimin_i) dmax_i^2 / 2 + |psi'(pc_i)| qmax.
+
+        J~ = fl(fl(-2 psi'~) fl(E~ sw~)) (psi'~ = dpsi(pc~), E~ and pc~ = sum
+        E~^2 as computed, sw~ = fl(1 / l)), against the exact gradient J_ij =
+        -2 psi'(pc_i) E_ij / l_j: with e1 >= |E~ - E| (x / l, c sw~ and the
+        difference rounded: 4.02 u (|x_ij| / l_j + |c_j| sw~_j) + 1.01 u |E~|),
+        |pc~ - pc| <= sum (2 |E~| + e1) e1 + (d + 2) u pc~ = dpc (the sum of
+        squares' rounding), |psi'~ - psi'(pc)| <= rel |psi'~| + psi''(pcl)
+        dpc (evaluation within rel = (64 + coefficient_ulps) u relative, the
+        ~40 u the Taylor models budget with headroom; the mean value theorem
+        between pc and pc~, both >= pcl = pc~ - dpc), |E~ sw~ - E / l| <=
+        sw~ (e1 + 1.01 u |E|) and the two products 2.01 u |J~|, so
+        |J~_ij - J_ij| <= 2.02 u |J~_ij| + 2 d1err_i |E~ sw~|_ij (1 + u) + 2
+        D1_i sw~_j (e1 + 1.01 u (|E~| + e1)) (1 + 4 u), D1 >= |psi'(pc)|; the
+        model's delta adds sum_j h1_j of that to rho. phimin from (|E~| - e1
+        - hs)_+ squared and summed, times 1 - (d + 4) u (a sum of d
+        non-negative terms), and at most pcl; dmax and qmax rounded up
+        likewise; psi''(phimin) and |psi'~| raised by rel (and by 2^-1000
+        absolute, for evaluations that underflow: where a true value lies
+        below ~2^-1000 the relative bound fails but the absolute one holds;
+        the products forming J~ by 2^-1070 each, their subnormal rounding).
+        The final sums
+        of non-negative terms: factor 1 + (2 d + 8) u. A point whose
+        derivatives are not finite there (Matern 0.5 / 1.5 at phimin = 0: a
+        support point in or next to the box) gets delta = +inf.
+
+        Parameters
+        ----------
+        c : ndarray of shape (B, d)
+            Expansion points (float box centres).
+        h1 : ndarray of shape (B, d)
+            Half-widths.
+
+        Returns
+        -------
+        model : tuple of (ndarray, ndarray) or None
+            ``(J, delta)`` of shapes (B, N, d) and (B, N).
+        """
+        if not self._own_profile():
+            return None
+        c, h1 = np.atleast_2d(np.asarray(c, dtype=np.float64)), np.atleast_2d(np.asarray(h1, dtype=np.float64))
+        B, d = c.shape
+        u = 2.0**-53
+        sw = 1.0 / self.length_scale
+        with np.errstate(all="ignore"):
+            Es = self.Zs.T[None, :, :] - (c * sw)[:, :, None]  # (B, d, N), as _ranges_rows
+            aE = np.abs(Es)
+            e1 = 4.02 * u * (np.abs(self.Zs.T)[None] + (np.abs(c) * sw)[:, :, None]) + 1.01 * u * aE
+            aEu = aE + e1  # >= |E| (exact)
+            hs = h1 * sw * (1.0 + 3.0 * u)  # >= h1 / l
+            pc = np.einsum("bdn,bdn->bn", aE, aE)
+            dpc = (np.einsum("bdn,bdn->bn", 2.0 * aE + e1, e1) + (d + 2) * u * pc) * (1.0 + (2 * d + 8) * u)
+            pcl = np.maximum(pc - dpc, 0.0)
+            near = np.maximum(aE - e1 - hs[:, :, None], 0.0)
+            phimin = np.minimum(np.einsum("bdn,bdn->bn", near, near) * (1.0 - (d + 4) * u), pcl)
+            dmax = (2.0 * np.matmul(hs[:, None, :], aEu)[:, 0, :] + (hs * hs).sum(-1)[:, None]) * (1.0 + (2 * d + 8) * u)
+            qmax = (hs * hs).sum(-1) * (1.0 + (d + 4) * u)
+            rel = (64.0 + float(self.coefficient_ulps())) * u
+            d1 = self.dpsi(pc)
+            # tiny: the evaluations' absolute error where they underflow (far
+            # points: the exact values lie below ~1e-300 while the float
+            # ones are 0; hunt of the test, 1e-577 against 0).
+            tiny = 2.0**-1000
+            D2 = self.d2psi(phimin) * (1.0 + rel) + tiny
+            D2c = self.d2psi(pcl) * (1.0 + rel) + tiny
+            d1err = np.abs(d1) * rel * 1.01 + D2c * dpc + tiny
+            D1 = np.abs(d1) + d1err
+            rho = 0.5 * D2 * dmax * dmax + D1 * qmax[:, None]
+            ESW = Es * sw[None, :, None]
+            J = (-2.0 * d1)[:, None, :] * ESW  # (B, d, N)
+            Jerr = (2.02 * u * np.abs(J) + 2.0 * d1err[:, None, :] * np.abs(ESW) * (1.0 + u)
+                    + 2.0 * D1[:, None, :] * sw[None, :, None] * (e1 + 1.01 * u * aEu) * (1.0 + 4.0 * u)
+                    + 2.0**-1070)  # the products' absolute error in the subnormal range
+            jerr = np.einsum("bdn,bd->bn", Jerr, h1)
+            delta = (rho + jerr) * (1.0 + (2 * d + 8) * u) * (1.0 + 1e-12)
+            ok = np.isfinite(delta) & np.isfinite(J).all(axis=1)
+        return np.where(ok[:, :, None], np.transpose(J, (0, 2, 1)), 0.0), np.where(ok, delta, np.inf)
+
     def rkhs_remainder(self):
         """``(C, p)`` with ``||E_2(u)||_H <= C t^p`` for every centre c and
         displacement u, ``t = sqrt(sum_j u_j^2 / l_j^2)`` (unit amplitude),
