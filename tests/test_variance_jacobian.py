@@ -203,3 +203,45 @@ def test_matern05_classifier_ranges_every_exit_path(kw):
         P = np.vstack([x - gamma + 2 * gamma * g.random((500, 2)), x[None]])
         p = clf.predict_proba(P)
         assert np.all(p >= r.min_lower[i]) and np.all(p <= r.max_upper[i])
+
+
+@pytest.mark.parametrize("kw", [dict(max_iter=1), dict(time_limit=1e-3), dict()])
+@pytest.mark.parametrize("case", ["one_point", "float32", "underflow"])
+def test_matern05_regressor_edge_cases_every_exit_path(case, kw):
+    """One training point, float32 inputs, and a box far from the data (the
+    kernel values underflow): std ranges contain sklearn's std on every exit
+    path, the Jacobian remainder in use where it is finite."""
+    rng = np.random.default_rng(9)
+    k = ConstantKernel(50.0) * Matern([0.6, 1.7, 0.9], nu=0.5) + WhiteKernel(1e-7)
+    if case == "one_point":
+        X, y = rng.uniform(0, 1, (1, 3)), np.array([0.3])
+        T = np.vstack([X[0] + 0.02, X[0] + 0.3])
+    else:
+        X = rng.uniform(0, 1, (80, 3))
+        y = np.sin(4 * X[:, 0]) + X[:, 1]
+        T = X[:3] + 0.013
+        if case == "underflow":
+            T = np.vstack([T, X[:2] + 800.0])
+    if case == "float32":
+        X, y, T = X.astype(np.float32), y.astype(np.float32), T.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = RobustGaussianProcessRegressor(k, optimizer=None, normalize_y=True).fit(X, y)
+        gamma = 0.01
+        r = reg.prediction_range(T, gamma, statistic="std", epsilon=1e-4, random_state=0, **kw)
+    g = np.random.default_rng(2)
+    for i, x in enumerate(np.asarray(T, dtype=np.float64)):
+        P = np.vstack([x - gamma + 2 * gamma * g.random((300, 3)), x[None]]).astype(np.asarray(T).dtype)
+        for b in (1, len(P)):
+            sd = np.concatenate([reg.predict(P[s : s + b], return_std=True)[1] for s in range(0, len(P), b)])
+            assert np.all(sd >= r.min_lower[i, 0]) and np.all(sd <= r.max_upper[i, 0]), (case, i, b)
+
+
+def test_jacobian_remainder_underflow_floor():
+    """Kernel values far below the smallest float: the remainder stays a
+    positive bound (it was exactly 0 where the squares underflowed)."""
+    reg, X = _m05_regressor(True)
+    var = reg._bound_model().variances("default")[0]
+    lo = X[300][None] + 1e4
+    e = var.jacobian_remainder(lo, lo + 1e-3)
+    assert np.all(np.isfinite(e)) and np.all(e > 0)

@@ -3018,8 +3018,13 @@ class LatentVariance:
         nLinv = sl if self.col_scale is None else float(self._norm_Linv)
         gs = GS_FACTOR * (N + 1) * _U / (1.0 - (N + 1) * _U) * (1.0 + 1e-12)
         out = np.full(B, np.inf)
+        # Underflow: a square below 2^-1074 is lost, so every 2-norm of N
+        # entries gets + sqrt(N) 2^-537 (sqrt(sum a^2) <= sqrt(computed) +
+        # sqrt(N) 2^-537), the products + 2^-1070 each, the final square +
+        # 2^-1070; all far below any remainder that matters.
+        unf = float(np.sqrt(N)) * 2.0**-537
         with np.errstate(over="ignore", invalid="ignore"):
-            T2 = sl * np.sqrt(np.einsum("bn,bn->b", delta, delta)) * (1.0 + (N + 4) * _U)
+            T2 = sl * (np.sqrt(np.einsum("bn,bn->b", delta, delta)) * (1.0 + (N + 4) * _U) + unf) + 2.0**-1070
             T3 = sl * n_centre
             go = np.isfinite(T2 + T3)
             if cap is not None:
@@ -3029,14 +3034,14 @@ class LatentVariance:
             Jg, h1g = J[go], h1[go]
             Bg = len(Jg)
             Y = self._apply_A(np.transpose(Jg, (0, 2, 1)).reshape(Bg * d, N))  # (N, Bg d)
-            nY = np.sqrt(np.einsum("nk,nk->k", Y, Y)).reshape(Bg, d)
+            nY = np.sqrt(np.einsum("nk,nk->k", Y, Y)).reshape(Bg, d) * (1.0 + (N + 4) * _U) + unf
             nj = nY * (1.0 + nLinv * gs * self._nLabs)
             if self.col_scale is not None:
                 DJ = Jg * self.col_scale[None, :, None]
-                nj = nj + nLinv * 1.01 * _U * np.sqrt(np.einsum("bnd,bnd->bd", DJ, DJ))
-            nj = nj * (1.0 + (N + 4) * _U)
-            T1 = (nj * h1g).sum(-1) * (1.0 + (d + 2) * _U)
-            out[go] = (T1 + T2[go] + T3[go]) ** 2 * (1.0 + 1e-10)
+                nDJ = np.sqrt(np.einsum("bnd,bnd->bd", DJ, DJ)) * (1.0 + (N + 4) * _U) + unf
+                nj = nj + nLinv * 1.01 * _U * nDJ + 2.0**-1070
+            T1 = ((nj * h1g).sum(-1) + d * 2.0**-1070) * (1.0 + (d + 2) * _U)
+            out[go] = (T1 + T2[go] + T3[go]) ** 2 * (1.0 + 1e-10) + 2.0**-1070
         return np.where(np.isfinite(out), out, np.inf)
 
     def rkhs_remainder(self, lo, hi, n_centre=None):

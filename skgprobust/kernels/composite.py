@@ -142,8 +142,8 @@ class SumAdapter(KernelAdapter):
         d = np.atleast_2d(c).shape[1]
         J = m1[0] + m2[0]
         with np.errstate(over="ignore", invalid="ignore"):
-            rnd = 1.01 * _U * np.einsum("bnd,bd->bn", np.abs(J), np.atleast_2d(h1))
-            delta = (m1[1] + m2[1] + rnd) * (1.0 + (2 * d + 8) * _U)
+            rnd = np.einsum("bnd,bd->bn", 1.01 * _U * np.abs(J) + 2.0**-1070, np.atleast_2d(h1))
+            delta = (m1[1] + m2[1] + rnd) * (1.0 + (2 * d + 8) * _U) + 2.0**-1060
         return J, np.where(np.isnan(delta), np.inf, delta)
 
     def interval(self, lo, hi):
@@ -321,7 +321,7 @@ class ProductAdapter(KernelAdapter):
             # the product's rounding: u relative, or 2^-1074 absolute per
             # entry where it is subnormal (2^-1070 with headroom)
             rnd = np.einsum("bnd,bd->bn", 1.01 * _U * np.abs(J) + 2.0**-1070, np.atleast_2d(h1))
-            delta = (abs(self.const) * m[1] + rnd) * (1.0 + (2 * d + 8) * _U)
+            delta = (abs(self.const) * m[1] + rnd) * (1.0 + (2 * d + 8) * _U) + 2.0**-1060
         return J, np.where(np.isnan(delta), np.inf, delta)
 
     def interval(self, lo, hi):

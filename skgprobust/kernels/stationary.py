@@ -708,7 +708,8 @@ class StationaryAdapter(KernelAdapter):
         below ~2^-1000 the relative bound fails but the absolute one holds;
         the products forming J~ by 2^-1070 each, their subnormal rounding).
         The final sums
-        of non-negative terms: factor 1 + (2 d + 8) u. A point whose
+        of non-negative terms: factor 1 + (2 d + 8) u, plus 2^-1060 absolute
+        (subnormal products and squares). A point whose
         derivatives are not finite there (Matern 0.5 / 1.5 at phimin = 0: a
         support point in or next to the box) gets delta = +inf.
 
@@ -760,7 +761,9 @@ class StationaryAdapter(KernelAdapter):
                     + 2.0 * D1[:, None, :] * sw[None, :, None] * (e1 + 1.01 * u * aEu) * (1.0 + 4.0 * u)
                     + 2.0**-1070)  # the products' absolute error in the subnormal range
             jerr = np.einsum("bdn,bd->bn", Jerr, h1)
-            delta = (rho + jerr) * (1.0 + (2 * d + 8) * u) * (1.0 + 1e-12)
+            # + 2^-1060: the products and squares above lose at most 2^-1074
+            # each where they are subnormal (fewer than 2^14 of them per entry)
+            delta = (rho + jerr) * (1.0 + (2 * d + 8) * u) * (1.0 + 1e-12) + 2.0**-1060
             ok = np.isfinite(delta) & np.isfinite(J).all(axis=1)
         return np.where(ok[:, :, None], np.transpose(J, (0, 2, 1)), 0.0), np.where(ok, delta, np.inf)
 
