@@ -937,3 +937,33 @@ def test_per_class_kernel_proba_sweep(n_classes, d, seed, half, matern):
         assert np.all(clf.predict(Z) == label)
     elif res.status[0] == "not_robust":
         assert clf.predict(res.counterexample[:1])[0] != label
+
+
+def test_tied_classes_counterexamples_are_one_row_predictions():
+    # Classes 0 and 2 are mirror images (their only training point is the
+    # same input): their one-vs-rest probabilities tie everywhere up to
+    # rounding, and sklearn's batched predict can break the tie differently
+    # from a one-row call (on this machine it does for rows 0 and 1, the
+    # duplicated point). A counterexample must change the one-row
+    # prediction of its row's centre; the centre itself never counts.
+    X = np.array([[0.49815759398503895, 2.661205947199466], [0.49815759398503895, 2.661205947199466],
+                  [1.7877017834463647, 1.5659489314854476], [-0.7842351299597102, -0.05897396963042029],
+                  [-0.48986640228500844, 0.5411390095865136], [-0.3368725502133775, 0.7700532474283642]])
+    y = np.array([0, 2, 1, 1, 1, 1])
+    kernel = ConstantKernel(2.0201474986652883) * RBF(0.6060804365056214)
+    clf = RobustGaussianProcessClassifier(kernel, optimizer=None).fit(X, y)
+    Q = np.vstack([X, np.random.default_rng(0).normal(size=(14, 2))])
+    proba = clf.predict_proba(Q)
+    assert np.abs(proba[:, 0] - proba[:, 2]).max() < 1e-9  # the tie the test is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = clf.certify(Q, 0.05, max_iter=20, random_state=0)
+    flagged = np.flatnonzero(res.status == "not_robust")
+    for i in flagged:
+        cex = res.counterexample[i]
+        assert not np.array_equal(cex, Q[i])
+        assert np.all(np.abs(cex - Q[i]) <= 0.05)
+        assert clf.predict(cex[None])[0] != clf.predict(Q[i][None])[0]
+    # tied rows cannot be proven: no margin separates classes 0 and 2
+    tied = (clf.predict(Q) != 1)
+    assert tied.any() and not res.robust[tied].any()

@@ -349,7 +349,8 @@ def certify_classes(estimator, X, gamma, *, delta, norm, predict, solver, featur
     :func:`~skgprobust._engine._driver.certify_rows` (row_func is called as
     ``row_func(shared, x0, lo, hi, label, rng)``); it runs after the
     arguments and X are validated. Counterexamples are re-checked with
-    ``predict`` itself.
+    ``predict`` itself, one point per call (the candidate's class against
+    its row centre's).
     """
     check_classifier_args(delta, norm)
     X, lo, hi = prepare(estimator, X, gamma, features, domain, max_iter, time_limit)
@@ -358,8 +359,14 @@ def certify_classes(estimator, X, gamma, *, delta, norm, predict, solver, featur
     labels = predict(X) if n else np.empty(0, dtype=estimator.classes_.dtype)
     rows = list(zip(X, lo, hi, labels, row_seeds(random_state, n)))
 
+    # A counterexample is confirmed with one predict per point, of the
+    # candidate and of its row's centre alike: where two classes' scores
+    # tie, a batched predict can break the tie differently from a one-row
+    # call, and the centre itself must not count as a point where the
+    # decision changes. (A proof needs a strictly positive margin, so the
+    # batch's labels are the one-row labels of every row proven robust.)
     def violates(idx, P):
-        return predict(P) != labels[idx]
+        return np.array([predict(p[None])[0] != predict(X[i][None])[0] for i, p in zip(idx, P)], dtype=bool)
 
     return certify_rows(func, shared, rows, d=d, n_jobs=n_jobs, verbose=verbose, violates=violates)
 
