@@ -624,11 +624,16 @@ def certify(estimator, X, gamma, **kwargs):
 
 def _recheck(estimator, pre, kind, centers, cand, kwargs):
     """Does each raw candidate violate the property, according to ``estimator.predict``?"""
-    if kind == "classifier":
-        labels = estimator.predict(pre.raw_frame(centers))
-        return np.asarray(estimator.predict(pre.raw_frame(cand)) != labels)
-    delta, norm = kwargs.get("delta"), kwargs.get("norm", np.inf)
     ok = np.zeros(len(cand), dtype=bool)
+    if kind == "classifier":
+        # single-row predicts, as the estimator itself confirms them (a tie
+        # can break differently inside a batch)
+        for i in range(len(cand)):
+            c0 = np.asarray(estimator.predict(pre.raw_frame(centers[i : i + 1]))).ravel()
+            c1 = np.asarray(estimator.predict(pre.raw_frame(cand[i : i + 1]))).ravel()
+            ok[i] = bool(c1[0] != c0[0])
+        return ok
+    delta, norm = kwargs.get("delta"), kwargs.get("norm", np.inf)
     for i in range(len(cand)):  # single-row predicts, as the estimator itself compares them
         y0 = np.asarray(estimator.predict(pre.raw_frame(centers[i : i + 1])), dtype=float).ravel()
         y1 = np.asarray(estimator.predict(pre.raw_frame(cand[i : i + 1])), dtype=float).ravel()

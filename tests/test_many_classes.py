@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
+from sklearn.preprocessing import StandardScaler
 
 from skgprobust import RobustGaussianProcessClassifier
+from skgprobust.pipeline import make_pipeline
 from skgprobust._bounds._links import FiveErfLink, LogisticLink, ProbitLink
 from skgprobust._engine._common import bound_model_of
 from skgprobust._engine._objectives import MarginObjective
@@ -967,3 +969,12 @@ def test_tied_classes_counterexamples_are_one_row_predictions():
     # tied rows cannot be proven: no margin separates classes 0 and 2
     tied = (clf.predict(Q) != 1)
     assert tied.any() and not res.robust[tied].any()
+    # the same through a pipeline, whose re-check maps candidates back to raw inputs
+    pipe = make_pipeline(StandardScaler(), RobustGaussianProcessClassifier(kernel, optimizer=None)).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pres = pipe.certify(Q, 0.05, max_iter=20, random_state=0)
+    for i in np.flatnonzero(pres.status == "not_robust"):
+        cex = pres.counterexample[i]
+        assert not np.array_equal(cex, Q[i])
+        assert pipe.predict(cex[None])[0] != pipe.predict(Q[i][None])[0]
