@@ -678,3 +678,67 @@ def test_polish_ends_on_non_finite_values():
     lo, hi = np.zeros(3), np.ones(3)
     x, f = polish(fn, lo, hi, np.zeros(3), 0.0)
     assert np.isfinite(f) and f <= 0.0 and f == fn.value(x[None])[0]
+
+
+# --------------------------------------------------------------------------
+# Second bound (objective.tighten): only for boxes about to be split
+# --------------------------------------------------------------------------
+
+
+class Tightened(Lipschitz):
+    """A Lipschitz objective with a second bound: the exact minimum of a
+    separable quadratic (tighter, valid). Records the boxes it tightens and
+    checks, through ``state``, that each was still open when tightened."""
+
+    def __init__(self, a, c):
+        obj, self.fmin, _ = quadratic(a, c)
+        super().__init__(obj.f, obj.grad, obj.grad_bound)
+        self.tightened = []
+
+    def tighten(self, lo, hi):
+        lower = np.array([self.fmin(l, h) for l, h in zip(lo, hi)])
+        if self.state is not None:
+            for l, h in zip(lo, hi):
+                # only boxes still open (below the incumbent) reach tighten
+                assert self._lower_of[(tuple(l), tuple(h))] < self.state.upper
+        self.tightened.extend(zip(map(tuple, lo), map(tuple, hi)))
+        return BoxBound(lower, 0.5 * (lo + hi), None)
+
+
+def test_tighten_only_on_split_boxes_and_children_inherit_it():
+    # A wavy first bound and a quadratic whose exact minimum is not at the
+    # centre: the incumbent starts above the minimum, so boxes get split.
+    a, c = [2.0, 1.0, 0.5], [0.7, -0.4, 0.3]
+    lo, hi = -np.ones(3), np.ones(3)
+    obj = Tightened(a, c)
+    state = BranchAndBound(obj, lo, hi, candidates=np.zeros((1, 3)), batch_size=1)
+    obj.state = state
+    true_min = obj.fmin(lo, hi)
+    assert state.step() == 1  # the root: tightened to its exact minimum, then split (or settled)
+    assert obj.tightened == [(tuple(lo), tuple(hi))]
+    assert abs(state.lower - true_min) <= 1e-12  # whatever was pushed inherits the root's tightened bound
+    run(state, 50)
+    assert state.lower <= true_min + BOUND_TOL
+    bounded = {(l, h) for l, h, _ in obj.boxes()}
+    assert set(obj.tightened) <= bounded  # only boxes the search bounded and popped
+    assert obj.parents() <= set(obj.tightened)  # every split box was tightened first
+    assert len(obj.tightened) == len(set(obj.tightened))  # each at most once
+
+
+def test_tighten_never_called_when_the_root_converges():
+    obj = Tightened([1.0, 1.0], [0.0, 0.0])
+    out = solve_range([obj], -0.1 * np.ones(2), 0.1 * np.ones(2), np.zeros(2), 1.0, Budget(max_iter=100),
+                      np.random.default_rng(0))
+    assert out.converged[0] and out.n_iter == 0 and not obj.tightened
+
+
+def test_tighten_settles_the_root_in_one_step():
+    # Loose first bound, exact second bound: the first step tightens the root
+    # to the exact minimum, which the incumbent (the centre, the minimiser)
+    # attains: settled, nothing split.
+    obj = Tightened([1.0, 3.0], [0.0, 0.0])
+    lo, hi = -np.ones(2), np.ones(2)
+    state = BranchAndBound(obj, lo, hi, candidates=np.zeros((1, 2)))
+    assert state.gap > 0
+    assert state.step() == 1
+    assert state.exhausted and state.gap == 0.0 and len(obj.calls) == 1  # only the root was ever bounded

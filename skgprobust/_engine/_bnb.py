@@ -18,6 +18,13 @@ every coordinate with positive width is eventually split (convergence,
 paper Thm. 14). Boxes are processed in batches of the best ``batch_size`` to
 amortise numpy overhead.
 
+Two bounds: an objective may have a second, costlier bound
+(``tighten(lo, hi)``, e.g. the binary probability's coupled planes): it is
+computed for a box only when the box is popped to be split, i.e. only for
+the boxes the search cannot settle with the first bound; the tighter bound
+is inherited by the children (or settles the box). Boxes that the incumbent
+settles, and rows that converge at the root, never pay for it.
+
 Time: the state measures what one split costs (bounding its two children and
 evaluating their candidate points; an exponential moving average that follows
 increases at once, started from the root's cost) and ``step(deadline=...)``
@@ -205,9 +212,16 @@ class BranchAndBound:
         return done
 
     def _split(self, popped):
-        """Bisect the popped boxes, bound the children, push them back."""
+        """Tighten the popped boxes' bounds (where the objective has a second
+        bound), bisect those still open, bound the children, push them back."""
         t0 = time.perf_counter()
+        k0 = len(popped)
+        popped = self._tighten(popped)
         k = len(popped)
+        if not k:
+            self.n_iter += k0
+            self._record(time.perf_counter() - t0, k0)
+            return k0
         clo = np.empty((2 * k, len(self.lo)))
         chi = np.empty_like(clo)
         for m, (_, _, lo, hi, score) in enumerate(popped):
@@ -223,6 +237,32 @@ class BranchAndBound:
             # A child lies inside its parent, so the parent's bound holds for
             # it too: keep the better of the two (``lower`` never decreases).
             self._add(max(bb.lower[m], popped[m // 2][0]), clo[m], chi[m], bb.score[m])
-        self.n_iter += k
-        self._record(time.perf_counter() - t0, k)
-        return k
+        self.n_iter += k0
+        self._record(time.perf_counter() - t0, k0)
+        return k0
+
+    def _tighten(self, popped):
+        """The objective's second, costlier bound (``objective.tighten(lo, hi)
+        -> BoxBound or None``) of boxes about to be split: computed only for
+        the boxes the search needs to refine, never for boxes settled
+        before they are popped. The better of the box's two valid bounds is
+        kept (children inherit it, ``_split``); a box whose tightened bound
+        settles it (``_add``'s rule) is not split. Returns the boxes to
+        split."""
+        tighten = getattr(self.objective, "tighten", None)
+        if tighten is None:
+            return popped
+        plo = np.array([item[2] for item in popped])
+        phi = np.array([item[3] for item in popped])
+        tb = tighten(plo, phi)
+        if tb is None:
+            return popped
+        self.offer(tb.argmin)
+        keep = []
+        for m, (lb, tie, lo, hi, score) in enumerate(popped):
+            lb = max(lb, float(tb.lower[m]))
+            if lb >= self.best_f or (self.target is not None and lb > self.target):
+                self._settled = min(self._settled, lb)
+            else:
+                keep.append((lb, tie, lo, hi, score))
+        return keep

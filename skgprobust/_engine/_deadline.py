@@ -59,15 +59,26 @@ def row_time_expired():
     return end is not None and time.perf_counter() >= end
 
 
+def row_epsilon():
+    """The current range row's ``epsilon`` (the gap that ends it), or None
+    (a decision, or outside a row). Objectives may skip tightening that
+    cannot matter at that precision (a choice of work: no bound depends on
+    it)."""
+    return getattr(_ROW, "epsilon", None)
+
+
 @contextmanager
-def row_deadline(budget):
-    """Publish ``budget``'s optional-work deadline, and a fresh
-    :func:`row_scratch`, for the enclosed solve."""
-    prev = getattr(_ROW, "deadline", None), getattr(_ROW, "end", None), getattr(_ROW, "scratch", None)
+def row_deadline(budget, epsilon=None):
+    """Publish ``budget``'s optional-work deadline, a fresh
+    :func:`row_scratch` and the row's ``epsilon`` (:func:`row_epsilon`) for
+    the enclosed solve."""
+    prev = (getattr(_ROW, "deadline", None), getattr(_ROW, "end", None), getattr(_ROW, "scratch", None),
+            getattr(_ROW, "epsilon", None))
     _ROW.scratch = {}
     _ROW.deadline = None if budget.time_limit is None else budget.start + OPTIONAL_SHARE * budget.time_limit
     _ROW.end = None if budget.time_limit is None else budget.start + budget.time_limit
+    _ROW.epsilon = None if epsilon is None else float(epsilon)
     try:
         yield
     finally:
-        _ROW.deadline, _ROW.end, _ROW.scratch = prev
+        _ROW.deadline, _ROW.end, _ROW.scratch, _ROW.epsilon = prev

@@ -135,7 +135,7 @@ class RangeOutcome:
 
 def solve_range(objectives, lo, hi, x0, epsilon, budget, rng):
     """Certified minimum of each objective over [lo, hi], to epsilon."""
-    with row_deadline(budget):
+    with row_deadline(budget, epsilon):
         return _solve_range(objectives, lo, hi, x0, epsilon, budget, rng)
 
 
