@@ -257,7 +257,9 @@ class BranchAndBound:
         tb = tighten(plo, phi)
         if tb is None:
             return popped
-        self.offer(tb.argmin)
+        better = np.array([tb.lower[m] > item[0] for m, item in enumerate(popped)])
+        if better.any():  # (elsewhere the candidate is the first bound's, offered already)
+            self.offer(tb.argmin[better])
         keep = []
         for m, (lb, tie, lo, hi, score) in enumerate(popped):
             lb = max(lb, float(tb.lower[m]))
