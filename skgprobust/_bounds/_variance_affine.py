@@ -61,7 +61,14 @@ import numpy as np
 from .._fp import UNIT_ROUNDOFF as _U
 from ._variance import LatentVariance
 
-__all__ = ["affine_variance_enclosure"]
+__all__ = ["affine_variance_enclosure", "has_affine_enclosure"]
+
+
+def has_affine_enclosure(variance):
+    """Whether :func:`affine_variance_enclosure` can enclose this variance
+    object (a :class:`LatentVariance` with support points); callers skip
+    the work that needs it otherwise."""
+    return type(variance) is LatentVariance and variance.n_support > 0
 
 
 def affine_variance_enclosure(variance, lo, hi):
@@ -79,7 +86,7 @@ def affine_variance_enclosure(variance, lo, hi):
         ``c_lo - g . r(x) <= v~(x) <= c_hi - g . r(x)`` for every x in box b
         (unscaled variance; -inf / +inf where a bound is not finite).
     """
-    if type(variance) is not LatentVariance or variance.n_support == 0:
+    if not has_affine_enclosure(variance):
         return None
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     B, d = lo.shape

@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._bounds._mean import BoxBound, affine_lower, affine_lower_parts, taylor_lower
-from .._bounds._variance_affine import affine_variance_enclosure
+from .._bounds._variance_affine import affine_variance_enclosure, has_affine_enclosure
 from .._fp import UNIT_ROUNDOFF as _U
 from .._fp import margin_rtol
 from ..exceptions import UnsupportedKernelError
@@ -503,7 +503,7 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     slice j's bound; hence p~(x) >= the minimum over the slices.
     """
     B, d = lo.shape
-    if B == 0:
+    if B == 0 or not has_affine_enclosure(variance):
         return None
     ns, nr = int(n_slices), len(refs)
     n = ns * nr
