@@ -19,7 +19,7 @@ and at 200 random points of each box lies inside [min_lower, max_upper].
 
 Measured (session 31, ``--ard --ep``, 10 rows, 1 BLAS thread, load 1-3;
 before = ae3aef3, after = the coupled plane bounds (whole mean range, then
-three slices of it) as the branch and bound's second bound,
+three slices of it; six and four references) as the branch and bound's second bound,
 ``ProbaObjective.tighten``). Fitted kernels: ``23.1**2 * RBF(10.2)``,
 ``27.2**2 * Matern(15.5, 2.5)``, ``95.3**2 * RBF(ARD)`` (length scales 3.2
 to 1e5), EP ``21.1**2 * RBF(10.9)``. % of rows converged, median s/row
@@ -27,18 +27,20 @@ to 1e5), EP ``21.1**2 * RBF(10.9)``. % of rows converged, median s/row
 
 | model | gamma | before | after |
 |---|--:|--|--|
-| rbf | 0.05 | 80%, 0.009 (5.06), 0.0076 | 100%, 0.008 (0.09), 0.0045 |
-| rbf | 0.1 | 30%, 5.01, 0.0161 | 80%, 0.082 (5.01), 0.0094 |
-| rbf | 0.2 | 20%, 5.01, 0.0417 | 30%, 5.01, 0.0259 |
-| matern2.5 | 0.05 | 80%, 0.014 (5.07), 0.0087 | 100%, 0.013 (0.09), 0.0063 |
-| matern2.5 | 0.1 | 30%, 5.01, 0.0169 | 80%, 0.068 (5.02), 0.0088 |
-| matern2.5 | 0.2 | 20%, 5.01, 0.0436 | 30%, 5.02, 0.0261 |
-| rbf-ard | 0.05 | 60%, 1.82 (5.06), 0.0100 | 100%, 0.054 (0.28), 0.0048 |
-| rbf-ard | 0.1 | 30%, 5.01, 0.0186 | 90%, 0.37 (5.00), 0.0096 |
-| rbf-ard | 0.2 | 20%, 5.01, 0.0312 | 40%, 5.01, 0.0138 |
-| ep-rbf | 0.05 | 90%, 0.012 (5.02), 0.0006 | 100%, 0.012 (0.07), 0.0006 |
-| ep-rbf | 0.1 | 80%, 0.007 (5.01), 0.0043 | 90%, 0.010 (5.03), 0.0043 |
-| ep-rbf | 0.2 | 40%, 5.01, 0.0135 | 40%, 5.01, 0.0135 |
+| rbf | 0.05 | 80%, 0.009 (5.06), 0.0076 | 100%, 0.010 (0.11), 0.0047 |
+| rbf | 0.1 | 30%, 5.01, 0.0161 | 80%, 0.14 (5.01), 0.0094 |
+| rbf | 0.2 | 20%, 5.01, 0.0417 | 30%, 5.01, 0.0264 |
+| matern2.5 | 0.05 | 80%, 0.014 (5.07), 0.0087 | 100%, 0.014 (0.10), 0.0063 |
+| matern2.5 | 0.1 | 30%, 5.01, 0.0169 | 80%, 0.090 (5.02), 0.0088 |
+| matern2.5 | 0.2 | 20%, 5.01, 0.0436 | 30%, 5.01, 0.0262 |
+| rbf-ard | 0.05 | 60%, 1.82 (5.06), 0.0100 | 100%, 0.049 (0.25), 0.0048 |
+| rbf-ard | 0.1 | 30%, 5.01, 0.0186 | 90%, 0.33 (5.02), 0.0097 |
+| rbf-ard | 0.2 | 20%, 5.01, 0.0312 | 40%, 5.00, 0.0111 |
+| ep-rbf | 0.05 | 90%, 0.012 (5.02), 0.0006 | 100%, 0.007 (0.05), 0.0006 |
+| ep-rbf | 0.1 | 80%, 0.007 (5.01), 0.0043 | 90%, 0.012 (5.01), 0.0043 |
+| ep-rbf | 0.2 | 40%, 5.01, 0.0135 | 40%, 5.00, 0.0133 |
+
+(after: 992c3df, load ~3 with a helper's hunt running.)
 
 At gamma 0.2 most rows still do not converge in 5 s (root gaps 0.03-0.04:
 mean ranges ~10 wide in 30 dimensions; about 100 splits per second).
