@@ -37,9 +37,15 @@ How to run
     python benchmarks/bench_certify.py            # full run (200 rows, under a minute)
     python benchmarks/bench_certify.py --quick    # 50 rows, fewer repeats
 
-Single-threaded (``n_jobs=None``); timings depend on the BLAS threads numpy
-uses, so compare runs on the same machine.
+Single-threaded (``n_jobs=None``, one BLAS thread unless OMP_NUM_THREADS /
+OPENBLAS_NUM_THREADS / MKL_NUM_THREADS are set); compare runs on the same
+machine.
 """
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # before numpy: one BLAS thread (set them to measure others)
 
 import argparse
 import platform

@@ -13,6 +13,11 @@
 Usage: python benchmarks/bench_proba.py [--rows 50] [--time-limit 20]
 """
 
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # before numpy: one BLAS thread (set them to measure others)
+
 import argparse
 import time
 import warnings

@@ -42,6 +42,11 @@ How to run
 Single-threaded (``n_jobs=None``); compare timings on the same machine only.
 """
 
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # before numpy: one BLAS thread (set them to measure others)
+
 import argparse
 import platform
 import sys

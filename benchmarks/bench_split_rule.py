@@ -14,6 +14,11 @@ with three rules for choosing the coordinate to bisect:
 Run: ``python benchmarks/bench_split_rule.py`` (``--quick`` for fewer rows).
 """
 
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # before numpy: one BLAS thread (set them to measure others)
+
 import argparse
 import time
 
