@@ -670,9 +670,13 @@ class ClassProbabilities:
         that can win) split the same root box by the same rule (their split
         scores are the sum over all classes' latent scores), so their
         branch-and-bound trees share most nodes, and every class's latent
-        bounds enter each of them; a box's bounds are a function of the box
-        alone (each box is bounded independently of the others in its
-        batch), so reusing them changes nothing but the time.
+        bounds enter each of them; each box is bounded independently of the
+        others in its batch (a valid bound of that box whatever the batch),
+        so reusing them changes nothing but the time. Not always bitwise the
+        same number as the box alone: the batched triangular solves (with
+        several right-hand sides) can round differently, by ~1e-14 relative
+        (session 31 hunt: EP variance bounds, the variance enclosure's
+        weights); every such bound is valid.
         """
         idx = list(self._idx(classes))
         B = len(lo)
