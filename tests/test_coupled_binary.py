@@ -182,3 +182,21 @@ def test_breast_cancer_ranges_converge_at_the_root(cancer):
     for i in (0, 5):
         att = attack(lambda P: _proba(clf, P), X[i] - 0.05, X[i] + 0.05, rng, n_samples=2000, n_starts=3)
         assert r.min_lower[i, 1] <= att.min and att.max <= r.max_upper[i, 1]
+
+
+@pytest.mark.parametrize("ep", [False, True])
+def test_large_feature_offsets(ep):
+    # Features offset by 1e5 (timestamps-like): sklearn's kernel values carry
+    # an input rounding far beyond a relative margin, in its means as well;
+    # the planes mix those means with the exact kernel vector of the variance.
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(25, 2)) + 1e5
+    y = (X[:, 0] - 1e5 > 0).astype(int)
+    est = EPGaussianProcessClassifier if ep else RobustGaussianProcessClassifier
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = est(ConstantKernel(50.0) * RBF(0.5), optimizer=None).fit(X, y)
+    for k in range(4):
+        c = X[k] + 0.3 * rng.normal(size=2)
+        for h in (1e-9, 1e-4, 0.2):
+            _check(clf, c - h, c + h, rng, n_samples=2000)

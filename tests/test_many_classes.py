@@ -978,3 +978,5 @@ def test_tied_classes_counterexamples_are_one_row_predictions():
         cex = pres.counterexample[i]
         assert not np.array_equal(cex, Q[i])
         assert pipe.predict(cex[None])[0] != pipe.predict(Q[i][None])[0]
+    ptied = pipe.predict(Q) != 1
+    assert ptied.any() and not pres.robust[ptied].any()

@@ -488,12 +488,17 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     sklearn's (mu~(x), v~(x)); upper side: <=). Sklearn's mean is mu~(x) =
     w . r(x) + o up to its sum's rounding, at most margin_rtol(N, d) sum_i
     |w_i| kabs_i with kabs_i >= |k(x, x_i)| on the box (the kernel's
-    interval), and s >= 0 (the link increases in the mean); the weights
-    s w + Wv are computed, within 2 u (|s w_i| + |Wv_i|) of the real ones
-    (one product, one sum), also inside margin_rtol(N, d) (>= 256 u) times
-    the same kabs. So p~(x) >= A + s o + min over the box of fl(s w + Wv) .
-    r(x) - E, with E = margin_rtol(N, d) (|s| |w| + |Wv|) . kabs + 16 u
-    (|A| + |s o|) (the constant's product and sum, second order included),
+    interval), plus sum_i |w_i| (R_i + mean_rtol A_i) for its kernel values
+    k~ against the exact ones (input rounding R and value rounding within
+    ``value_ulps`` of the term magnitude A, :meth:`KernelAdapter.value_ulps`;
+    affine_lower's own margin covers these only for the combined weights,
+    which can cancel), and s >= 0 (the link increases in the mean); the
+    weights s w + Wv are computed, within 2 u (|s w_i| + |Wv_i|) of the real
+    ones (one product, one sum), also inside margin_rtol(N, d) (>= 256 u)
+    times the same kabs. So p~(x) >= A + s o + min over the box of fl(s w +
+    Wv) . r(x) - E, with E = margin_rtol(N, d) (|s| |w| + |Wv|) . kabs + s
+    |w| . (R + mean_rtol A) + 16 u (|A| + |s o|) (the constant's product
+    and sum, second order included),
     and :func:`~skgprobust._bounds._mean.affine_lower` bounds the minimum;
     the two additions forming the bound lose at most 4 u of their terms,
     taken off too. The upper side is the mirror image (the maximum as minus
@@ -555,8 +560,14 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     jb = jb[idx]
     N = len(model.X_support)
     w, o = model.weights[:, 0], float(model.offset[0])
-    klo, khi = model.adapter.interval(lo, hi)
+    ad = model.adapter
+    klo, khi = ad.interval(lo, hi)
     kabs = np.maximum(np.abs(klo), np.abs(khi))[jb]  # (m, N)
+    # sklearn's own kernel values against the exact ones (KernelAdapter.value_ulps):
+    # |k~ - k| <= R + value_ulps u A, inside R + mean_rtol A (mean_rtol's budget (iii))
+    R, _, _, Amag = ad.rounding_parts(lo, hi)
+    mrt = ad.mean_rtol(N, d) if hasattr(ad, "mean_rtol") else margin_rtol(N, d)
+    kerr = (R + mrt * Amag)[jb]  # (m, N)
     rect = LatentBox(*(getattr(box, f)[jb] for f in _FIELDS))
     LO, HI, s, t = lo[jb], hi[jb], s[idx], t[idx]
     with np.errstate(all="ignore"):
@@ -565,7 +576,7 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
         W = s[:, None] * w[None] + Wv  # (m, N)
         C = A + s * o
         E = margin_rtol(N, d) * np.einsum("bi,bi->b", s[:, None] * np.abs(w)[None] + np.abs(Wv), kabs) \
-            + 16 * _U * (np.abs(A) + np.abs(s * o))
+            + s * (np.abs(w)[None] * kerr).sum(-1) + 16 * _U * (np.abs(A) + np.abs(s * o))
     bb = affine_lower(model.adapter, -W if upper else W, 0.0, LO, HI)
     low = bb.lower
     bad = np.inf if upper else -np.inf
@@ -841,8 +852,11 @@ class ClassProbabilities:
         (in the same :func:`affine_lower` call as the grid's directions),
         less margin_rtol(N, d) kmax (s_c ||w_c||_1 + ||Wv_c||_1 + s_k
         ||w_k||_1 + ||Wv_k||_1) for the rounding of the combined weights and
-        of sklearn's sums, and 16 u (|A_c| + |s_c o_c| + |A_k| + |s_k o_k|)
-        for the constant's (two products and three sums, each within u of a
+        of sklearn's sums, plus s_c |w_c| . (R + mean_rtol A) + s_k |w_k| .
+        (R + mean_rtol A) for sklearn's kernel values in its two means
+        against the exact r(x) of the variance terms (input rounding R,
+        value rounding within ``value_ulps`` of the magnitude A), and 16 u
+        (|A_c| + |s_c o_c| + |A_k| + |s_k o_k|) for the constant's (two products and three sums, each within u of a
         partial sum bounded by that magnitude; 16 > 5 covers the second
         order). The directions' constants S o_c - T o_k likewise get 8 u
         (|S o_c| + |T o_k|) (sklearn's GPC latent means have o = 0: exact). The larger of the two
@@ -909,6 +923,13 @@ class ClassProbabilities:
         except Exception:  # no diagonal bound for this kernel: no joint bound
             return out, args
         kmax = np.sqrt(np.maximum(dhi, 0.0) * max(kd, 0.0))
+        # The coupled rows mix sklearn's means (its kernel values k~) with the
+        # exact r(x) of the variance terms, so the means' own rounding (input
+        # rounding R and value rounding within mean_rtol of the magnitude A,
+        # KernelAdapter.value_ulps) is charged per class, not only on the
+        # combined weights (which can cancel) as affine_lower does.
+        Rr, _, _, Amag = adapter.rounding_parts(lo, hi)
+        kerr = Rr + adapter.mean_rtol(N, d) * Amag  # (B, N)
         bc = boxes[0]
         _, s_line_c = link.lines(bc.mu_lo, bc.mu_hi, bc.v_lo, bc.v_hi)
         wc, oc = mc.weights[:, 0], float(mc.offset[0])
@@ -952,8 +973,9 @@ class ClassProbabilities:
             # The constant: 2 products and 3 sums, each within u of a partial
             # sum of magnitude <= cmag; 16 u cmag covers them (and 2nd order).
             cmag = np.abs(A_c) + np.abs(s_c * oc) + np.abs(A_k) + np.abs(s_k * ok)
+            ec, ek = np.abs(wc) @ kerr.T, np.abs(wk) @ kerr.T  # (B,) each
             cerr.append(margin_rtol(N, d) * kmax * (s_c * n1c + nv_c + s_k * np.abs(wk).sum() + nv_k)
-                        + 16 * _U * cmag)
+                        + np.abs(s_c) * ec + np.abs(s_k) * ek + 16 * _U * cmag)
             if n_pc:
                 # Planes: p_c - p_k >= (A_c + s_c mu_c + Wv_c . r) - (A_kj + s_kj mu_k + Wv_kj . r)
                 # wherever mu_k(x) is in slice j; the minimum over the slices holds everywhere.
@@ -970,7 +992,7 @@ class ClassProbabilities:
                 pmag = (np.abs(Ap_c) + np.abs(sp_c * oc))[:, None] + np.abs(Ap_k) + np.abs(sp_k * ok)
                 perr.append(margin_rtol(N, d) * kmax[:, None] * ((np.abs(sp_c) * n1c + nvp_c)[:, None]
                                                                  + np.abs(sp_k) * np.abs(wk).sum() + nvp_k)
-                            + 16 * _U * pmag)
+                            + (np.abs(sp_c) * ec)[:, None] + np.abs(sp_k) * ek[:, None] + 16 * _U * pmag)
         P = len(pair)
         W = np.concatenate([np.stack(rows).reshape(P * B * D, N), np.stack(crow).reshape(P * B, N)]
                            + ([np.stack(prow).reshape(P * B * n_pc, N)] if n_pc else []))
