@@ -980,3 +980,23 @@ def test_tied_classes_counterexamples_are_one_row_predictions():
         assert pipe.predict(cex[None])[0] != pipe.predict(Q[i][None])[0]
     ptied = pipe.predict(Q) != 1
     assert ptied.any() and not pres.robust[ptied].any()
+
+
+@pytest.mark.parametrize("per_class", [False, True], ids=["shared", "per-class"])
+def test_large_feature_offsets_joint_bounds(per_class):
+    """Features offset by 1e5 (timestamps-like): sklearn's kernel values
+    carry an input rounding far beyond a relative margin, in its means as
+    well, and the joint bounds (pair_lower, across kernels, the normalised
+    ratio bound and its quadratic relaxation) mix those means with the exact
+    kernel vector of the coupled variance terms: sound at sampled points and
+    L-BFGS-B extremes, boxes of half-width 1e-9 to 1."""
+    X, y = make_blobs(120, n_features=2, centers=3, cluster_std=1.2, random_state=2)
+    X = X + 1e5
+    kernel = ConstantKernel(20.0) * RBF(1.0) if not per_class else 1.0 * RBF(np.ones(2))
+    clf = _fit(X, y, kernel, **({"random_state": 0} if per_class else {"optimizer": None}))
+    assert (len(set(bound_model_of(clf).probabilities().group)) > 1) == per_class
+    rng = np.random.default_rng(6)
+    rows = X[::20] + rng.normal(0, 0.3, (len(X[::20]), 2))
+    found, _ = _check_pair_lower(clf, rows, [1e-9, 1e-4, 0.3], rng, n=1000)
+    assert found > 0
+    _check_normalised_joint(clf, rows[:3], rng)

@@ -266,6 +266,28 @@ def coupled_line(link, model, variance, box, lo, hi, upper=False):
     return A, s, Wv, nv
 
 
+def mean_kernel_error(adapter, lo, hi, with_rounding=False):
+    """(B, N) bound of the error of sklearn's kernel values in its means
+    against the exact kernel vector r(x) over each box: ``R + mean_rtol(N,
+    d) A`` with R the input rounding and A the term magnitude of
+    :meth:`KernelAdapter.rounding_parts` (``|k~(x, x_i) - k(x, x_i)| <= R_i +
+    value_ulps(d) u A_i``, inside mean_rtol's budget (iii),
+    :meth:`KernelAdapter.mean_rtol`; ``margin_rtol(N, d)`` for an adapter
+    without its own).
+
+    A bound that adds a class's coupled variance term Wv . r(x) (exact r) to
+    s mu~(x) (sklearn's mean, through its k~) and bounds the sum through the
+    combined weights s w + Wv gets input rounding only for |s w + Wv|, which
+    can cancel where the mean's own error is s w . (k~ - r): the caller adds
+    s |w| . mean_kernel_error per class (session 31 found the gap at
+    feature offsets of 1e5). ``with_rounding``: ``(R, bound)``, R the
+    adapter's ``rounding(lo, hi)`` (computed on the way)."""
+    R, _, _, A = adapter.rounding_parts(lo, hi)
+    N, d = R.shape[-1], lo.shape[-1]
+    rt = adapter.mean_rtol(N, d) if hasattr(adapter, "mean_rtol") else margin_rtol(N, d)
+    return (R, R + rt * A) if with_rounding else R + rt * A
+
+
 def _coupling(link, model, variance, box, lo, hi, upper):
     """The variance term of :func:`coupled_line`: ``(shift, err, Wv, nv)``
     with, for every x in box b and mu in the box's mean range,
@@ -565,9 +587,7 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     kabs = np.maximum(np.abs(klo), np.abs(khi))[jb]  # (m, N)
     # sklearn's own kernel values against the exact ones (KernelAdapter.value_ulps):
     # |k~ - k| <= R + value_ulps u A, inside R + mean_rtol A (mean_rtol's budget (iii))
-    R, _, _, Amag = ad.rounding_parts(lo, hi)
-    mrt = ad.mean_rtol(N, d) if hasattr(ad, "mean_rtol") else margin_rtol(N, d)
-    kerr = (R + mrt * Amag)[jb]  # (m, N)
+    kerr = mean_kernel_error(ad, lo, hi)[jb]  # (m, N)
     rect = LatentBox(*(getattr(box, f)[jb] for f in _FIELDS))
     LO, HI, s, t = lo[jb], hi[jb], s[idx], t[idx]
     with np.errstate(all="ignore"):
@@ -787,25 +807,31 @@ class ClassProbabilities:
         affine means in different kernels, bounded jointly by
         :func:`~skgprobust._bounds._mean.affine_lower_parts`. Rounding as in
         :meth:`pair_lower`, with each part's margin_rtol(N, d) kmax of its
-        own kernel.
+        own kernel, and each class's s |w| . :func:`mean_kernel_error` of its
+        own kernel (sklearn's kernel values in its mean against the exact
+        r(x) of the variance term).
         """
         B, d = lo.shape
         link, mc = self.link, self.models[c]
         A_c, s_c, Wv_c, nv_c = coupled_line(link, mc, self.variances[c], bc, lo, hi)
         wc, oc = mc.weights[:, 0], float(mc.offset[0])
         km_c = margin_rtol(len(wc), d) * self._kmax(self.group[c], lo, hi)
+        kerrs = {self.group[c]: mean_kernel_error(mc.adapter, lo, hi)}  # per kernel group (B, N)
+        ec = np.abs(s_c) * (kerrs[self.group[c]] @ np.abs(wc))  # (B,)
         out, args = np.full((B, len(ks)), np.nan), np.repeat(0.5 * (lo + hi)[:, None, :], len(ks), axis=1)
         for j, (k, bk) in enumerate(zip(ks, boxes_k)):
             mk = self.models[k]
             wk, ok = mk.weights[:, 0], float(mk.offset[0])
             A_k, s_k, Wv_k, nv_k = coupled_line(link, mk, self.variances[k], bk, lo, hi, upper=True)
+            if self.group[k] not in kerrs:
+                kerrs[self.group[k]] = mean_kernel_error(mk.adapter, lo, hi)
             parts = [(mc.adapter, s_c[:, None] * wc[None] + Wv_c), (mk.adapter, -(s_k[:, None] * wk[None] + Wv_k))]
             bb = affine_lower_parts(parts, 0.0, lo, hi, separate=False)
             cc = A_c + s_c * oc - A_k - s_k * ok
             cmag = np.abs(A_c) + np.abs(s_c * oc) + np.abs(A_k) + np.abs(s_k * ok)
             err = (km_c * (s_c * np.abs(wc).sum() + nv_c)
                    + margin_rtol(len(wk), d) * self._kmax(self.group[k], lo, hi) * (s_k * np.abs(wk).sum() + nv_k)
-                   + 16 * _U * cmag)
+                   + ec + np.abs(s_k) * (kerrs[self.group[k]] @ np.abs(wk)) + 16 * _U * cmag)
             with np.errstate(invalid="ignore"):
                 low = bb.lower + cc - err - 4 * _U * (np.abs(bb.lower) + np.abs(cc) + err)
             out[:, j] = np.where(np.isfinite(low), low, np.nan)
@@ -928,8 +954,7 @@ class ClassProbabilities:
         # rounding R and value rounding within mean_rtol of the magnitude A,
         # KernelAdapter.value_ulps) is charged per class, not only on the
         # combined weights (which can cancel) as affine_lower does.
-        Rr, _, _, Amag = adapter.rounding_parts(lo, hi)
-        kerr = Rr + adapter.mean_rtol(N, d) * Amag  # (B, N)
+        kerr = mean_kernel_error(adapter, lo, hi)  # (B, N)
         bc = boxes[0]
         _, s_line_c = link.lines(bc.mu_lo, bc.mu_hi, bc.v_lo, bc.v_hi)
         wc, oc = mc.weights[:, 0], float(mc.offset[0])
@@ -1089,7 +1114,10 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     A_g^r), A the summed |weights| (||Wv||_1 included) of the group's lines
     and kmax_g >= max_i |k_g(x, x_i)| over the box (sqrt(k(x, x) max_i
     k(x_i, x_i)), positive semi-definite kernel), as in
-    :meth:`ClassProbabilities.pair_lower`. (ii) The constant C = (1 - t)
+    :meth:`ClassProbabilities.pair_lower`; and per class |coef_k| s_k |w_k|
+    . :func:`mean_kernel_error` (sklearn's kernel values in its means
+    against the exact r(x) of the coupled variance terms: the combined
+    weights' input rounding does not cover them where they cancel). (ii) The constant C = (1 - t)
     (a_c + s_c o_c) - t sum (a_k + s_k o_k) is computed with at most 3 K + 2
     roundings (3 per k != c: a product and two sums; 2 for the c term; 3
     for the final combination), each of relative size u of a partial sum
@@ -1124,6 +1152,7 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
     # Per kernel group: the class's line weights (Wc) and the others' (Wr), their |.| sums, kmax.
     parts = {}
     Cc, Cr, Mc, Mr = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
+    Kc, Kr, kerrs = np.zeros(B), np.zeros(B), {}  # per class s_k |w_k| . mean_kernel_error; per group (R, it)
     for k in range(K):
         g = probs.group[k]
         if g not in parts:
@@ -1143,11 +1172,14 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         part[6][j - 1] = True
         part[j] = part[j] + s_k[:, None] * m.weights[None, :, 0] + Wv_k
         part[j + 2] = part[j + 2] + s_k * np.abs(m.weights[:, 0]).sum() + nv_k
+        if g not in kerrs:
+            kerrs[g] = mean_kernel_error(m.adapter, lo, hi, with_rounding=True)
+        ek = np.abs(s_k) * (kerrs[g][1] @ np.abs(m.weights[:, 0]))
         if k == c:
-            Cc, Mc = a_k + s_k * o_k, np.abs(a_k) + np.abs(s_k * o_k)
+            Cc, Mc, Kc = a_k + s_k * o_k, np.abs(a_k) + np.abs(s_k * o_k), ek
         else:
-            Cr, Mr = Cr + a_k + s_k * o_k, Mr + np.abs(a_k) + np.abs(s_k * o_k)
-    parts = list(parts.values())
+            Cr, Mr, Kr = Cr + a_k + s_k * o_k, Mr + np.abs(a_k) + np.abs(s_k * o_k), Kr + ek
+    parts = [part + [kerrs[g][0]] for g, part in parts.items()]  # + the group's adapter.rounding(lo, hi)
     lo_d, hi_d = lo, hi
     h_d = 0.5 * (hi - lo)
 
@@ -1161,7 +1193,7 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         (:meth:`~skgprobust.kernels._base.TaylorModel.scaled`: s times a
         valid model is a valid model of s V, its products' rounding taken
         off). None: computed afresh by the caller."""
-        adapter, Wc, Wr, _, _, _, (has_c, has_r), cache = part
+        adapter, Wc, Wr, _, _, _, (has_c, has_r), cache, R = part
         if has_c == has_r or not RATIO_SCALED_PARTS:
             return None
         s, W = (sc, Wc) if has_c else (sr, Wr)
@@ -1170,7 +1202,7 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
             return None
         if sign not in cache:
             V = sign * W
-            cache[sign] = (adapter.linearise(lo_d, hi_d, V), adapter.rounding(lo_d, hi_d))
+            cache[sign] = (adapter.linearise(lo_d, hi_d, V), R)
         (r, tm), E = cache[sign]
         a = np.abs(s)
         return (r.scaled(a, h_d), None if tm is None else tm.scaled(a, h_d)), E
@@ -1181,7 +1213,7 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
         sc, sr = (-(1 - t), t) if upper else ((1 - t), -t)  # signs of the class's and the rest's lines
         # upper: t R_low - (1 - t) u_c >= 0  =>  P_c <= t;  lower: (1 - t) l_c - t R_up >= 0  =>  P_c >= t
         C = sc * Cc + sr * Cr
-        E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc + np.abs(sr) * Mr)
+        E = 2 * (2 * K + 4) * _U * (np.abs(sc) * Mc + np.abs(sr) * Mr) + np.abs(sc) * Kc + np.abs(sr) * Kr
         ws, lins, rounds = [], [], []
         for part in parts:
             adapter, Wc, Wr, Ac, Ar, rk = part[:6]
@@ -1189,7 +1221,7 @@ def _ratio_bound(probs, lo, hi, c, boxes, t_lo, t_hi, upper):
             E = E + rk * (np.abs(sc) * Ac + np.abs(sr) * Ar)
             cached = linearised(part, sc, sr)
             if cached is None:
-                cached = adapter.linearise(lo_d, hi_d, ws[-1][1]), adapter.rounding(lo_d, hi_d)
+                cached = adapter.linearise(lo_d, hi_d, ws[-1][1]), part[8]
             lins.append(cached[0])
             rounds.append(cached[1])
         bb = affine_lower_parts(ws, 0.0, lo_d, hi_d, separate=False, linearised=lins, roundings=rounds)
@@ -1566,7 +1598,10 @@ class _QuadRatio:
     entry of the added M is a K-term sum of products, far within rtol) plus
     the input rounding sum |Wc| rounding; the combined weights against
     sklearn's separate sums: margin_rtol(N, d) kmax sum_k |coef_k| (|G1_k|
-    ||w_k||_1 + ||Wv_k||_1), as in :func:`_ratio_bound`; each class's
+    ||w_k||_1 + ||Wv_k||_1), as in :func:`_ratio_bound`, and sklearn's
+    kernel values in each class's mean against the exact r(x) of the
+    combined weights: sum_k |coef_k sigma_k| |w_k| . :func:`mean_kernel_error`
+    (the input rounding of Wc covers them only where nothing cancels); each class's
     constant: 2 margin (sklearn's p~ and our G(m)) + MU_DERIVATIVE_ERROR W
     (for G1) + the coupling's err + 4 u (|G| + |G1 m| + |shift|) for its own
     three roundings; kappa, rho and E (E + A) are rounded up (1 + 8 u); the
@@ -1638,6 +1673,7 @@ class _QuadRatio:
         self.n1 = np.abs(Wk).sum(-1)
         self.adapter, self.lo, self.hi, self.h, self.rtol = ad, lo, hi, h, rtol
         self.wrtol = margin_rtol(N, d) * probs._kmax(probs.group[0], lo, hi)
+        self.kerr = np.abs(Wk) @ mean_kernel_error(ad, lo, hi).T  # (K, B): |w_k| . mean_kernel_error
         self.ok = bool(ok_k.any())
         self._aff = None
         self._aff_args = None  # built on first use (:attr:`aff`)
@@ -1803,7 +1839,8 @@ class _QuadRatio:
             const = (coef * (alpha + sigma * self.offs[:, None])).sum(0)
             cmag = (ac * (np.abs(alpha) + np.abs(sigma * self.offs[:, None]))).sum(0)
             pen = (ac * (kap * cq + err_k)).sum(0) * (1 + 8 * _U)
-            wmargin = self.wrtol * (ac * (np.abs(sigma) * self.n1[:, None] + nv)).sum(0)
+            wmargin = self.wrtol * (ac * (np.abs(sigma) * self.n1[:, None] + nv)).sum(0) \
+                + (ac * np.abs(sigma) * self.kerr).sum(0)
             r = ac * kap * rho  # (K, B)
             Madd = -2.0 * np.einsum("kb,kbi,kbj->bij", r, self.a, self.a)
             magq = (r * self.A * self.A).sum(0)
