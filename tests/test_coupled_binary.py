@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skgprobust import EPGaussianProcessClassifier, RobustGaussianProcessClassifier
 from skgprobust._engine._common import bound_model_of
-from skgprobust._engine._objectives import N_SLICES, SLICE_REFS, coupled_plane_bound, latent_box
+from skgprobust._engine._objectives import PLANE_SLICES, SLICE_REFS, coupled_plane_bound, latent_box
 
 from ._helpers import BOUND_TOL, SWEEP_EXAMPLES, attack
 
@@ -84,7 +84,12 @@ def _check(clf, lo, hi, rng, n_samples=3000):
     att = attack(lambda P: _proba(clf, P), lo, hi, rng, n_samples=n_samples, n_starts=3)
     pl, ph = bm.link.range(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi)
     tighter = False
-    for kw in ({}, {"refs": SLICE_REFS, "n_slices": N_SLICES}, {"n_slices": 5}):
+    inner = lo + (hi - lo) * rng.random(lo.shape)
+    for kw in ({}, {"refs": SLICE_REFS, "n_slices": PLANE_SLICES}, {"n_slices": 5},
+               # the variance's tangent away from the centre: the mean bound's extreme points, a
+               # random point, a corner, and a point outside the box (clipped into it)
+               {"refs": SLICE_REFS, "n_slices": PLANE_SLICES, "x0": box.arg_mu_min},
+               {"x0": box.arg_mu_max}, {"x0": inner[None]}, {"x0": lo[None]}, {"x0": (hi + 10.0)[None]}):
         low = coupled_plane_bound(bm.link, lm, var, box, L, H, upper=False, **kw)
         up = coupled_plane_bound(bm.link, lm, var, box, L, H, upper=True, **kw)
         assert low is not None and up is not None

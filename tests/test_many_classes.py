@@ -451,22 +451,29 @@ def test_affine_variance_enclosure_holds_for_sklearn_variance(amp, ls):
         for half in (1e-7, 1e-3, 0.05, 0.3, 1.0):
             x = X[rng.integers(len(X))]
             lo, hi = x - half, x + half
-            g, c_lo, c_hi = affine_variance_enclosure(var, lo[None], hi[None])
+            # The tangent at the centre, at a corner, inside, and outside the box (clipped).
+            for x0 in (None, lo, lo + (hi - lo) * rng.random(3), hi + 5.0):
+                g, c_lo, c_hi = affine_variance_enclosure(var, lo[None], hi[None],
+                                                          x0=None if x0 is None else x0[None])
 
-            def gaps(Z):
-                v = _sk_latent(clf, k, Z)[1]
-                lin = ad.values(Z) @ g[0]
-                return v - (c_lo[0] - lin), (c_hi[0] - lin) - v
+                def gaps(Z):
+                    v = _sk_latent(clf, k, Z)[1]
+                    lin = ad.values(Z) @ g[0]
+                    return v - (c_lo[0] - lin), (c_hi[0] - lin) - v
 
-            Z = np.vstack([lo + (hi - lo) * rng.random((3000, 3)), x, lo, hi])
-            a, b = gaps(Z)
-            assert np.all(a >= 0) and np.all(b >= 0)
-            for side in (0, 1):
-                r = minimize(lambda z: gaps(z[None])[side][0], Z[np.argmin(gaps(Z)[side])], method="L-BFGS-B",
-                             bounds=list(zip(lo, hi)))
-                assert r.fun >= 0
-            if half <= 1e-3:
-                assert c_hi[0] - c_lo[0] < 1e-3 * max(1.0, abs(c_hi[0]))
+                Z = np.vstack([lo + (hi - lo) * rng.random((3000, 3)), x, lo, hi])
+                a, b = gaps(Z)
+                assert np.all(a >= 0) and np.all(b >= 0)
+                for side in (0, 1):
+                    r = minimize(lambda z: gaps(z[None])[side][0], Z[np.argmin(gaps(Z)[side])],
+                                 method="L-BFGS-B", bounds=list(zip(lo, hi)))
+                    assert r.fun >= 0
+                if half <= 1e-3:
+                    assert c_hi[0] - c_lo[0] < 1e-3 * max(1.0, abs(c_hi[0]))
+                if x0 is not None and half >= 0.3:
+                    # The upper side is the tangent at x0 (clipped into the box): tight there.
+                    xc = np.clip(x0, lo, hi)
+                    assert gaps(xc[None])[1][0] < 1e-6 * max(1.0, abs(c_hi[0]))
 
 
 @pytest.mark.slow  # ~19 s; the default run keeps the other coupled-bound tests

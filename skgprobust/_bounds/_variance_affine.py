@@ -71,13 +71,28 @@ def has_affine_enclosure(variance):
     return type(variance) is LatentVariance and variance.n_support > 0
 
 
-def affine_variance_enclosure(variance, lo, hi):
+def affine_variance_enclosure(variance, lo, hi, x0=None):
     """``(g, c_lo, c_hi)`` of the module doc for B boxes, or None.
 
     Parameters
     ----------
     variance : LatentVariance
     lo, hi : ndarray of shape (B, d)
+    x0 : ndarray of shape (B, d), default=None
+        The point of each box whose computed kernel vector is the tangent's
+        rho (clipped into the box); None: the centre. The upper side is
+        exact at x0 (up to rounding): a caller that needs the variance's
+        upper bound near a point of the box (where a probability's extreme
+        is expected) puts the tangent there. Proof for x0 other than the
+        centre c: the module doc's argument holds for any rho except the
+        remainder e >= ||A (r(x) - rho)||^2; with rho = r~(x0),
+        ||A (r(x) - r~(x0))|| <= ||A (r(x) - r~(c))|| + ||A (r(x0) -
+        r~(c))|| + ||A (r~(x0) - r(x0))|| <= 2 sqrt(e_c) + a, e_c =
+        ``rkhs_remainder`` (for r~(c), x and x0 in the box) and a =
+        sqrt(lam_max) ||E + c_val u A|| >= ||A (r~(x0) - r(x0))|| (the
+        adapter's contract at every point of the box,
+        ``centre_rounding_norm``); the interval form lam_max ||dr||^2 holds
+        for any rho as it stands.
 
     Returns
     -------
@@ -91,7 +106,7 @@ def affine_variance_enclosure(variance, lo, hi):
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     B, d = lo.shape
     ad = variance.adapter
-    centre = 0.5 * (lo + hi)
+    centre = 0.5 * (lo + hi) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
     r0 = ad.values(centre)  # (B, N): rho
     W0 = variance._apply_A(r0)  # (N, B), triangular solve as sklearn
     q0 = np.einsum("ib,ib->b", W0, W0)
@@ -105,7 +120,12 @@ def affine_variance_enclosure(variance, lo, hi):
     # LatentVariance.bounds (module doc of _variance, "The RKHS remainder"
     # and "The lemma for the float factor").
     nE, nEA = variance.centre_rounding_norm(lo, hi)
-    e = np.minimum(e, variance.rkhs_remainder(lo, hi, n_centre=nEA))
+    e_c = variance.rkhs_remainder(lo, hi, n_centre=nEA)
+    if x0 is not None:  # the tangent away from the centre (docstring): (2 sqrt(e_c) + a)^2
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.sqrt(variance.lam_max) * nEA * (1.0 + 1e-12)
+            e_c = (2.0 * np.sqrt(e_c) + a) ** 2 * (1.0 + 1e-12)
+    e = np.minimum(e, e_c)
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (
         np.abs(q0)
