@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skgprobust import EPGaussianProcessClassifier, RobustGaussianProcessClassifier
 from skgprobust._engine._common import bound_model_of
-from skgprobust._engine._objectives import PLANE_SLICES, SLICE_REFS, coupled_plane_bound, latent_box
+from skgprobust._engine._objectives import SLICE_EDGES, SLICE_REFS, coupled_plane_bound, latent_box
 
 from ._helpers import BOUND_TOL, SWEEP_EXAMPLES, attack
 
@@ -85,10 +85,13 @@ def _check(clf, lo, hi, rng, n_samples=3000):
     pl, ph = bm.link.range(box.mu_lo, box.mu_hi, box.v_lo, box.v_hi)
     tighter = False
     inner = lo + (hi - lo) * rng.random(lo.shape)
-    for kw in ({}, {"refs": SLICE_REFS, "n_slices": PLANE_SLICES}, {"n_slices": 5},
+    edges = np.array(SLICE_EDGES)
+    for kw in ({}, {"refs": SLICE_REFS, "n_slices": 3}, {"n_slices": 5},
+               {"refs": SLICE_REFS, "slice_edges": edges}, {"slice_edges": 1.0 - edges[::-1]},
+               {"slice_edges": [0.0, 0.0, 1e-12, 1.0]},
                # the variance's tangent away from the centre: the mean bound's extreme points, a
                # random point, a corner, and a point outside the box (clipped into it)
-               {"refs": SLICE_REFS, "n_slices": PLANE_SLICES, "x0": box.arg_mu_min},
+               {"refs": SLICE_REFS, "slice_edges": edges, "x0": box.arg_mu_min},
                {"x0": box.arg_mu_max}, {"x0": inner[None]}, {"x0": lo[None]}, {"x0": (hi + 10.0)[None]}):
         low = coupled_plane_bound(bm.link, lm, var, box, L, H, upper=False, **kw)
         up = coupled_plane_bound(bm.link, lm, var, box, L, H, upper=True, **kw)
@@ -205,3 +208,58 @@ def test_large_feature_offsets(ep):
         c = X[k] + 0.3 * rng.normal(size=2)
         for h in (1e-9, 1e-4, 0.2):
             _check(clf, c - h, c + h, rng, n_samples=2000)
+
+
+def test_slice_edges_are_validated():
+    clf, X, _ = _model(0)
+    bm = bound_model_of(clf)
+    lm, var = bm.latents[0], bm.variances()[0]
+    L, H = X[:1] - 0.1, X[:1] + 0.1
+    box = latent_box(lm, var, L, H)
+    for bad in ([0.0, 0.6, 0.4, 1.0], [0.1, 1.0], [0.0, 0.5], [1.0]):
+        with pytest.raises(ValueError, match="slice_edges"):
+            coupled_plane_bound(bm.link, lm, var, box, L, H, slice_edges=bad)
+
+
+def test_tighten_batches_and_gates():
+    """ProbaObjective.tighten on 8 boxes at once (some gated off the slices,
+    some not; both classes and signs): shapes kept, never below bound(),
+    and below predict_proba at 2000 sampled points per box; the sliced
+    planes ran on part of the batch."""
+    import skgprobust._engine._objectives as O
+    from skgprobust._engine._objectives import ProbaObjective
+
+    calls = []
+    orig = O.coupled_plane_bound
+
+    def spy(*a, **k):
+        calls.append((k.get("slice_edges") is not None, len(a[4])))
+        return orig(*a, **k)
+
+    O.coupled_plane_bound = spy
+    try:
+        tighter = 0
+        for seed in range(4):
+            clf, X, rng = _model(seed)
+            probs = bound_model_of(clf).probabilities()
+            boxes = [_box(rng, X, clf) for _ in range(8)]
+            lo, hi = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
+            for c in (0, 1):
+                for sign in (1.0, -1.0):
+                    obj = ProbaObjective(probs, c, sign)
+                    bb, tb = obj.bound(lo, hi), obj.tighten(lo, hi)
+                    if tb is None:
+                        continue
+                    assert tb.lower.shape == (8,) and tb.argmin.shape == lo.shape
+                    assert np.all(tb.lower >= bb.lower)
+                    tighter += int(np.sum(tb.lower > bb.lower + 1e-9))
+                    for i in range(8):
+                        P = np.vstack([lo[i] + (hi[i] - lo[i]) * rng.random((2000, lo.shape[1])), tb.argmin[i]])
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            pc = clf.predict_proba(P)[:, c]
+                        assert np.all(sign * pc >= tb.lower[i])
+    finally:
+        O.coupled_plane_bound = orig
+    sliced = [n for s_, n in calls if s_]
+    assert tighter > 0 and sliced and min(sliced) < 8  # the gate left some boxes out

@@ -996,7 +996,10 @@ def test_large_feature_offsets_joint_bounds(per_class):
     well, and the joint bounds (pair_lower, across kernels, the normalised
     ratio bound and its quadratic relaxation) mix those means with the exact
     kernel vector of the coupled variance terms: sound at sampled points and
-    L-BFGS-B extremes, boxes of half-width 1e-9 to 1."""
+    L-BFGS-B extremes (pair_lower: boxes of half-width 1e-9, 1e-4 and 0.3;
+    the normalised columns: 0.05, 0.3 and 1), and the joint bounds decide
+    some of them. (No measured crossing without the per-class term:
+    test_mean_kernel_error_is_charged checks that it is charged.)"""
     X, y = make_blobs(120, n_features=2, centers=3, cluster_std=1.2, random_state=2)
     X = X + 1e5
     kernel = ConstantKernel(20.0) * RBF(1.0) if not per_class else 1.0 * RBF(np.ones(2))
@@ -1006,4 +1009,42 @@ def test_large_feature_offsets_joint_bounds(per_class):
     rows = X[::20] + rng.normal(0, 0.3, (len(X[::20]), 2))
     found, _ = _check_pair_lower(clf, rows, [1e-9, 1e-4, 0.3], rng, n=1000)
     assert found > 0
-    _check_normalised_joint(clf, rows[:3], rng)
+    assert _check_normalised_joint(clf, rows[:3], rng) > 0
+
+
+@pytest.mark.parametrize("per_class", [False, True], ids=["shared", "per-class"])
+def test_mean_kernel_error_is_charged(per_class, monkeypatch):
+    """Every joint bound that mixes sklearn's means with the exact kernel
+    vector of the coupled variance terms charges each class's
+    s |w| . mean_kernel_error: with that error raised by 1e-3 per support
+    point, the pairwise bounds (shared kernel, and across kernel groups)
+    and the normalised columns' bounds drop (or fall back to the interval
+    bound)."""
+    import skgprobust._engine._objectives as O
+    from skgprobust._engine._objectives import ProbaObjective
+
+    clf, X = _blobs_model(n_classes=3, d=2, seed=1) if not per_class else _per_class_model(n_classes=3, d=2)
+    probs = bound_model_of(clf).probabilities()
+    rng = np.random.default_rng(3)
+    rows = X[::25][:4] + rng.normal(0, 0.2, (4, 2))
+    lo, hi = rows - 0.3, rows + 0.3
+
+    def bounds():
+        out = []
+        for c in range(3):
+            others = [k for k in range(3) if k != c]
+            _, _, boxes = probs.p_box(lo, hi, [c] + others)
+            out.append(np.nan_to_num(probs.pair_lower(lo, hi, c, others, boxes)[0], nan=-np.inf).ravel())
+            for sign in (1.0, -1.0):
+                out.append(ProbaObjective(probs, c, sign).bound(lo, hi).lower)
+        return np.concatenate(out)
+
+    before = bounds()
+    orig = O.mean_kernel_error
+    monkeypatch.setattr(O, "mean_kernel_error", lambda ad, lo_, hi_, with_rounding=False: (
+        (lambda r: (r[0], r[1] + 1e-3)) if with_rounding else (lambda r: r + 1e-3))(
+        orig(ad, lo_, hi_, with_rounding=with_rounding)))
+    after = bounds()
+    # (the normalised bound's regula falsi may take another path: a rise within 1e-5 is not a charge missed)
+    assert np.all(after <= before + 1e-5)
+    assert np.sum(after < before - 1e-6) >= 6

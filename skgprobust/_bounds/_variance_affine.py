@@ -15,7 +15,8 @@ correlation between a class's mean and its variance, and between classes,
 is kept (:meth:`~skgprobust._engine._objectives.ClassProbabilities.pair_lower`).
 
 Proof (real arithmetic). Let rho = r(x0)~ be the kernel vector computed at the
-box centre (any fixed vector of R^N). q is convex with gradient 2 S r, so with
+box centre, or at the point ``x0`` of the box a caller chooses (any fixed
+vector of R^N; only the remainder e below depends on where it is). q is convex with gradient 2 S r, so with
 g = 2 S rho:
 
 * q(r) >= q(rho) + g . (r - rho) (tangent plane), hence
@@ -81,14 +82,18 @@ def affine_variance_enclosure(variance, lo, hi, x0=None):
     x0 : ndarray of shape (B, d), default=None
         The point of each box whose computed kernel vector is the tangent's
         rho (clipped into the box); None: the centre. The upper side is
-        exact at x0 (up to rounding): a caller that needs the variance's
-        upper bound near a point of the box (where a probability's extreme
-        is expected) puts the tangent there. Proof for x0 other than the
+        the tangent at x0: exact there up to rounding where k(x, x) is
+        constant (stationary kernels; with a dot-product term, dhi is the
+        box's largest k(x, x)); a caller that needs the variance's upper
+        bound near a point of the box (where a probability's extreme is
+        expected) puts the tangent there. Proof for x0 other than the
         centre c: the module doc's argument holds for any rho except the
-        remainder e >= ||A (r(x) - rho)||^2; with rho = r~(x0),
-        ||A (r(x) - r~(x0))|| <= ||A (r(x) - r~(c))|| + ||A (r(x0) -
-        r~(c))|| + ||A (r~(x0) - r(x0))|| <= 2 sqrt(e_c) + a, e_c =
-        ``rkhs_remainder`` (for r~(c), x and x0 in the box) and a =
+        remainder e >= ||A (r(x) - rho)||^2 (the margins, ``_direct_qmax``
+        and ``input_rounding`` are proven for any computed rho); with rho =
+        r~(x0), ||A (r(x) - r~(x0))|| <= ||A (r(x) - r(c))|| + ||A (r(c) -
+        r(x0))|| + ||A (r(x0) - r~(x0))|| <= 2 sqrt(e_H) + a, e_H =
+        ``rkhs_remainder(lo, hi, n_centre=0)`` >= sup ||A (r(x) - r(c))||^2
+        over the box (exact kernel vectors; x and x0 in the box) and a =
         sqrt(lam_max) ||E + c_val u A|| >= ||A (r~(x0) - r(x0))|| (the
         adapter's contract at every point of the box,
         ``centre_rounding_norm``); the interval form lam_max ||dr||^2 holds
@@ -120,11 +125,13 @@ def affine_variance_enclosure(variance, lo, hi, x0=None):
     # LatentVariance.bounds (module doc of _variance, "The RKHS remainder"
     # and "The lemma for the float factor").
     nE, nEA = variance.centre_rounding_norm(lo, hi)
-    e_c = variance.rkhs_remainder(lo, hi, n_centre=nEA)
-    if x0 is not None:  # the tangent away from the centre (docstring): (2 sqrt(e_c) + a)^2
+    if x0 is None:
+        e_c = variance.rkhs_remainder(lo, hi, n_centre=nEA)
+    else:  # the tangent away from the centre (docstring): (2 sqrt(e_H) + a)^2
+        e_H = variance.rkhs_remainder(lo, hi, n_centre=np.zeros(B))  # exact r(c): no rounding term
         with np.errstate(over="ignore", invalid="ignore"):
             a = np.sqrt(variance.lam_max) * nEA * (1.0 + 1e-12)
-            e_c = (2.0 * np.sqrt(e_c) + a) ** 2 * (1.0 + 1e-12)
+            e_c = (2.0 * np.sqrt(e_H) + a) ** 2 * (1.0 + 1e-12)
     e = np.minimum(e, e_c)
     rmax = np.abs(r0) + np.maximum(np.abs(klo), np.abs(khi))
     scale0 = (

@@ -213,9 +213,11 @@ _ENCLOSURES = weakref.WeakKeyDictionary()  # variance -> (box key, enclosure) of
 
 def _enclosure(variance, lo, hi, x0=None):
     """:func:`affine_variance_enclosure` (tangent at ``x0``, default the
-    centre), remembered for the last batch of boxes per variance object (the
-    objectives of one row all bound the same root box; threads may replace
-    an entry meanwhile: read once)."""
+    centre), remembered for the last two requests per variance object (the
+    objectives of one row all bound the same root box, and
+    :meth:`ProbaObjective.tighten` asks for the centre's and an extreme
+    point's tangents of the same boxes in turn; threads may replace an entry
+    meanwhile: read once)."""
     key = (lo.shape, lo.tobytes(), hi.tobytes(), None if x0 is None else np.asarray(x0, dtype=np.float64).tobytes())
     try:
         hit = _ENCLOSURES.get(variance)
@@ -223,8 +225,11 @@ def _enclosure(variance, lo, hi, x0=None):
         return affine_variance_enclosure(variance, lo, hi, x0=x0)
     if hit is not None and hit[0] == key:
         return hit[1]
+    if hit is not None and hit[2] is not None and hit[2][0] == key:  # the entry before (centre / x0 alternate)
+        _ENCLOSURES[variance] = (key, hit[2][1], (hit[0], hit[1]))
+        return hit[2][1]
     enc = affine_variance_enclosure(variance, lo, hi, x0=x0)
-    _ENCLOSURES[variance] = (key, enc)
+    _ENCLOSURES[variance] = (key, enc, None if hit is None else (hit[0], hit[1]))
     return enc
 
 
@@ -464,17 +469,27 @@ def slice_plane(link, model, variance, box, lo, hi, e0, e1, s, t, upper=False, e
 PLANE_REFS = ((0.1, 0.0), (0.3, 0.0), (0.5, 0.5), (0.8, 0.0), (0.8, 0.25), (0.3, 1.0))
 
 
-#: Slices of the mean range, and the references within each slice, of the
-#: second coupled plane bound of :meth:`ProbaObjective.tighten` (wide boxes:
-#: the planes lose the link's curvature over a wide mean range). Breast
-#: cancer (d = 30) at gamma 0.1, root lower end of row 0: 0.862 -> 0.873
-#: (attained 0.891).
-PLANE_SLICES = 3
+#: The references within each slice of the mean range of the second coupled
+#: plane bound of :meth:`ProbaObjective.tighten` (wide boxes: the planes
+#: lose the link's curvature over a wide mean range; breast cancer, d = 30,
+#: gamma 0.1, root lower end of row 0: 0.862 -> 0.873 with three equal
+#: slices, attained 0.891).
 SLICE_REFS = ((0.1, 0.0), (0.5, 0.0), (0.5, 0.5), (0.9, 0.0))
+#: Edges (fractions of the mean range from the end where the probability's
+#: extreme is expected: the mean bound's minimum for the lower side) of the
+#: slices of :meth:`ProbaObjective.tighten`: finer toward that end, where a
+#: narrow slice keeps the plane close to the link's tangent.
+SLICE_EDGES = (0.0, 0.0625, 0.125, 0.25, 0.5, 1.0)
+#: The slices are bounded only on the boxes where the planes over the whole
+#: mean range come within this of the interval bound (a choice of work:
+#: elsewhere the coupling rarely wins; bench_binary_real, 10 rows, gamma
+#: 0.2, mean worst gap: RBF 0.0154 / 0.0159 / 0.0190, RBF-ARD 0.0167 /
+#: 0.0150 / 0.0154 with no gate / 0.03 / 0).
+SLICE_GATE = 0.03
 
 
 def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PLANE_REFS, at=None, beat=None,
-                        n_slices=1, x0=None):
+                        n_slices=1, x0=None, slice_edges=None):
     """Bound of one latent model's probability over each box from tangent
     planes in (mean, variance), the variance coupled to the mean: ``(bound,
     arg)`` of shapes (B,) and (B, d) with, for every x in box b,
@@ -489,6 +504,9 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     local search. ``n_slices``: the planes hold on that many slices of the
     box's mean range (equal widths), ``refs`` within each slice; the bound
     is the minimum (maximum) over the slices of each slice's best plane.
+    ``slice_edges``: the slices' edges as fractions of the mean range
+    (finite, nondecreasing from 0 to 1; repeated edges allowed) instead of
+    ``n_slices`` equal ones (``n_slices`` is then ignored).
     ``x0`` (B, d): the point of each box where the variance's affine
     enclosure is tangent (:func:`affine_variance_enclosure`; None: the
     centre). ``at = (mu, v)`` (each (B,) or (B, K)) and ``beat`` (B,): the latent
@@ -532,16 +550,28 @@ def coupled_plane_bound(link, model, variance, box, lo, hi, upper=False, refs=PL
     e_(j+1)] cover [mu_lo, mu_hi] (shared computed edges, exact ends), so
     every x of the box has mu~(x) in some slice j, where p~(x) >= (plane j
     at x) >= (its minimum over the whole box, the constraint dropped) >=
-    slice j's bound; hence p~(x) >= the minimum over the slices.
+    slice j's bound; hence p~(x) >= the minimum over the slices. The
+    computed edges mu_lo + f (mu_hi - mu_lo) are nondecreasing in f
+    (rounding is monotone) with the ends set exactly, so consecutive slices
+    cover [mu_lo, mu_hi] whatever the fractions; a zero-width slice (a
+    repeated edge) is a valid degenerate rectangle for :func:`link_plane`,
+    and a slice without a finite plane gives -inf (+inf), the trivial
+    bound.
     """
     B, d = lo.shape
     if B == 0 or not has_affine_enclosure(variance):
         return None
+    if slice_edges is not None:
+        slice_edges = np.asarray(slice_edges, dtype=np.float64)
+        if (slice_edges.ndim != 1 or len(slice_edges) < 2 or not np.all(np.isfinite(slice_edges))
+                or slice_edges[0] != 0.0 or slice_edges[-1] != 1.0 or not np.all(np.diff(slice_edges) >= 0)):
+            raise ValueError(f"slice_edges must be finite and increase from 0 to 1, got {slice_edges}")
+        n_slices = len(slice_edges) - 1
     ns, nr = int(n_slices), len(refs)
     n = ns * nr
     f_mu, f_v = (np.asarray(f, dtype=np.float64) for f in zip(*refs))  # (nr,) each
     # Slice edges (ns + 1, B), shared between neighbours, exact ends.
-    frac = np.linspace(0.0, 1.0, ns + 1)[:, None]
+    frac = (np.linspace(0.0, 1.0, ns + 1) if slice_edges is None else slice_edges)[:, None]
     edges = box.mu_lo + frac * (box.mu_hi - box.mu_lo)
     edges[0], edges[-1] = box.mu_lo, box.mu_hi
     # Planes indexed (slice, reference, box), flattened.
@@ -2178,16 +2208,19 @@ class ProbaObjective:
         0.866 (attained 0.871), and every one of 10 rows converges to 0.01
         after one split (two did not in 5 s). Two sets of planes: over the
         whole mean range (the variance's tangent at the box centre), and over
-        ``PLANE_SLICES`` slices of it with the variance's tangent at the
-        mean bound's extreme point (``coupled_plane_bound``'s ``x0``: where
-        the probability's extreme is expected, the centre's tangent
-        over-estimates the variance by up to the RKHS remainder; breast
-        cancer row 0 at gamma 0.2: root 0.556 -> 0.576); the better of the
-        two bounds. Session 32, bench_binary_real C * RBF, 10 rows, gamma
-        0.2 / 0.1: median worst gap 0.027 -> 0.022 / 0.0094 -> 0.0081 (rows
-        converged 3 / 8 both; before, the slices were bounded only where
-        the whole-range planes beat the interval bound, with the centre's
-        tangent). Only the planes that can beat
+        the slices of ``SLICE_EDGES`` (finer toward the mean's end where
+        the probability's extreme is expected) with the variance's tangent
+        at the mean bound's extreme point (``coupled_plane_bound``'s ``x0``:
+        the centre's tangent over-estimates the variance there by up to the
+        RKHS remainder); the better of the two bounds. Breast cancer row 0
+        at gamma 0.2, root: 0.556 (three equal slices, centre tangent) ->
+        0.576 (tangent at the extreme) -> 0.590 (these edges); attained
+        0.6236. The slices are bounded on the boxes where the whole-range
+        planes come within ``SLICE_GATE`` of the interval bound (before
+        session 32: three equal slices with the centre's tangent, where
+        those planes beat it). Session 32, bench_binary_real C * RBF, 10
+        rows, gamma 0.2: mean worst gap 0.029 -> 0.016, rows converged 3 ->
+        4 (``SLICE_GATE`` has the variants). Only the planes that can beat
         the interval bound by a quarter of the row's epsilon at the mean
         bound's extreme point (the minimiser, or maximiser, of its
         relaxation; ``coupled_plane_bound``'s ``at``) are bounded: where the
@@ -2214,17 +2247,22 @@ class ProbaObjective:
         if found is None:
             return bb
         p1, carg = found
-        # The slices, with the variance's tangent at the mean bound's extreme
-        # point (where the probability's extreme is expected; the centre's
-        # tangent over-estimates the variance there by up to the RKHS
-        # remainder).
-        sl = coupled_plane_bound(self.probs.link, model, var, b, lo, hi, upper=not want_low, at=at, beat=beat,
-                                 refs=SLICE_REFS, n_slices=PLANE_SLICES,
-                                 x0=b.arg_mu_min if want_low else b.arg_mu_max)
-        if sl is not None:
-            q, qarg = sl
-            better = q > p1 if want_low else q < p1
-            p1, carg = np.where(better, q, p1), np.where(better[:, None], qarg, carg)
+        # The slices (SLICE_GATE), with the variance's tangent at the mean
+        # bound's extreme point (where the probability's extreme is expected;
+        # the centre's tangent over-estimates the variance there by up to the
+        # RKHS remainder).
+        won = (p1 > plo[:, 0] - SLICE_GATE) if want_low else (p1 < phi[:, 0] + SLICE_GATE)
+        if won.any():
+            edges = np.array(SLICE_EDGES) if want_low else 1.0 - np.array(SLICE_EDGES)[::-1]
+            sl = coupled_plane_bound(self.probs.link, model, var, _take([b], won)[0], lo[won], hi[won],
+                                     upper=not want_low, at=(at[0][won], at[1][won]), beat=beat[won], refs=SLICE_REFS,
+                                     x0=(b.arg_mu_min if want_low else b.arg_mu_max)[won], slice_edges=edges)
+            if sl is not None:
+                q, qarg = sl
+                idx = np.flatnonzero(won)
+                better = q > p1[idx] if want_low else q < p1[idx]
+                p1, carg = p1.copy(), carg.copy()
+                p1[idx[better]], carg[idx[better]] = q[better], qarg[better]
         # p1 >= p1_low gives p_c >= p1_low (c = 1) or p_c <= 1 - p1_low (c = 0);
         # p1 <= p1_up gives p_c <= p1_up (c = 1) or p_c >= 1 - p1_up (c = 0).
         pc = p1 if c == 1 else 1.0 - p1
