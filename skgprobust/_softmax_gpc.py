@@ -278,7 +278,7 @@ certified over boxes; on 10-class digits r is ~0.10 with the
 direction-wise form (median 0.208 -> 0.104 over 300 rows; ~0.22 with the
 nuclear-norm form alone, ~0.3 with the former 4/27) while the
 measured difference is 0.002-0.016 (20 test rows of the benchmark's
-model, digits 50-51 of each class, 4 10^6 Monte Carlo samples of the
+model, the 51st and 52nd image of each digit, 4 10^6 Monte Carlo samples of the
 full covariance per row, session 32: 0.016 and 0.008 on two of them, the
 rest below 0.003), so for many
 classes ``predict_proba`` is a certified-argmax score with a conservative

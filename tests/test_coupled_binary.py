@@ -221,7 +221,7 @@ def test_slice_edges_are_validated():
             coupled_plane_bound(bm.link, lm, var, box, L, H, slice_edges=bad)
 
 
-def test_tighten_batches_and_gates():
+def test_tighten_batches_and_gates(monkeypatch):
     """ProbaObjective.tighten on 8 boxes at once (some gated off the slices,
     some not; both classes and signs): shapes kept, never below bound(),
     and below predict_proba at 2000 sampled points per box; the sliced
@@ -236,30 +236,27 @@ def test_tighten_batches_and_gates():
         calls.append((k.get("slice_edges") is not None, len(a[4])))
         return orig(*a, **k)
 
-    O.coupled_plane_bound = spy
-    try:
-        tighter = 0
-        for seed in range(4):
-            clf, X, rng = _model(seed)
-            probs = bound_model_of(clf).probabilities()
-            boxes = [_box(rng, X, clf) for _ in range(8)]
-            lo, hi = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
-            for c in (0, 1):
-                for sign in (1.0, -1.0):
-                    obj = ProbaObjective(probs, c, sign)
-                    bb, tb = obj.bound(lo, hi), obj.tighten(lo, hi)
-                    if tb is None:
-                        continue
-                    assert tb.lower.shape == (8,) and tb.argmin.shape == lo.shape
-                    assert np.all(tb.lower >= bb.lower)
-                    tighter += int(np.sum(tb.lower > bb.lower + 1e-9))
-                    for i in range(8):
-                        P = np.vstack([lo[i] + (hi[i] - lo[i]) * rng.random((2000, lo.shape[1])), tb.argmin[i]])
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            pc = clf.predict_proba(P)[:, c]
-                        assert np.all(sign * pc >= tb.lower[i])
-    finally:
-        O.coupled_plane_bound = orig
+    monkeypatch.setattr(O, "coupled_plane_bound", spy)
+    tighter = 0
+    for seed in range(4):
+        clf, X, rng = _model(seed)
+        probs = bound_model_of(clf).probabilities()
+        boxes = [_box(rng, X, clf) for _ in range(8)]
+        lo, hi = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
+        for c in (0, 1):
+            for sign in (1.0, -1.0):
+                obj = ProbaObjective(probs, c, sign)
+                bb, tb = obj.bound(lo, hi), obj.tighten(lo, hi)
+                if tb is None:
+                    continue
+                assert tb.lower.shape == (8,) and tb.argmin.shape == lo.shape
+                assert np.all(tb.lower >= bb.lower)
+                tighter += int(np.sum(tb.lower > bb.lower + 1e-9))
+                for i in range(8):
+                    P = np.vstack([lo[i] + (hi[i] - lo[i]) * rng.random((2000, lo.shape[1])), tb.argmin[i]])
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        pc = clf.predict_proba(P)[:, c]
+                    assert np.all(sign * pc >= tb.lower[i])
     sliced = [n for s_, n in calls if s_]
     assert tighter > 0 and sliced and min(sliced) < 8  # the gate left some boxes out
